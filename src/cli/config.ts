@@ -1,0 +1,61 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { STARTER_CONFIG } from '../config/init.js';
+import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
+import { configJsonSchema } from '../config/schema.js';
+import { LoopError } from '../core/errors.js';
+import { capabilitiesOf } from '../engines/preset.js';
+import { table } from './format.js';
+import { EXIT, type Io } from './io.js';
+
+export function configInit(io: Io, options: { config?: string; force?: boolean; json?: boolean }): number {
+  const path = resolve(io.cwd, options.config ?? io.env.THE_LOOP_CONFIG ?? DEFAULT_CONFIG_PATH);
+  if (existsSync(path) && !options.force) {
+    throw new LoopError('config-exists', `${path} already exists`, { hint: 'Pass --force to overwrite it.' });
+  }
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, STARTER_CONFIG, { mode: 0o600 });
+  const schemaPath = join(dirname(path), 'config.schema.json');
+  writeFileSync(schemaPath, `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+  if (options.json) io.out(`${JSON.stringify({ config: path, schema: schemaPath })}\n`);
+  else io.out(`Wrote ${path}\nWrote ${schemaPath} (JSON Schema for editors)\nNext: \`the-loop config check\`, then \`the-loop doctor\`.\n`);
+  return EXIT.ok;
+}
+
+export function configCheck(io: Io, options: { config?: string; dataDir?: string; json?: boolean }): number {
+  const loaded = loadConfig({ cwd: io.cwd, env: io.env, configPath: options.config, dataDir: options.dataDir });
+  const engines = Object.entries(loaded.engines).map(([name, preset]) => ({
+    name,
+    binary: preset.binary,
+    protocol: preset.protocol,
+    capabilities: capabilitiesOf(preset),
+  }));
+  if (options.json) {
+    io.out(
+      `${JSON.stringify({ valid: true, path: loaded.path, dataDir: loaded.dataDir, defaults: loaded.config.defaults, engines }, null, 2)}\n`,
+    );
+    return EXIT.ok;
+  }
+  io.out(`${loaded.path ? `✓ ${loaded.path} is valid` : '✓ no config file; using defaults'}\n`);
+  io.out(`  data dir  ${loaded.dataDir}\n  default   ${loaded.config.defaults.engine} on ${loaded.config.defaults.runner}\n\n`);
+  io.out(
+    table(
+      ['ENGINE', 'BINARY', 'PROTOCOL', 'RESUME', 'SESSION ID', 'TMUX', 'METER'],
+      engines.map((e) => [
+        e.name,
+        e.binary,
+        e.protocol,
+        e.capabilities.resume ? 'yes' : 'no',
+        e.capabilities.preassignedId ? 'pre-assigned' : e.capabilities.capturedId ? 'captured' : 'none',
+        e.capabilities.tmux ? 'yes' : 'no',
+        e.capabilities.meter === 'none' ? 'unmetered' : e.capabilities.meter,
+      ]),
+    ),
+  );
+  return EXIT.ok;
+}
+
+export function configSchemaCommand(io: Io): number {
+  io.out(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,53 @@
+import type { Usage } from '../engines/protocols/types.js';
+import { totalTokens } from '../ledger/usage.js';
+import type { TurnRecord } from '../sessions/types.js';
+
+export const formatInt = (n: number): string => n.toLocaleString('en-US');
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  const rest = Math.round(s % 60);
+  if (m < 60) return `${m} min ${rest} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+export function formatTokens(usage: Usage | null): string {
+  if (!usage) return 'unmetered';
+  const parts = [`${formatInt(usage.inputTokens)} in`, `${formatInt(usage.outputTokens)} out`];
+  if (usage.cacheReadTokens) parts.push(`${formatInt(usage.cacheReadTokens)} cache read`);
+  if (usage.cacheCreationTokens) parts.push(`${formatInt(usage.cacheCreationTokens)} cache write`);
+  if (usage.reasoningTokens) parts.push(`${formatInt(usage.reasoningTokens)} reasoning`);
+  return `${formatInt(totalTokens(usage))} tokens (${parts.join(', ')})`;
+}
+
+/** Cost is never shown as $0 for something nothing measured: unknown says so. */
+export function formatCost(turn: Pick<TurnRecord, 'usage' | 'costUsd' | 'meter'>): string {
+  if (turn.costUsd !== null) return `~$${turn.costUsd.toFixed(4)} (engine-reported estimate)`;
+  if (turn.usage === null) return turn.meter === 'none' ? 'cost unknown (unmetered engine)' : 'cost unknown (no usage reported)';
+  return 'cost unknown (not priced yet)';
+}
+
+export function turnDurationMs(turn: Pick<TurnRecord, 'startedAt' | 'endedAt'>): number | null {
+  if (!turn.endedAt) return null;
+  return Date.parse(turn.endedAt) - Date.parse(turn.startedAt);
+}
+
+/** A plain aligned table; no colours so it pipes cleanly. */
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
+}
+
+/** One line of untrusted text made safe for a terminal: control characters shown, length bounded. */
+export function oneLine(text: string, max = 160): string {
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+  return clean.length > max ? `${clean.slice(0, max - 1)}…` : clean;
+}

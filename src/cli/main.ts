@@ -1,0 +1,160 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { LoopError } from '../core/errors.js';
+import { loadConfig } from '../config/load.js';
+import { type App, createApp } from '../main.js';
+import { configCheck, configInit, configSchemaCommand } from './config.js';
+import { doctorCommand } from './doctor.js';
+import { EXIT, type Io, processIo } from './io.js';
+import { runCommand } from './run.js';
+import { serveCommand } from './serve.js';
+import { closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
+
+const USAGE_CODES = new Set(['usage', 'config-invalid', 'config-missing', 'config-exists', 'env-missing', 'work-item-invalid', 'engine-unknown']);
+
+interface GlobalOptions {
+  config?: string;
+  dataDir?: string;
+}
+
+function readVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const program = new Command('the-loop')
+    .description('Turns GitHub events into turns of coding agents: one observable, accounted session per work item.')
+    .version(readVersion(), '-V, --version')
+    .option('-c, --config <path>', 'config file (default: $THE_LOOP_CONFIG or .the-loop/config.yaml)')
+    .option('--data-dir <dir>', 'state directory (default: $THE_LOOP_DATA_DIR, config dataDir, or .the-loop/)')
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride();
+
+  const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
+  const withApp = async (cmd: Command, fn: (app: App) => Promise<number> | number) => {
+    const g = globals(cmd);
+    const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    try {
+      setExit(await fn(app));
+    } finally {
+      app.dispose();
+    }
+  };
+
+  program
+    .command('run')
+    .description('run one turn of a work item\'s session by hand (creating the session on first use)')
+    .argument('<work-item>', 'github:<owner>/<repo>#<number>')
+    .argument('[prompt...]', 'the turn text (or use --prompt-file)')
+    .option('-e, --engine <name>', 'engine for a new session (default: defaults.engine)')
+    .option('--cwd <dir>', 'working directory for a new session (default: defaults.cwd or the current directory)')
+    .addOption(new Option('--runner <runner>', 'runner for a new session').choices(['process']))
+    .option('--prompt-file <path>', 'read the turn text from a file (- for stdin)')
+    .option('--json', 'emit JSON lines: the session, every event, then the turn')
+    .action(async (workItem: string, words: string[], opts, cmd: Command) => {
+      let prompt = words.join(' ');
+      if (opts.promptFile) {
+        if (prompt) throw new LoopError('usage', 'give the prompt either as arguments or with --prompt-file, not both');
+        prompt = readFileSync(opts.promptFile === '-' ? 0 : opts.promptFile, 'utf8');
+      }
+      if (!prompt.trim()) throw new LoopError('usage', 'no prompt given', { hint: 'the-loop run github:owner/repo#1 "fix the failing test"' });
+      await withApp(cmd, (app) => runCommand(app, io, workItem, prompt, opts));
+    });
+
+  const sessions = program.command('sessions').description('see, follow and end sessions');
+  sessions
+    .command('list')
+    .description('active sessions (--all: closed ones too)')
+    .option('-a, --all', 'include closed sessions')
+    .option('-w, --work-item <ref>', 'only this work item')
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) => withApp(cmd, (app) => listSessions(app.store, io, opts)));
+  sessions
+    .command('show')
+    .description('one session and its turns')
+    .argument('<session>', 'work item or session id')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => showSession(app.store, io, ref, opts)));
+  sessions
+    .command('logs')
+    .description("a session's recorded turn events")
+    .argument('<session>', 'work item or session id')
+    .option('-t, --turn <n>', 'only this turn', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new LoopError('usage', `--turn takes a turn number, not ${JSON.stringify(v)}`);
+      return n;
+    })
+    .option('--json', 'JSON lines output')
+    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)));
+  sessions
+    .command('close')
+    .description('end a session (its history is kept)')
+    .argument('<session>', 'work item or session id')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => closeSession(app.store, io, ref, opts)));
+
+  program
+    .command('doctor')
+    .description('which engine binaries are installed, their versions, and how to install the missing ones')
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) => {
+      const g = globals(cmd);
+      const loaded = loadConfig({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+      setExit(await doctorCommand(loaded.engines, loaded.config.defaults.engine, io, opts));
+    });
+
+  const config = program.command('config').description('configuration: init, check, schema');
+  config
+    .command('init')
+    .description('write a commented starter config (and its JSON Schema beside it)')
+    .option('-f, --force', 'overwrite an existing file')
+    .option('--json', 'JSON output')
+    .action((opts, cmd: Command) => setExit(configInit(io, { ...opts, config: globals(cmd).config })));
+  config
+    .command('check')
+    .description('validate the config and show the engines it declares')
+    .option('--json', 'JSON output')
+    .action((opts, cmd: Command) => setExit(configCheck(io, { ...opts, ...globals(cmd) })));
+  config
+    .command('schema')
+    .description('print the JSON Schema of the config file')
+    .action(() => setExit(configSchemaCommand(io)));
+
+  program
+    .command('serve')
+    .description('the daemon (webhook ingress arrives in a later release; prints status for now)')
+    .action(async (_opts, cmd: Command) => withApp(cmd, (app) => serveCommand(app, io)));
+
+  return program;
+}
+
+/** CLI entry: parse, run, and turn every error into a clear message and an exit code. */
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are "errors" to exitOverride; their text is already printed.
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (error instanceof LoopError) {
+      io.err(`the-loop: ${error.message}\n`);
+      if (error.hint) io.err(`  → ${error.hint}\n`);
+      return USAGE_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
+    }
+    io.err(`the-loop: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 70;
+  }
+}

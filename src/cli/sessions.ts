@@ -1,0 +1,157 @@
+import { LoopError } from '../core/errors.js';
+import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import { addUsage } from '../ledger/usage.js';
+import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
+import { formatCost, formatDuration, formatTokens, table, turnDurationMs } from './format.js';
+import { EXIT, type Io } from './io.js';
+import { describeEvent } from './run.js';
+
+/** A session named by work item (its active session, else its latest) or by id / id prefix (≥ 8 chars). */
+export function findSession(store: SessionStore, ref: string): SessionRecord {
+  if (ref.startsWith('github:')) {
+    const workItem = formatWorkItem(parseWorkItem(ref));
+    const session = store.findActive(workItem) ?? store.list({ workItem, limit: 1 })[0];
+    if (!session) throw new LoopError('session-missing', `no session for ${workItem}`, { hint: 'See `the-loop sessions list --all`.' });
+    return session;
+  }
+  if (!/^[0-9a-f-]{8,36}$/i.test(ref)) {
+    throw new LoopError('usage', `not a work item or session id: ${JSON.stringify(ref)}`, {
+      hint: 'Name a session by work item (github:owner/repo#15) or by its id (at least 8 characters).',
+    });
+  }
+  const exact = store.get(ref);
+  if (exact) return exact;
+  const matches = store.list({ limit: 100000 }).filter((s) => s.id.startsWith(ref.toLowerCase()));
+  if (matches.length === 1 && matches[0]) return matches[0];
+  if (matches.length > 1) throw new LoopError('usage', `session id prefix ${ref} is ambiguous (${matches.length} sessions)`);
+  throw new LoopError('session-missing', `no session with id ${ref}`, { hint: 'See `the-loop sessions list --all`.' });
+}
+
+interface SessionSummary {
+  turns: number;
+  running: boolean;
+  lastTurnAt: string | null;
+  usage: TurnRecord['usage'];
+  unmeteredTurns: number;
+  costUsd: number | null;
+}
+
+export function summarizeTurns(turns: readonly TurnRecord[]): SessionSummary {
+  const metered = turns.filter((t) => t.usage !== null);
+  const usage = metered.length ? metered.map((t) => t.usage as NonNullable<TurnRecord['usage']>).reduce(addUsage) : null;
+  const costs = turns.filter((t) => t.costUsd !== null);
+  return {
+    turns: turns.length,
+    running: turns.some((t) => t.status === 'running'),
+    lastTurnAt: turns.at(-1)?.startedAt ?? null,
+    usage,
+    unmeteredTurns: turns.filter((t) => t.usage === null && t.status !== 'running').length,
+    costUsd: costs.length ? costs.reduce((sum, t) => sum + (t.costUsd ?? 0), 0) : null,
+  };
+}
+
+export function listSessions(store: SessionStore, io: Io, options: { all?: boolean; json?: boolean; workItem?: string }): number {
+  const workItem = options.workItem ? formatWorkItem(parseWorkItem(options.workItem)) : undefined;
+  const sessions = store.list({
+    ...(workItem ? { workItem } : {}),
+    ...(options.all ? {} : { status: 'active' as const }),
+  });
+  const rows = sessions.map((s) => ({ session: s, summary: summarizeTurns(store.turns(s.id)) }));
+  if (options.json) {
+    io.out(`${JSON.stringify(rows.map((r) => ({ ...r.session, ...r.summary })), null, 2)}\n`);
+    return EXIT.ok;
+  }
+  if (rows.length === 0) {
+    io.out(options.all ? 'No sessions yet. Start one with `the-loop run <work-item> "<prompt>"`.\n' : 'No active sessions (add --all for closed ones).\n');
+    return EXIT.ok;
+  }
+  io.out(
+    table(
+      ['WORK ITEM', 'ENGINE', 'RUNNER', 'STATUS', 'TURNS', 'TOKENS', 'LAST TURN', 'ID'],
+      rows.map(({ session: s, summary: m }) => [
+        s.workItem,
+        s.engine,
+        s.runner,
+        m.running ? 'running' : s.status,
+        String(m.turns),
+        m.usage ? formatTokens(m.usage).split(' (')[0] ?? '' : m.turns ? 'unmetered' : '-',
+        m.lastTurnAt ?? '-',
+        s.id.slice(0, 8),
+      ]),
+    ),
+  );
+  return EXIT.ok;
+}
+
+export function showSession(store: SessionStore, io: Io, ref: string, options: { json?: boolean }): number {
+  const session = findSession(store, ref);
+  const turns = store.turns(session.id);
+  const summary = summarizeTurns(turns);
+  if (options.json) {
+    io.out(`${JSON.stringify({ session, summary, turns }, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const lines = [
+    `Session ${session.id}`,
+    `  work item   ${session.workItem}`,
+    `  engine      ${session.engine} on the ${session.runner} runner`,
+    `  engine id   ${session.engineSessionId ?? '(not yet known)'}`,
+    `  cwd         ${session.cwd}`,
+    `  credential  ${session.credentialKind ? `${session.credentialKind} via ${session.credentialEnv}` : 'none found in the environment (the engine uses its own login, if any)'}`,
+    `  status      ${summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}`,
+    `  created     ${session.createdAt}${session.closedAt ? ` · closed ${session.closedAt}` : ''}`,
+    `  usage       ${summary.usage ? formatTokens(summary.usage) : 'unknown'}${summary.unmeteredTurns ? ` · ${summary.unmeteredTurns} turn(s) unmetered, not included` : ''}`,
+    '',
+    'Turns',
+  ];
+  for (const t of turns) {
+    const took = turnDurationMs(t);
+    lines.push(
+      `  ${t.seq}. ${t.status} · ${t.endReason ?? 'running'} · ${t.startedAt}${took === null ? '' : ` · ${formatDuration(took)}`} · ${formatTokens(t.usage)} · ${formatCost(t)}`,
+    );
+    if (t.error) lines.push(`     error: ${t.error.split('\n')[0]}`);
+  }
+  if (turns.length === 0) lines.push('  (none)');
+  io.out(`${lines.join('\n')}\n`);
+  return EXIT.ok;
+}
+
+export function sessionLogs(store: SessionStore, io: Io, ref: string, options: { json?: boolean; turn?: number }): number {
+  const session = findSession(store, ref);
+  const turns = store.turns(session.id).filter((t) => options.turn === undefined || t.seq === options.turn);
+  if (options.turn !== undefined && turns.length === 0) {
+    throw new LoopError('usage', `session ${session.id.slice(0, 8)} has no turn ${options.turn}`);
+  }
+  for (const t of turns) {
+    const events = store.events(t.id);
+    if (options.json) {
+      for (const e of events) io.out(`${JSON.stringify({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
+      continue;
+    }
+    io.out(`── turn ${t.seq} · ${t.startedAt} · ${t.status}${t.endReason ? ` (${t.endReason})` : ''}\n`);
+    for (const e of events) {
+      const line = describeEvent(e.event);
+      if (line) io.out(`${line}\n`);
+    }
+    if (t.error) io.out(`  error: ${t.error.split('\n')[0]}\n`);
+  }
+  return EXIT.ok;
+}
+
+export function closeSession(store: SessionStore, io: Io, ref: string, options: { json?: boolean }): number {
+  const session = findSession(store, ref);
+  if (session.status === 'closed') {
+    if (options.json) io.out(`${JSON.stringify({ closed: false, alreadyClosed: true, session })}\n`);
+    else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} was already closed (${session.closedAt}).\n`);
+    return EXIT.ok;
+  }
+  if (store.turns(session.id).some((t) => t.status === 'running')) {
+    throw new LoopError('session-busy', `${session.workItem} has a turn running`, {
+      hint: 'Wait for it to end (or cancel it where it runs), then close the session.',
+    });
+  }
+  const closed = store.close(session.id, 'closed by hand');
+  if (options.json) io.out(`${JSON.stringify({ closed: true, session: closed })}\n`);
+  else io.out(`${closed.workItem}: session ${closed.id.slice(0, 8)} closed. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`);
+  return EXIT.ok;
+}

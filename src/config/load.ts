@@ -1,0 +1,170 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { LoopError } from '../core/errors.js';
+import { type EnginePreset, ENV_NAME, presetSchema } from '../engines/preset.js';
+import { BUILTIN_PRESETS } from '../engines/presets.js';
+import { type Config, configSchema, type EngineOverride } from './schema.js';
+
+export const DEFAULT_CONFIG_PATH = '.the-loop/config.yaml';
+/** A config file is a few KB; anything this large is a mistake (or an attack on the parser). */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+export interface LoadedConfig {
+  /** The file read, or null when none exists and defaults are used. */
+  path: string | null;
+  config: Config;
+  /** Absolute data directory. */
+  dataDir: string;
+  logFile: string;
+  /** Every engine, built-in presets merged with config, validated. */
+  engines: Record<string, EnginePreset>;
+  /** Values read through `env:NAME`: treated as secrets everywhere. */
+  secretValues: string[];
+}
+
+export interface LoadOptions {
+  cwd: string;
+  env: Readonly<Record<string, string | undefined>>;
+  /** `--config`; else THE_LOOP_CONFIG; else `.the-loop/config.yaml` under cwd. */
+  configPath?: string | undefined;
+  /** `--data-dir`; else THE_LOOP_DATA_DIR; else config `dataDir`; else the config file's directory. */
+  dataDir?: string | undefined;
+}
+
+type Path = ReadonlyArray<PropertyKey>;
+const formatPath = (path: Path): string =>
+  path.length === 0 ? '(top level)' : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
+
+export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path = []): string[] {
+  return issues.map((issue) => `${formatPath([...prefix, ...issue.path])}: ${issue.message}`);
+}
+
+/** Replace every `env:NAME` string by the variable's value; report unset ones by key path. */
+export function resolveEnvRefs(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  secrets: string[],
+  errors: string[],
+  path: Path = [],
+): unknown {
+  if (typeof value === 'string') {
+    if (!value.startsWith('env:')) return value;
+    const name = value.slice(4);
+    if (!ENV_NAME.test(name)) {
+      errors.push(`${formatPath(path)}: "${value}" is not a valid env reference (env:NAME)`);
+      return value;
+    }
+    const resolved = env[name];
+    if (resolved === undefined || resolved === '') {
+      errors.push(`${formatPath(path)}: environment variable ${name} is not set (referenced as env:${name})`);
+      return '';
+    }
+    secrets.push(resolved);
+    return resolved;
+  }
+  if (Array.isArray(value)) return value.map((v, i) => resolveEnvRefs(v, env, secrets, errors, [...path, i]));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = resolveEnvRefs(v, env, secrets, errors, [...path, k]);
+    return out;
+  }
+  return value;
+}
+
+/** A built-in preset with a config override on top: objects merge one level, arrays replace. */
+export function mergeEngine(name: string, base: unknown, override: EngineOverride | undefined): EnginePreset {
+  const merged: Record<string, unknown> = { ...(base as Record<string, unknown> | undefined) };
+  for (const [key, value] of Object.entries(override ?? {})) {
+    if (value === undefined) continue;
+    const prev = merged[key];
+    merged[key] =
+      prev && typeof prev === 'object' && !Array.isArray(prev) && value && typeof value === 'object' && !Array.isArray(value)
+        ? { ...prev, ...value }
+        : value;
+  }
+  const result = presetSchema.safeParse(merged);
+  if (!result.success) {
+    const lines = formatIssues(result.error.issues, ['engines', name]);
+    const hint = base
+      ? `Check the override of the built-in "${name}" engine.`
+      : `"${name}" is not a built-in engine, so it must declare binary, protocol, headless.args and sessionId.`;
+    throw new LoopError('config-invalid', `invalid engine "${name}":\n  ${lines.join('\n  ')}`, { hint });
+  }
+  return result.data;
+}
+
+function readConfigFile(path: string): unknown {
+  const size = statSync(path).size;
+  if (size > MAX_CONFIG_BYTES) {
+    throw new LoopError('config-invalid', `${path}: ${size} bytes is too large for a config file (max ${MAX_CONFIG_BYTES})`);
+  }
+  const doc = parseDocument(readFileSync(path, 'utf8'), { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const lines = doc.errors.map((e) => e.message.split('\n')[0]);
+    throw new LoopError('config-invalid', `${path} is not valid YAML:\n  ${lines.join('\n  ')}`, {
+      hint: 'Fix the YAML syntax at the line shown.',
+    });
+  }
+  const data = doc.toJS({ maxAliasCount: 100 }) as unknown;
+  return data ?? {};
+}
+
+export function loadConfig(options: LoadOptions): LoadedConfig {
+  const explicit = options.configPath ?? options.env.THE_LOOP_CONFIG;
+  const path = resolve(options.cwd, explicit ?? DEFAULT_CONFIG_PATH);
+  let raw: unknown = {};
+  let found: string | null = null;
+  if (existsSync(path)) {
+    raw = readConfigFile(path);
+    found = path;
+  } else if (explicit) {
+    throw new LoopError('config-missing', `config file not found: ${path}`, {
+      hint: 'Create one with `the-loop config init`, or fix --config / THE_LOOP_CONFIG.',
+    });
+  }
+  const where = found ?? 'the default configuration';
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new LoopError('config-invalid', `${where}: the top level must be a mapping of keys to values`);
+  }
+  const secretValues: string[] = [];
+  const envErrors: string[] = [];
+  const resolved = resolveEnvRefs(raw, options.env, secretValues, envErrors);
+  if (envErrors.length > 0) {
+    throw new LoopError('env-missing', `${where}:\n  ${envErrors.join('\n  ')}`, {
+      hint: 'Export the variables named, or change the env: references.',
+    });
+  }
+  const parsed = configSchema.safeParse(resolved);
+  if (!parsed.success) {
+    throw new LoopError('config-invalid', `${where} is invalid:\n  ${formatIssues(parsed.error.issues).join('\n  ')}`, {
+      hint: 'See `the-loop config schema` for every key and its type.',
+    });
+  }
+  const config = parsed.data;
+  const engines: Record<string, EnginePreset> = {};
+  const names = new Set([...Object.keys(BUILTIN_PRESETS), ...Object.keys(config.engines)]);
+  for (const name of names) {
+    const base = Object.hasOwn(BUILTIN_PRESETS, name) ? BUILTIN_PRESETS[name] : undefined;
+    engines[name] = mergeEngine(name, base, config.engines[name]);
+  }
+  if (!Object.hasOwn(engines, config.defaults.engine)) {
+    throw new LoopError('config-invalid', `${where}: defaults.engine "${config.defaults.engine}" is not a known engine`, {
+      hint: `Known engines: ${[...names].join(', ')}.`,
+    });
+  }
+  const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
+  const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;
+  const dataDir = dataDirOpt
+    ? resolve(options.cwd, dataDirOpt)
+    : config.dataDir
+      ? resolve(baseDir, config.dataDir)
+      : baseDir;
+  const logFile = config.log.file
+    ? isAbsolute(config.log.file)
+      ? config.log.file
+      : resolve(baseDir, config.log.file)
+    : resolve(dataDir, 'the-loop.log');
+  return { path: found, config, dataDir, logFile, engines, secretValues };
+}

@@ -1,0 +1,140 @@
+import { z } from 'zod';
+
+/**
+ * An engine is data: everything the code needs to know about a coding CLI is declared here, and
+ * what it can do (resume, pre-assigned ids, tmux, metering) is derived from these fields by
+ * `capabilitiesOf` — never from the engine's name (invariant 8).
+ */
+
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const envName = z.string().regex(ENV_NAME, 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)');
+
+/** The placeholders an argv template may use. Anything else in braces is left as literal text. */
+export const PLACEHOLDERS = ['{sessionId}', '{model}'] as const;
+
+export const PROTOCOLS = ['claude-stream-json', 'codex-json', 'gemini-stream-json', 'text'] as const;
+export type ProtocolName = (typeof PROTOCOLS)[number];
+
+export const CREDENTIAL_KINDS = ['api-key', 'subscription', 'cloud'] as const;
+export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
+
+const argv = z.array(z.string().max(4096)).max(256);
+
+export const credentialSchema = z
+  .object({
+    env: envName.describe('Environment variable that carries the credential.'),
+    kind: z.enum(CREDENTIAL_KINDS).describe('Who pays when this credential is used: an API key account, a subscription, or a cloud account.'),
+  })
+  .strict();
+
+export const headlessSchema = z
+  .object({
+    args: argv.describe('Arguments of every headless turn.'),
+    start: argv.default([]).describe('Added on the first turn of a session, e.g. ["--session-id", "{sessionId}"].'),
+    resume: argv.optional().describe('Added on later turns to continue the session; absent: the engine cannot resume.'),
+    promptPrefix: argv.default([]).describe('Placed right before the turn text, e.g. ["--"] or ["-p"].'),
+  })
+  .strict();
+
+/** The preset's fields without the cross-field checks (so config can declare partial overrides). */
+export const presetObjectSchema = z
+  .object({
+    description: z.string().optional(),
+    binary: z.string().min(1).describe('Executable name (looked up on PATH) or absolute path.'),
+    install: z.string().optional().describe('How to install the binary, shown by `the-loop doctor`.'),
+    versionArgs: argv.default(['--version']),
+    model: z.string().optional().describe('Value of the {model} placeholder.'),
+    protocol: z.enum(PROTOCOLS).describe('How the headless output is parsed into turn events.'),
+    headless: headlessSchema,
+    sessionId: z
+      .enum(['assign', 'capture', 'none'])
+      .describe('assign: we pre-assign a UUID ({sessionId} in headless.start); capture: the engine announces one; none.'),
+    usageScope: z
+      .enum(['turn', 'thread'])
+      .default('turn')
+      .describe("turn: reported usage is the turn's; thread: it is the session's running total (the turn's is the difference)."),
+    interactive: z
+      .object({ args: argv })
+      .strict()
+      .optional()
+      .describe('Arguments of the interactive TUI (for the tmux runner).'),
+    credentials: z.array(credentialSchema).max(32).default([]),
+    passEnv: z.array(envName).max(256).default([]).describe('Extra environment variables passed through from the daemon.'),
+    env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
+    extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
+  })
+  .strict();
+
+export const presetSchema = presetObjectSchema.superRefine((preset, ctx) => {
+    const hasId = (args: readonly string[]) => args.some((a) => a.includes('{sessionId}'));
+    if (preset.sessionId === 'assign' && !hasId(preset.headless.start)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headless', 'start'],
+        message: 'sessionId "assign" needs {sessionId} in headless.start (how the first turn pins the id)',
+      });
+    }
+    if (preset.sessionId !== 'assign' && hasId(preset.headless.start)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headless', 'start'],
+        message: `{sessionId} cannot be used in headless.start when sessionId is "${preset.sessionId}" (there is no id yet)`,
+      });
+    }
+    if (preset.headless.resume && !hasId(preset.headless.resume)) {
+      ctx.addIssue({ code: 'custom', path: ['headless', 'resume'], message: 'headless.resume must contain {sessionId}' });
+    }
+    if (preset.headless.resume && preset.sessionId === 'none') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headless', 'resume'],
+        message: 'an engine with sessionId "none" has no id to resume; set sessionId to "assign" or "capture"',
+      });
+    }
+    const usesModel = [...preset.headless.args, ...preset.headless.start, ...(preset.headless.resume ?? [])].some((a) =>
+      a.includes('{model}'),
+    );
+    if (usesModel && !preset.model) {
+      ctx.addIssue({ code: 'custom', path: ['model'], message: 'the argv uses {model} but no model is set' });
+    }
+  });
+
+export type EnginePreset = z.output<typeof presetSchema>;
+export type EnginePresetInput = z.input<typeof presetSchema>;
+
+/** Which meter a protocol provides. `none` means turns on it are recorded as unmetered. */
+export const METER_OF_PROTOCOL: Record<ProtocolName, 'stream-json' | 'codex-json' | 'gemini-json' | 'none'> = {
+  'claude-stream-json': 'stream-json',
+  'codex-json': 'codex-json',
+  'gemini-stream-json': 'gemini-json',
+  text: 'none',
+};
+
+export interface EngineCapabilities {
+  /** Later turns continue the same engine session (the model sees earlier turns). */
+  resume: boolean;
+  /** The session id is chosen by us before the engine starts. */
+  preassignedId: boolean;
+  /** The session id is read from the engine's output. */
+  capturedId: boolean;
+  /** The engine has an interactive TUI. */
+  interactive: boolean;
+  /** The TUI can run in tmux: it needs an interactive mode and a pre-assigned id (nothing to parse from a TUI). */
+  tmux: boolean;
+  /** The meter the protocol provides (`none`: unmetered). */
+  meter: (typeof METER_OF_PROTOCOL)[ProtocolName];
+}
+
+export function capabilitiesOf(preset: EnginePreset): EngineCapabilities {
+  const resume = preset.headless.resume !== undefined && preset.sessionId !== 'none';
+  const interactive = preset.interactive !== undefined;
+  return {
+    resume,
+    preassignedId: preset.sessionId === 'assign',
+    capturedId: preset.sessionId === 'capture',
+    interactive,
+    tmux:
+      interactive && preset.sessionId === 'assign' && (preset.interactive?.args ?? []).some((a) => a.includes('{sessionId}')),
+    meter: METER_OF_PROTOCOL[preset.protocol],
+  };
+}

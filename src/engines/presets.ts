@@ -1,0 +1,168 @@
+import type { EnginePresetInput } from './preset.js';
+
+/**
+ * Built-in engine presets. Facts behind each field are in docs/engines.md (observed with the real
+ * CLIs on this machine, see shared notes). Users override any field, or add engines, under
+ * `engines.<name>` in the config.
+ */
+
+// Network/proxy variables every engine may need to reach its API.
+const NETWORK_ENV = ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'NODE_EXTRA_CA_CERTS'];
+
+export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
+  claude: {
+    description: 'Anthropic Claude Code',
+    binary: 'claude',
+    install: 'npm install -g @anthropic-ai/claude-code',
+    protocol: 'claude-stream-json',
+    headless: {
+      args: ['-p', '--output-format', 'stream-json', '--verbose'],
+      start: ['--session-id', '{sessionId}'],
+      resume: ['--resume', '{sessionId}'],
+      // `--` ends option parsing, so a turn text that starts with "-" is never read as a flag.
+      promptPrefix: ['--'],
+    },
+    sessionId: 'assign',
+    usageScope: 'turn',
+    interactive: { args: ['--session-id', '{sessionId}'] },
+    credentials: [
+      { env: 'ANTHROPIC_API_KEY', kind: 'api-key' },
+      { env: 'ANTHROPIC_AUTH_TOKEN', kind: 'api-key' },
+      { env: 'CLAUDE_CODE_OAUTH_TOKEN', kind: 'subscription' },
+      { env: 'AWS_BEARER_TOKEN_BEDROCK', kind: 'cloud' },
+      { env: 'AWS_ACCESS_KEY_ID', kind: 'cloud' },
+      { env: 'AWS_SECRET_ACCESS_KEY', kind: 'cloud' },
+      { env: 'AWS_SESSION_TOKEN', kind: 'cloud' },
+      { env: 'GOOGLE_APPLICATION_CREDENTIALS', kind: 'cloud' },
+    ],
+    passEnv: [
+      'ANTHROPIC_BASE_URL',
+      'ANTHROPIC_MODEL',
+      'ANTHROPIC_SMALL_FAST_MODEL',
+      'CLAUDE_CONFIG_DIR',
+      'CLAUDE_CODE_USE_BEDROCK',
+      'CLAUDE_CODE_USE_VERTEX',
+      'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
+      'CLAUDE_CODE_MAX_RETRIES',
+      'DISABLE_AUTOUPDATER',
+      'IS_SANDBOX',
+      'AWS_REGION',
+      'AWS_PROFILE',
+      'CLOUD_ML_REGION',
+      'ANTHROPIC_VERTEX_PROJECT_ID',
+      ...NETWORK_ENV,
+    ],
+  },
+  codex: {
+    description: 'OpenAI Codex CLI',
+    binary: 'codex',
+    install: 'npm install -g @openai/codex',
+    protocol: 'codex-json',
+    headless: {
+      // `exec` is the non-interactive mode; it refuses to run outside a git repo without the flag.
+      // The shell policy keeps the credential out of the environment of commands the model runs
+      // (codex passes its whole environment to them by default).
+      args: [
+        'exec',
+        '--json',
+        '--skip-git-repo-check',
+        '-c',
+        'shell_environment_policy.exclude=["CODEX_API_KEY","OPENAI_API_KEY"]',
+      ],
+      start: [],
+      // `codex exec --json resume <thread_id> <text>`: the id is captured from `thread.started`.
+      resume: ['resume', '{sessionId}'],
+      promptPrefix: ['--'],
+    },
+    // Codex cannot be given a thread id up front; it announces one in `thread.started`.
+    sessionId: 'capture',
+    // On a resumed turn, `turn.completed.usage` is the thread's running total.
+    usageScope: 'thread',
+    interactive: { args: [] },
+    // The built-in provider reads CODEX_API_KEY (OPENAI_API_KEY only through a custom provider's
+    // env_key); without either it uses $CODEX_HOME/auth.json (API key or ChatGPT login).
+    credentials: [
+      { env: 'CODEX_API_KEY', kind: 'api-key' },
+      { env: 'OPENAI_API_KEY', kind: 'api-key' },
+    ],
+    passEnv: ['CODEX_HOME', 'OPENAI_BASE_URL', ...NETWORK_ENV],
+  },
+  gemini: {
+    description: 'Google Gemini CLI',
+    binary: 'gemini',
+    install: 'npm install -g @google/gemini-cli',
+    protocol: 'gemini-stream-json',
+    headless: {
+      args: ['--output-format', 'stream-json', '--yolo', '--skip-trust'],
+      start: ['--session-id', '{sessionId}'],
+      resume: ['--resume', '{sessionId}'],
+      // The turn text is the value of -p, so it is never read as a flag.
+      promptPrefix: ['-p'],
+    },
+    sessionId: 'assign',
+    usageScope: 'turn',
+    interactive: { args: ['--session-id', '{sessionId}'] },
+    credentials: [
+      { env: 'GEMINI_API_KEY', kind: 'api-key' },
+      { env: 'GOOGLE_API_KEY', kind: 'api-key' },
+      { env: 'GOOGLE_APPLICATION_CREDENTIALS', kind: 'cloud' },
+    ],
+    passEnv: [
+      'GOOGLE_GEMINI_BASE_URL',
+      'GEMINI_MODEL',
+      'GOOGLE_GENAI_USE_VERTEXAI',
+      'GOOGLE_CLOUD_PROJECT',
+      'GOOGLE_CLOUD_LOCATION',
+      'GEMINI_CLI_NO_RELAUNCH',
+      ...NETWORK_ENV,
+    ],
+  },
+  grok: {
+    description: 'xAI Grok CLI',
+    binary: 'grok',
+    install: 'see https://docs.x.ai (Grok CLI install), then make sure `grok` is on PATH',
+    // Its streaming JSON format is not parsed yet: plain text, recorded as unmetered.
+    protocol: 'text',
+    headless: {
+      args: ['--no-auto-update', '--always-approve', '--output-format', 'plain'],
+      start: ['--session-id', '{sessionId}'],
+      resume: ['--resume', '{sessionId}'],
+      promptPrefix: ['-p'],
+    },
+    sessionId: 'assign',
+    interactive: { args: ['--session-id', '{sessionId}'] },
+    credentials: [{ env: 'XAI_API_KEY', kind: 'api-key' }],
+    passEnv: [...NETWORK_ENV],
+  },
+  'cursor-agent': {
+    description: 'Cursor Agent CLI',
+    binary: 'cursor-agent',
+    install: 'see https://cursor.com/cli (installs `cursor-agent`)',
+    // Its stream-json events (system/init, assistant, result with session_id) follow Claude Code's
+    // shapes; it reports no token usage, so its turns are recorded as unmetered.
+    protocol: 'claude-stream-json',
+    headless: {
+      args: ['-p', '--output-format', 'stream-json', '--force'],
+      start: [],
+      resume: ['--resume', '{sessionId}'],
+      promptPrefix: [],
+    },
+    // No pre-assigned chat id: captured from its output. That also keeps it out of tmux.
+    sessionId: 'capture',
+    interactive: { args: [] },
+    credentials: [{ env: 'CURSOR_API_KEY', kind: 'api-key' }],
+    passEnv: [...NETWORK_ENV],
+  },
+  ollama: {
+    description: 'Ollama (local models)',
+    binary: 'ollama',
+    install: 'see https://ollama.com/download',
+    model: 'llama3.2',
+    protocol: 'text',
+    // One-shot: no session to resume; every turn starts fresh. Unmetered.
+    headless: { args: ['run', '{model}'], start: [], promptPrefix: [] },
+    sessionId: 'none',
+    credentials: [],
+    passEnv: ['OLLAMA_HOST'],
+  },
+};

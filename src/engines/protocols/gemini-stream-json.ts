@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
+import type { TurnEvent } from './types.js';
+
+/**
+ * Gemini CLI `--output-format stream-json`: `init` (session id, model), `message` (role, content,
+ * `delta`), `tool_use`, `tool_result`, `error`, and a final `result` with `stats`.
+ */
+
+const schemas = {
+  init: z.looseObject({ session_id: z.string().optional(), model: z.string().optional() }),
+  message: z.looseObject({ role: z.string().optional(), content: z.unknown().optional() }),
+  tool_use: z.looseObject({ tool_name: z.string().optional(), tool_id: z.string().optional(), parameters: z.unknown().optional() }),
+  tool_result: z.looseObject({
+    tool_id: z.string().optional(),
+    status: z.string().optional(),
+    output: z.unknown().optional(),
+    error: z.unknown().optional(),
+  }),
+  error: z.looseObject({ message: z.string().optional(), severity: z.string().optional() }),
+  result: z.looseObject({
+    status: z.string().optional(),
+    error: z.unknown().optional(),
+    stats: z
+      .looseObject({
+        input_tokens: z.number().optional(),
+        input: z.number().optional(),
+        output_tokens: z.number().optional(),
+        cached: z.number().optional(),
+        thoughts_tokens: z.number().optional(),
+        models: z.record(z.string(), z.unknown()).optional(),
+      })
+      .optional(),
+  }),
+};
+type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
+
+const errorText = (value: unknown): string =>
+  value && typeof value === 'object' && 'message' in value && typeof value.message === 'string'
+    ? value.message
+    : summarize(value);
+
+export const geminiStreamJson: Protocol = {
+  framing: 'jsonl',
+  hasResultEvent: true,
+  create() {
+    return {
+      push(line) {
+        const decoded = decodeLine<Decoded>(line, schemas);
+        if (!decoded.ok) return decoded.event ? [decoded.event] : [];
+        const v = decoded.value as Record<string, unknown>;
+        const out: TurnEvent[] = [];
+        switch (decoded.type) {
+          case 'init':
+            if (typeof v.session_id === 'string') {
+              out.push({ type: 'session', engineSessionId: v.session_id, model: typeof v.model === 'string' ? v.model : undefined });
+            }
+            break;
+          case 'message':
+            if (v.role === 'assistant' && typeof v.content === 'string') out.push({ type: 'text', text: v.content });
+            break;
+          case 'tool_use':
+            out.push({
+              type: 'tool-use',
+              id: typeof v.tool_id === 'string' ? v.tool_id : '',
+              name: typeof v.tool_name === 'string' ? v.tool_name : 'unknown',
+              input: v.parameters ?? null,
+            });
+            break;
+          case 'tool_result':
+            out.push({
+              type: 'tool-result',
+              id: typeof v.tool_id === 'string' ? v.tool_id : '',
+              ok: v.status === 'success',
+              summary: summarize(v.output ?? (v.error === undefined ? '' : errorText(v.error))),
+            });
+            break;
+          case 'error':
+            out.push({ type: 'error', message: summarize(typeof v.message === 'string' ? v.message : 'error') });
+            break;
+          case 'result': {
+            const stats = (v as z.infer<typeof schemas.result>).stats;
+            if (stats) {
+              const cached = nonNegative(stats.cached);
+              const input = nonNegative(stats.input_tokens ?? stats.input);
+              const models = Object.keys(stats.models ?? {});
+              out.push({
+                type: 'usage',
+                usage: {
+                  // Gemini's prompt token count includes the cached tokens; kinds are kept disjoint.
+                  inputTokens: Math.max(0, input - cached),
+                  outputTokens: nonNegative(stats.output_tokens),
+                  cacheReadTokens: cached,
+                  cacheCreationTokens: 0,
+                  reasoningTokens: nonNegative(stats.thoughts_tokens),
+                },
+                model: models.length > 0 ? models.join(',') : undefined,
+              });
+            }
+            const ok = v.status === 'success';
+            out.push({ type: 'turn-end', ok, message: ok ? undefined : errorText(v.error ?? v.status ?? 'failed') });
+            break;
+          }
+        }
+        return out;
+      },
+      end: () => [],
+    };
+  },
+};

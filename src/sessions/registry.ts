@@ -1,0 +1,335 @@
+import { randomUUID } from 'node:crypto';
+import { LoopError } from '../core/errors.js';
+import type { CredentialKind } from '../engines/preset.js';
+import type { TurnEvent, Usage } from '../engines/protocols/types.js';
+import type { Db } from '../store/db.js';
+import type {
+  EndReason,
+  Meter,
+  NewSession,
+  SessionRecord,
+  SessionStatus,
+  SessionStore,
+  StoredEvent,
+  TurnEnd,
+  TurnRecord,
+  TurnStatus,
+} from './types.js';
+
+interface SessionRow {
+  id: string;
+  work_item: string;
+  slug: string;
+  engine: string;
+  runner: string;
+  engine_session_id: string | null;
+  engine_session_started: number;
+  cwd: string;
+  status: SessionStatus;
+  usage_baseline: string | null;
+  credential_kind: CredentialKind | null;
+  credential_env: string | null;
+  created_at: string;
+  updated_at: string;
+  closed_at: string | null;
+  close_reason: string | null;
+}
+
+interface TurnRow {
+  id: number;
+  session_id: string;
+  seq: number;
+  prompt_digest: string;
+  prompt_bytes: number;
+  status: TurnStatus;
+  end_reason: EndReason | null;
+  started_at: string;
+  ended_at: string | null;
+  exit_code: number | null;
+  exit_signal: string | null;
+  pid: number | null;
+  owner_pid: number | null;
+  meter: Meter;
+  model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cache_read_tokens: number | null;
+  cache_creation_tokens: number | null;
+  reasoning_tokens: number | null;
+  cost_usd: number | null;
+  cost_basis: 'engine-reported' | null;
+  error: string | null;
+}
+
+const toSession = (r: SessionRow): SessionRecord => ({
+  id: r.id,
+  workItem: r.work_item,
+  slug: r.slug,
+  engine: r.engine,
+  runner: r.runner,
+  engineSessionId: r.engine_session_id,
+  engineSessionStarted: r.engine_session_started === 1,
+  cwd: r.cwd,
+  status: r.status,
+  usageBaseline: r.usage_baseline ? (JSON.parse(r.usage_baseline) as Usage) : null,
+  credentialKind: r.credential_kind,
+  credentialEnv: r.credential_env,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  closedAt: r.closed_at,
+  closeReason: r.close_reason,
+});
+
+const toTurn = (r: TurnRow): TurnRecord => ({
+  id: r.id,
+  sessionId: r.session_id,
+  seq: r.seq,
+  promptDigest: r.prompt_digest,
+  promptBytes: r.prompt_bytes,
+  status: r.status,
+  endReason: r.end_reason,
+  startedAt: r.started_at,
+  endedAt: r.ended_at,
+  exitCode: r.exit_code,
+  exitSignal: r.exit_signal,
+  pid: r.pid,
+  meter: r.meter,
+  model: r.model,
+  usage:
+    r.input_tokens === null
+      ? null
+      : {
+          inputTokens: r.input_tokens,
+          outputTokens: r.output_tokens ?? 0,
+          cacheReadTokens: r.cache_read_tokens ?? 0,
+          cacheCreationTokens: r.cache_creation_tokens ?? 0,
+          reasoningTokens: r.reasoning_tokens ?? 0,
+        },
+  costUsd: r.cost_usd,
+  costBasis: r.cost_basis,
+  error: r.error,
+});
+
+const isUniqueViolation = (error: unknown): boolean =>
+  error instanceof Error && 'code' in error && String(error.code).startsWith('SQLITE_CONSTRAINT');
+
+/**
+ * The session registry on SQLite. Every string that came from an engine passes through `scrub`
+ * before it is stored, so a secret an engine echoes never lands in the database.
+ */
+export class SqliteSessionStore implements SessionStore {
+  private readonly eventSeq = new Map<number, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { scrub: (text: string) => string; now?: () => Date; ownerPid?: number },
+  ) {}
+
+  private now(): string {
+    return (this.options.now?.() ?? new Date()).toISOString();
+  }
+
+  findActive(workItem: string): SessionRecord | undefined {
+    const row = this.db.prepare("SELECT * FROM sessions WHERE work_item = ? AND status = 'active'").get(workItem) as
+      | SessionRow
+      | undefined;
+    return row && toSession(row);
+  }
+
+  get(id: string): SessionRecord | undefined {
+    const row = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+    return row && toSession(row);
+  }
+
+  list(filter: { workItem?: string; status?: SessionStatus; limit?: number } = {}): SessionRecord[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (filter.workItem) {
+      where.push('work_item = ?');
+      args.push(filter.workItem);
+    }
+    if (filter.status) {
+      where.push('status = ?');
+      args.push(filter.status);
+    }
+    const sql = `SELECT * FROM sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, rowid DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...args, filter.limit ?? 1000) as SessionRow[]).map(toSession);
+  }
+
+  create(input: NewSession): SessionRecord {
+    const id = randomUUID();
+    const at = this.now();
+    try {
+      this.db
+        .prepare(
+          `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
+             credential_kind, credential_env, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+        )
+        .run(
+          id,
+          input.workItem,
+          input.slug,
+          input.engine,
+          input.runner,
+          input.engineSessionId,
+          input.cwd,
+          input.credentialKind,
+          input.credentialEnv,
+          at,
+          at,
+        );
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw new LoopError('session-busy', `${input.workItem} already has an active session`, { cause: error });
+      }
+      throw error;
+    }
+    return this.get(id) as SessionRecord;
+  }
+
+  private touch(id: string, sql: string, ...args: unknown[]): void {
+    const info = this.db.prepare(`UPDATE sessions SET ${sql}, updated_at = ? WHERE id = ?`).run(...args, this.now(), id);
+    if (info.changes === 0) throw new LoopError('session-missing', `no session ${id}`);
+  }
+
+  markEngineSessionStarted(id: string, engineSessionId: string): void {
+    this.touch(id, 'engine_session_id = ?, engine_session_started = 1', engineSessionId);
+  }
+
+  setUsageBaseline(id: string, usage: Usage): void {
+    this.touch(id, 'usage_baseline = ?', JSON.stringify(usage));
+  }
+
+  setCredential(id: string, kind: CredentialKind | null, env: string | null): void {
+    this.touch(id, 'credential_kind = ?, credential_env = ?', kind, env);
+  }
+
+  close(id: string, reason: string): SessionRecord {
+    const at = this.now();
+    this.db
+      .prepare(
+        "UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?, updated_at = ? WHERE id = ? AND status = 'active'",
+      )
+      .run(at, reason, at, id);
+    const session = this.get(id);
+    if (!session) throw new LoopError('session-missing', `no session ${id}`);
+    return session;
+  }
+
+  beginTurn(sessionId: string, input: { promptDigest: string; promptBytes: number; meter: Meter }): TurnRecord {
+    const begin = this.db.transaction(() => {
+      const running = this.db
+        .prepare("SELECT id, owner_pid FROM turns WHERE session_id = ? AND status = 'running'")
+        .get(sessionId) as { id: number; owner_pid: number | null } | undefined;
+      if (running) {
+        throw new LoopError('session-busy', `turn ${running.id} of this session is still running`, {
+          hint: 'Turns of one session run one at a time; wait for it to end.',
+        });
+      }
+      const session = this.db.prepare('SELECT status FROM sessions WHERE id = ?').get(sessionId) as
+        | { status: SessionStatus }
+        | undefined;
+      if (!session) throw new LoopError('session-missing', `no session ${sessionId}`);
+      if (session.status !== 'active') throw new LoopError('session-closed', `session ${sessionId} is closed`);
+      const seq =
+        (this.db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM turns WHERE session_id = ?').get(sessionId) as { n: number })
+          .n;
+      const info = this.db
+        .prepare(
+          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid)
+           VALUES (?, ?, ?, ?, 'running', ?, ?, ?)`,
+        )
+        .run(sessionId, seq, input.promptDigest, input.promptBytes, this.now(), input.meter, this.options.ownerPid ?? process.pid);
+      this.db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?').run(this.now(), sessionId);
+      return Number(info.lastInsertRowid);
+    });
+    const id = begin.immediate();
+    return this.turn(id);
+  }
+
+  private turn(id: number): TurnRecord {
+    const row = this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+    if (!row) throw new LoopError('internal', `no turn ${id}`);
+    return toTurn(row);
+  }
+
+  setTurnPid(turnId: number, pid: number): void {
+    this.db.prepare('UPDATE turns SET pid = ? WHERE id = ?').run(pid, turnId);
+  }
+
+  appendEvent(turnId: number, event: TurnEvent): void {
+    let seq = this.eventSeq.get(turnId);
+    if (seq === undefined) {
+      seq = (this.db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM turn_events WHERE turn_id = ?').get(turnId) as { n: number }).n;
+    }
+    seq += 1;
+    this.eventSeq.set(turnId, seq);
+    this.db
+      .prepare('INSERT INTO turn_events (turn_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)')
+      .run(turnId, seq, this.now(), event.type, this.options.scrub(JSON.stringify(event)));
+  }
+
+  finishTurn(turnId: number, end: TurnEnd): TurnRecord {
+    const u = end.usage;
+    this.db
+      .prepare(
+        `UPDATE turns SET status = ?, end_reason = ?, ended_at = ?, exit_code = ?, exit_signal = ?, model = ?,
+           input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?, reasoning_tokens = ?,
+           cost_usd = ?, cost_basis = ?, error = ?
+         WHERE id = ?`,
+      )
+      .run(
+        end.status,
+        end.endReason,
+        end.endedAt,
+        end.exitCode,
+        end.exitSignal,
+        end.model,
+        u?.inputTokens ?? null,
+        u?.outputTokens ?? null,
+        u?.cacheReadTokens ?? null,
+        u?.cacheCreationTokens ?? null,
+        u?.reasoningTokens ?? null,
+        end.costUsd,
+        end.costUsd === null ? null : 'engine-reported',
+        end.error === null ? null : this.options.scrub(end.error),
+        turnId,
+      );
+    this.eventSeq.delete(turnId);
+    return this.turn(turnId);
+  }
+
+  turns(sessionId: string): TurnRecord[] {
+    return (this.db.prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY seq').all(sessionId) as TurnRow[]).map(toTurn);
+  }
+
+  events(turnId: number): StoredEvent[] {
+    const rows = this.db.prepare('SELECT * FROM turn_events WHERE turn_id = ? ORDER BY seq').all(turnId) as {
+      turn_id: number;
+      seq: number;
+      at: string;
+      data: string;
+    }[];
+    return rows.map((r) => ({ turnId: r.turn_id, seq: r.seq, at: r.at, event: JSON.parse(r.data) as TurnEvent }));
+  }
+
+  recoverLostTurns(isAlive: (pid: number) => boolean): number {
+    const running = this.db.prepare("SELECT id, owner_pid FROM turns WHERE status = 'running'").all() as {
+      id: number;
+      owner_pid: number | null;
+    }[];
+    let lost = 0;
+    for (const turn of running) {
+      if (turn.owner_pid !== null && isAlive(turn.owner_pid)) continue;
+      this.db
+        .prepare(
+          "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
+        )
+        .run(this.now(), 'the process running this turn ended without recording its end', turn.id);
+      lost += 1;
+    }
+    return lost;
+  }
+}

@@ -1,0 +1,256 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { LoopError } from '../core/errors.js';
+import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
+import { buildEngineEnv } from '../engines/env.js';
+import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
+import type { TurnEvent } from '../engines/protocols/types.js';
+import { whichBinary } from '../engines/which.js';
+import { turnUsageFrom } from '../ledger/usage.js';
+import type { Logger } from '../log/logger.js';
+import type { RunOutcome, Runner } from '../runners/runner.js';
+import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
+
+export interface TurnRequest {
+  workItem: string;
+  prompt: string;
+  /** Engine for a new session (an existing session keeps its own; naming another is an error). */
+  engine?: string | undefined;
+  runner?: string | undefined;
+  cwd?: string | undefined;
+  signal?: AbortSignal | undefined;
+  /** Every event of the turn, already scrubbed of secrets. */
+  onEvent?: ((event: TurnEvent) => void) | undefined;
+  /** Called once the session is known (created or found), before the engine starts. */
+  onSession?: ((session: SessionRecord, created: boolean) => void) | undefined;
+}
+
+export interface TurnResult {
+  session: SessionRecord;
+  turn: TurnRecord;
+  created: boolean;
+  outcome: RunOutcome;
+}
+
+export interface TurnServiceDeps {
+  store: SessionStore;
+  runners: Record<string, Runner>;
+  engines: Record<string, EnginePreset>;
+  defaults: { engine: string; runner: string; cwd: string; backstopMs: number; killGraceMs: number; maxLineBytes: number };
+  /** The daemon's environment, source of pass-through and credential variables. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Registers secret values so nothing stores or prints them. */
+  addSecret: (value: string) => void;
+  scrub: (text: string) => string;
+  logger: Logger;
+}
+
+const digest = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+const MAX_PROMPT_BYTES = 1024 * 1024;
+
+/**
+ * Runs one turn of a work item's session: finds or creates the session, builds the engine's
+ * environment, runs the turn on the session's runner, and records the turn, its events and its
+ * usage. Failures of the engine are recorded turns, not exceptions.
+ */
+export class TurnService {
+  constructor(private readonly deps: TurnServiceDeps) {}
+
+  private preset(name: string): EnginePreset {
+    const preset = Object.hasOwn(this.deps.engines, name) ? this.deps.engines[name] : undefined;
+    if (!preset) {
+      throw new LoopError('engine-unknown', `unknown engine "${name}"`, {
+        hint: `Known engines: ${Object.keys(this.deps.engines).join(', ')}. Declare new ones under engines: in the config.`,
+      });
+    }
+    return preset;
+  }
+
+  private runner(name: string): Runner {
+    const runner = Object.hasOwn(this.deps.runners, name) ? this.deps.runners[name] : undefined;
+    if (!runner) {
+      throw new LoopError('engine-unsupported', `unknown runner "${name}"`, {
+        hint: `Available runners: ${Object.keys(this.deps.runners).join(', ')}.`,
+      });
+    }
+    return runner;
+  }
+
+  private resolveBinary(preset: EnginePreset, engineName: string, env: Record<string, string>, cwd: string): string {
+    const found = whichBinary(preset.binary, env.PATH, cwd);
+    if (!found) {
+      throw new LoopError('binary-missing', `the ${engineName} engine's binary "${preset.binary}" was not found on PATH`, {
+        hint: preset.install
+          ? `Install it: ${preset.install} — or set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`
+          : `Set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`,
+      });
+    }
+    return found;
+  }
+
+  async runTurn(request: TurnRequest): Promise<TurnResult> {
+    const { store, defaults, logger } = this.deps;
+    const item = parseWorkItem(request.workItem);
+    const workItem = formatWorkItem(item);
+    const promptBytes = Buffer.byteLength(request.prompt, 'utf8');
+    if (request.prompt.trim() === '') throw new LoopError('usage', 'the prompt is empty');
+    if (promptBytes > MAX_PROMPT_BYTES) {
+      throw new LoopError('usage', `the prompt is ${promptBytes} bytes; the limit is ${MAX_PROMPT_BYTES}`);
+    }
+
+    let session = store.findActive(workItem);
+    let created = false;
+    let preset: EnginePreset;
+    let env: ReturnType<typeof buildEngineEnv>;
+    if (session) {
+      if (request.engine && request.engine !== session.engine) {
+        throw new LoopError('usage', `${workItem} already has an active ${session.engine} session`, {
+          hint: `Close it first (\`the-loop sessions close ${workItem}\`) to start one on ${request.engine}.`,
+        });
+      }
+      if (request.cwd && resolve(request.cwd) !== session.cwd) {
+        throw new LoopError('usage', `${workItem}'s session runs in ${session.cwd}, not ${resolve(request.cwd)}`, {
+          hint: `Omit --cwd, or close the session first (\`the-loop sessions close ${workItem}\`).`,
+        });
+      }
+      if (request.runner && request.runner !== session.runner) {
+        throw new LoopError('usage', `${workItem}'s session runs on the ${session.runner} runner, not ${request.runner}`);
+      }
+      preset = this.preset(session.engine);
+      env = buildEngineEnv(preset, this.deps.env);
+      this.resolveBinary(preset, session.engine, env.env, session.cwd);
+      this.checkCwd(session.cwd);
+    } else {
+      const engineName = request.engine ?? defaults.engine;
+      preset = this.preset(engineName);
+      const runnerName = request.runner ?? defaults.runner;
+      this.runner(runnerName);
+      const cwd = resolve(request.cwd ?? defaults.cwd);
+      this.checkCwd(cwd);
+      env = buildEngineEnv(preset, this.deps.env);
+      this.resolveBinary(preset, engineName, env.env, cwd);
+      session = store.create({
+        workItem,
+        slug: workItemSlug(item),
+        engine: engineName,
+        runner: runnerName,
+        // Pre-assigned id: known before the engine starts (capture engines announce theirs).
+        engineSessionId: capabilitiesOf(preset).preassignedId ? randomUUID() : null,
+        cwd,
+        credentialKind: env.credential?.kind ?? null,
+        credentialEnv: env.credential?.env ?? null,
+      });
+      created = true;
+      logger.info('session created', { workItem, session: session.id, engine: engineName, runner: runnerName });
+    }
+    for (const value of env.secretValues) this.deps.addSecret(value);
+    if (!created && (env.credential?.kind ?? null) !== session.credentialKind) {
+      store.setCredential(session.id, env.credential?.kind ?? null, env.credential?.env ?? null);
+    }
+    request.onSession?.(session, created);
+
+    const caps = capabilitiesOf(preset);
+    const runner = this.runner(session.runner);
+    const turn = store.beginTurn(session.id, { promptDigest: digest(request.prompt), promptBytes, meter: caps.meter });
+    const log = logger.child({ workItem, session: session.id, turn: turn.seq });
+    log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
+
+    const events: TurnEvent[] = [];
+    const first = !session.engineSessionStarted || !caps.resume;
+    const current = session;
+    const onEvent = (raw: TurnEvent) => {
+      // Scrub before anything keeps or shows it: an engine may echo a credential.
+      const event = JSON.parse(this.deps.scrub(JSON.stringify(raw))) as TurnEvent;
+      events.push(event);
+      if (event.type === 'session') this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
+      try {
+        store.appendEvent(turn.id, event);
+      } catch (error) {
+        log.error('could not store a turn event', { error });
+      }
+      request.onEvent?.(event);
+    };
+
+    let outcome: RunOutcome;
+    try {
+      outcome = await runner.runTurn({
+        preset,
+        engineSessionId: session.engineSessionId ?? undefined,
+        first,
+        prompt: request.prompt,
+        cwd: session.cwd,
+        env: env.env,
+        backstopMs: defaults.backstopMs,
+        killGraceMs: defaults.killGraceMs,
+        maxLineBytes: defaults.maxLineBytes,
+        signal: request.signal,
+        onEvent,
+        onSpawn: (pid) => store.setTurnPid(turn.id, pid),
+      });
+    } catch (error) {
+      // A runner bug must still leave a consistent registry: the turn is recorded failed.
+      const message = error instanceof Error ? error.message : String(error);
+      store.finishTurn(turn.id, {
+        status: 'failed',
+        endReason: 'error',
+        endedAt: new Date().toISOString(),
+        exitCode: null,
+        exitSignal: null,
+        model: null,
+        usage: null,
+        costUsd: null,
+        error: message,
+      });
+      throw error;
+    }
+
+    const fresh = store.get(session.id) ?? session;
+    const usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
+    for (const warning of usage.warnings) log.warn(warning);
+    if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
+    const finished = store.finishTurn(turn.id, {
+      status: outcome.ok ? 'succeeded' : 'failed',
+      endReason: outcome.endReason,
+      endedAt: outcome.endedAt.toISOString(),
+      exitCode: outcome.exitCode,
+      exitSignal: outcome.exitSignal,
+      model: usage.model,
+      usage: usage.usage,
+      costUsd: usage.costUsd,
+      error: outcome.error,
+    });
+    log.info('turn ended', {
+      status: finished.status,
+      endReason: finished.endReason,
+      exitCode: finished.exitCode,
+      stoppedBy: outcome.stoppedBy,
+      metered: finished.usage !== null,
+    });
+    return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
+  }
+
+  private onSessionEvent(session: SessionRecord, id: string, preassigned: boolean, log: Logger): void {
+    if (preassigned && session.engineSessionId && id !== session.engineSessionId) {
+      log.warn('the engine reported a different session id than the one pinned', { pinned: session.engineSessionId, reported: id });
+      return;
+    }
+    if (!session.engineSessionStarted || session.engineSessionId !== id) {
+      this.deps.store.markEngineSessionStarted(session.id, id);
+    }
+  }
+
+  private checkCwd(cwd: string): void {
+    let ok = false;
+    try {
+      ok = statSync(cwd).isDirectory();
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      throw new LoopError('cwd-missing', `working directory does not exist: ${cwd}`, {
+        hint: 'Pass an existing directory with --cwd (or close the session if its directory was removed).',
+      });
+    }
+  }
+}

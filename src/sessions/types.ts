@@ -1,0 +1,106 @@
+import type { CredentialKind } from '../engines/preset.js';
+import type { TurnEvent, Usage } from '../engines/protocols/types.js';
+
+export type SessionStatus = 'active' | 'closed';
+export type TurnStatus = 'running' | 'succeeded' | 'failed';
+/**
+ * Why a turn ended. `result`: the engine's own result event; `exit`: a one-shot process exited (its
+ * protocol has no result event); `error`: the engine failed (bad exit, crash, spawn error);
+ * `backstop`: our timer ended a wedged turn; `cancel`: someone cancelled it; `lost`: the process
+ * that ran it died without recording an end (found on the next start).
+ */
+export type EndReason = 'result' | 'exit' | 'error' | 'backstop' | 'cancel' | 'lost';
+export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'none';
+
+export interface SessionRecord {
+  id: string;
+  workItem: string;
+  slug: string;
+  engine: string;
+  runner: string;
+  engineSessionId: string | null;
+  /** The engine confirmed the session exists, so the next turn resumes it. */
+  engineSessionStarted: boolean;
+  cwd: string;
+  status: SessionStatus;
+  usageBaseline: Usage | null;
+  credentialKind: CredentialKind | null;
+  credentialEnv: string | null;
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+  closeReason: string | null;
+}
+
+export interface TurnRecord {
+  id: number;
+  sessionId: string;
+  seq: number;
+  promptDigest: string;
+  promptBytes: number;
+  status: TurnStatus;
+  endReason: EndReason | null;
+  startedAt: string;
+  endedAt: string | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  pid: number | null;
+  meter: Meter;
+  model: string | null;
+  /** null: nothing measured this turn (unmetered, or the engine died before reporting). Never zero-filled. */
+  usage: Usage | null;
+  costUsd: number | null;
+  costBasis: 'engine-reported' | null;
+  error: string | null;
+}
+
+export interface StoredEvent {
+  turnId: number;
+  seq: number;
+  at: string;
+  event: TurnEvent;
+}
+
+export interface NewSession {
+  workItem: string;
+  slug: string;
+  engine: string;
+  runner: string;
+  engineSessionId: string | null;
+  cwd: string;
+  credentialKind: CredentialKind | null;
+  credentialEnv: string | null;
+}
+
+export interface TurnEnd {
+  status: 'succeeded' | 'failed';
+  endReason: EndReason;
+  endedAt: string;
+  exitCode: number | null;
+  exitSignal: string | null;
+  model: string | null;
+  usage: Usage | null;
+  costUsd: number | null;
+  error: string | null;
+}
+
+/** The registry as the core sees it. SQLite implements it (sessions/registry.ts). */
+export interface SessionStore {
+  findActive(workItem: string): SessionRecord | undefined;
+  get(id: string): SessionRecord | undefined;
+  list(filter?: { workItem?: string; status?: SessionStatus; limit?: number }): SessionRecord[];
+  create(input: NewSession): SessionRecord;
+  /** Record the engine session id as confirmed by the engine. */
+  markEngineSessionStarted(id: string, engineSessionId: string): void;
+  setUsageBaseline(id: string, usage: Usage): void;
+  setCredential(id: string, kind: CredentialKind | null, env: string | null): void;
+  close(id: string, reason: string): SessionRecord;
+  beginTurn(sessionId: string, input: { promptDigest: string; promptBytes: number; meter: Meter }): TurnRecord;
+  setTurnPid(turnId: number, pid: number): void;
+  appendEvent(turnId: number, event: TurnEvent): void;
+  finishTurn(turnId: number, end: TurnEnd): TurnRecord;
+  turns(sessionId: string): TurnRecord[];
+  events(turnId: number): StoredEvent[];
+  /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
+  recoverLostTurns(isAlive: (pid: number) => boolean): number;
+}

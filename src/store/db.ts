@@ -1,0 +1,59 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { LoopError } from '../core/errors.js';
+import { MIGRATIONS, type Migration } from './migrations/index.js';
+
+export type Db = Database.Database;
+
+/**
+ * Open (creating if needed) the SQLite store and bring it to the latest schema. WAL lets readers
+ * (`sessions list` while a turn runs) proceed without blocking the writer; busy_timeout makes a
+ * second process wait for the lock instead of failing at once.
+ */
+export function openDb(path: string, migrations: readonly Migration[] = MIGRATIONS): Db {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let db: Db;
+  try {
+    db = new Database(path);
+  } catch (cause) {
+    throw new LoopError('store-failed', `cannot open the registry at ${path}`, { cause });
+  }
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    db.pragma('synchronous = NORMAL');
+    migrate(db, migrations);
+  } catch (cause) {
+    db.close();
+    if (cause instanceof LoopError) throw cause;
+    throw new LoopError('store-failed', `cannot prepare the registry at ${path}: ${String(cause)}`, { cause });
+  }
+  return db;
+}
+
+export function migrate(db: Db, migrations: readonly Migration[]): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+  const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
+  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  if (current > latest) {
+    throw new LoopError(
+      'store-failed',
+      `the registry has schema version ${current}, newer than this the-loop knows (${latest})`,
+      { hint: 'Upgrade the-loop, or point --data-dir at another directory.' },
+    );
+  }
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      );
+    })();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
+ * migration: add the next one.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'sessions-turns-events',
+    sql: `
+CREATE TABLE sessions (
+  id                TEXT PRIMARY KEY,
+  work_item         TEXT NOT NULL,
+  slug              TEXT NOT NULL,
+  engine            TEXT NOT NULL,
+  runner            TEXT NOT NULL,
+  engine_session_id TEXT,
+  -- 1 once the engine confirmed the session exists (a session event): later turns resume it.
+  engine_session_started INTEGER NOT NULL DEFAULT 0,
+  cwd               TEXT NOT NULL,
+  status            TEXT NOT NULL CHECK (status IN ('active', 'closed')),
+  -- The engine's last reported running totals, for engines whose usage is per thread (JSON Usage).
+  usage_baseline    TEXT,
+  credential_kind   TEXT,
+  credential_env    TEXT,
+  created_at        TEXT NOT NULL,
+  updated_at        TEXT NOT NULL,
+  closed_at         TEXT,
+  close_reason      TEXT
+);
+-- One active session per work item.
+CREATE UNIQUE INDEX sessions_one_active ON sessions (work_item) WHERE status = 'active';
+CREATE INDEX sessions_work_item ON sessions (work_item, created_at);
+
+CREATE TABLE turns (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id            TEXT NOT NULL REFERENCES sessions (id),
+  seq                   INTEGER NOT NULL,
+  prompt_digest         TEXT NOT NULL,
+  prompt_bytes          INTEGER NOT NULL,
+  status                TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
+  end_reason            TEXT,
+  started_at            TEXT NOT NULL,
+  ended_at              TEXT,
+  exit_code             INTEGER,
+  exit_signal           TEXT,
+  pid                   INTEGER,
+  owner_pid             INTEGER,
+  meter                 TEXT NOT NULL,
+  model                 TEXT,
+  input_tokens          INTEGER,
+  output_tokens         INTEGER,
+  cache_read_tokens     INTEGER,
+  cache_creation_tokens INTEGER,
+  reasoning_tokens      INTEGER,
+  cost_usd              REAL,
+  cost_basis            TEXT,
+  error                 TEXT,
+  UNIQUE (session_id, seq)
+);
+CREATE INDEX turns_status ON turns (status);
+
+CREATE TABLE turn_events (
+  turn_id INTEGER NOT NULL REFERENCES turns (id),
+  seq     INTEGER NOT NULL,
+  at      TEXT NOT NULL,
+  type    TEXT NOT NULL,
+  data    TEXT NOT NULL,
+  PRIMARY KEY (turn_id, seq)
+);
+`,
+  },
+];
