@@ -10,7 +10,7 @@ import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
 import { closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
 
-const USAGE_CODES = new Set(['usage', 'config-invalid', 'config-missing', 'config-exists', 'env-missing', 'work-item-invalid', 'engine-unknown']);
+const USAGE_CODES = new Set(['usage', 'cwd-missing', 'config-invalid', 'config-missing', 'config-exists', 'env-missing', 'work-item-invalid', 'engine-unknown']);
 
 interface GlobalOptions {
   config?: string;

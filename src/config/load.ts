@@ -143,11 +143,14 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
     });
   }
   const config = parsed.data;
+  // Merge what the file actually says (not the parsed override, whose defaults would replace the
+  // built-in preset's fields), then validate the merged preset as a whole.
+  const rawEngines = ((resolved as { engines?: Record<string, EngineOverride> }).engines ?? {}) as Record<string, EngineOverride>;
   const engines: Record<string, EnginePreset> = {};
   const names = new Set([...Object.keys(BUILTIN_PRESETS), ...Object.keys(config.engines)]);
   for (const name of names) {
     const base = Object.hasOwn(BUILTIN_PRESETS, name) ? BUILTIN_PRESETS[name] : undefined;
-    engines[name] = mergeEngine(name, base, config.engines[name]);
+    engines[name] = mergeEngine(name, base, Object.hasOwn(rawEngines, name) ? rawEngines[name] : undefined);
   }
   if (!Object.hasOwn(engines, config.defaults.engine)) {
     throw new LoopError('config-invalid', `${where}: defaults.engine "${config.defaults.engine}" is not a known engine`, {

@@ -7,7 +7,7 @@ import { summarize } from '../../engines/protocols/protocol.js';
 import type { TurnEvent } from '../../engines/protocols/types.js';
 import type { EndReason } from '../../sessions/types.js';
 import type { RunOutcome, Runner, RunTurnInput } from '../runner.js';
-import { terminateProcessGroup } from './terminate.js';
+import { raceTimeout, terminateProcessGroup } from './terminate.js';
 
 /** How much of stderr we keep to explain a failure. */
 const STDERR_TAIL_BYTES = 8 * 1024;
@@ -110,6 +110,8 @@ export class ProcessRunner implements Runner {
 
     if (child.pid !== undefined) input.onSpawn?.(child.pid);
 
+    // The backstop is unref'd: it must never be what keeps a process alive (the child is, while it
+    // runs); every path below clears it.
     let backstopTimer: NodeJS.Timeout | undefined;
     const backstop = new Promise<void>((resolve) => {
       backstopTimer = setTimeout(resolve, input.backstopMs);
@@ -151,7 +153,7 @@ export class ProcessRunner implements Runner {
     if (child.pid === undefined) {
       stoppedBy = 'never-started';
     } else if (first === 'result') {
-      await Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, input.killGraceMs).unref())]);
+      await raceTimeout(exited, input.killGraceMs);
       // Even a leader that exited may leave children behind (a server the agent started).
       stoppedBy = await terminateProcessGroup(child, exited, input.killGraceMs);
     } else {

@@ -1,10 +1,25 @@
 import type { ChildProcess } from 'node:child_process';
 
-const sleep = (ms: number) =>
-  new Promise<void>((resolve) => {
-    // unref: a pending grace timer must never keep the daemon alive on its own.
-    setTimeout(resolve, ms).unref();
+/**
+ * Wait for `promise` or `ms`, whichever comes first, and clear the timer either way. The timer is
+ * ref'd on purpose: someone awaits this wait, and an unref'd timer would let a CLI process exit in
+ * the middle of it (with exit code 0 and an unfinished turn) once the child's handles are gone.
+ * Clearing it keeps it from holding the daemon open afterwards.
+ */
+export async function raceTimeout<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
   });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const never = new Promise<never>(() => {});
+const sleep = (ms: number) => raceTimeout(never, ms);
 
 /** True while any process of the group led by `pgid` exists. */
 export function groupAlive(pgid: number): boolean {
@@ -29,7 +44,7 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
  * Stop a child we started (spawned detached, so it leads its own process group and everything it
  * started can be reached by signalling `-pid`). Steps: close stdin, wait; SIGTERM the group, wait;
  * SIGKILL the group. Resolves with the step that ended it once the leader has exited and no process
- * of the group remains.
+ * of the group remains (or, after SIGKILL, once a bounded wait for the kernel has passed).
  */
 export async function terminateProcessGroup(
   child: ChildProcess,
@@ -42,20 +57,19 @@ export async function terminateProcessGroup(
   const allGone = () => leaderGone() && !groupAlive(pid);
   const waitFor = async (ms: number) => {
     const deadline = Date.now() + ms;
-    await Promise.race([exited, sleep(ms)]);
+    await raceTimeout(exited, ms);
     // The leader may be gone while group members linger: poll them until the deadline.
     while (!allGone() && Date.now() < deadline) await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
     return allGone();
   };
+  if (allGone()) return 'exit';
   if (child.stdin && !child.stdin.destroyed) {
     child.stdin.end();
     if (await waitFor(Math.min(graceMs, 1000))) return 'exit';
   }
-  if (allGone()) return 'exit';
   signalGroup(pid, 'SIGTERM');
   if (await waitFor(graceMs)) return 'SIGTERM';
   signalGroup(pid, 'SIGKILL');
-  // SIGKILL cannot be ignored; wait for the kernel to reap the group.
   await waitFor(5000);
   return 'SIGKILL';
 }
