@@ -18,12 +18,20 @@ export function configInit(io: Io, options: { config?: string; force?: boolean; 
   const schemaPath = join(dirname(path), 'config.schema.json');
   writeFileSync(schemaPath, `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
   if (options.json) io.out(`${JSON.stringify({ config: path, schema: schemaPath })}\n`);
-  else io.out(`Wrote ${path}\nWrote ${schemaPath} (JSON Schema for editors)\nNext: \`the-loop config check\`, then \`the-loop doctor\`.\n`);
+  else
+    io.out(
+      `Wrote ${path}\nWrote ${schemaPath} (JSON Schema for editors)\nNext: \`the-loop config check\`, then \`the-loop doctor\`.\n`,
+    );
   return EXIT.ok;
 }
 
 export function configCheck(io: Io, options: { config?: string; dataDir?: string; json?: boolean }): number {
-  const loaded = loadConfig({ cwd: io.cwd, env: io.env, configPath: options.config, dataDir: options.dataDir });
+  const loaded = loadConfig({
+    cwd: io.cwd,
+    env: io.env,
+    configPath: options.config,
+    dataDir: options.dataDir,
+  });
   const engines = Object.entries(loaded.engines).map(([name, preset]) => ({
     name,
     binary: preset.binary,
@@ -37,7 +45,9 @@ export function configCheck(io: Io, options: { config?: string; dataDir?: string
     return EXIT.ok;
   }
   io.out(`${loaded.path ? `✓ ${loaded.path} is valid` : '✓ no config file; using defaults'}\n`);
-  io.out(`  data dir  ${loaded.dataDir}\n  default   ${loaded.config.defaults.engine} on ${loaded.config.defaults.runner}\n\n`);
+  io.out(
+    `  data dir  ${loaded.dataDir}\n  default   ${loaded.config.defaults.engine} on ${loaded.config.defaults.runner}\n\n`,
+  );
   io.out(
     table(
       ['ENGINE', 'BINARY', 'PROTOCOL', 'RESUME', 'SESSION ID', 'TMUX', 'METER'],

@@ -16,14 +16,27 @@ export interface EngineCheck {
 
 const VERSION_TIMEOUT_MS = 15_000;
 
-function runVersion(path: string, args: string[], env: Record<string, string | undefined>): Promise<{ version: string | null; error: string | null }> {
+function runVersion(
+  path: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ version: string | null; error: string | null }> {
   return new Promise((resolve) => {
-    execFile(path, args, { timeout: VERSION_TIMEOUT_MS, env, maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
-      const text = `${stdout}`.trim() || `${stderr}`.trim();
-      const first = text.split('\n')[0]?.trim() ?? '';
-      if (error && !first) resolve({ version: null, error: error.killed ? 'timed out' : error.message.split('\n')[0] ?? 'failed' });
-      else resolve({ version: first.slice(0, 120) || null, error: error ? `exit ${error.code}` : null });
-    });
+    execFile(
+      path,
+      args,
+      { timeout: VERSION_TIMEOUT_MS, env, maxBuffer: 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const text = `${stdout}`.trim() || `${stderr}`.trim();
+        const first = text.split('\n')[0]?.trim() ?? '';
+        if (error && !first)
+          resolve({
+            version: null,
+            error: error.killed ? 'timed out' : (error.message.split('\n')[0] ?? 'failed'),
+          });
+        else resolve({ version: first.slice(0, 120) || null, error: error ? `exit ${error.code}` : null });
+      },
+    );
   });
 }
 
@@ -38,7 +51,13 @@ export async function checkEngines(
   return Promise.all(
     Object.entries(engines).map(async ([engine, preset]) => {
       const path = whichBinary(preset.binary, env.PATH, cwd);
-      const base = { engine, binary: preset.binary, path, install: preset.install ?? null, capabilities: capabilitiesOf(preset) };
+      const base = {
+        engine,
+        binary: preset.binary,
+        path,
+        install: preset.install ?? null,
+        capabilities: capabilitiesOf(preset),
+      };
       if (!path) return { ...base, version: null, error: 'not found on PATH' };
       return { ...base, ...(await runVersion(path, preset.versionArgs, versionEnv)) };
     }),
@@ -55,7 +74,9 @@ export async function doctorCommand(
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 20;
   const defaultFound = checks.find((c) => c.engine === defaultEngine)?.path != null;
   if (options.json) {
-    io.out(`${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, engines: checks }, null, 2)}\n`);
+    io.out(
+      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, engines: checks }, null, 2)}\n`,
+    );
     return defaultFound && nodeOk ? EXIT.ok : EXIT.failed;
   }
   io.out(`Node.js ${process.versions.node} ${nodeOk ? '✓' : '✗ (the-loop needs Node.js 20 or newer)'}\n\n`);
@@ -74,8 +95,14 @@ export async function doctorCommand(
   const missing = checks.filter((c) => !c.path);
   if (missing.length) {
     io.out('\nTo install the missing engines:\n');
-    for (const c of missing) io.out(`  ${c.engine}: ${c.install ?? `put \`${c.binary}\` on PATH, or set engines.${c.engine}.binary`}\n`);
+    for (const c of missing)
+      io.out(
+        `  ${c.engine}: ${c.install ?? `put \`${c.binary}\` on PATH, or set engines.${c.engine}.binary`}\n`,
+      );
   }
-  if (!defaultFound) io.out(`\nThe default engine (${defaultEngine}) is missing: \`the-loop run\` will fail until it is installed.\n`);
+  if (!defaultFound)
+    io.out(
+      `\nThe default engine (${defaultEngine}) is missing: \`the-loop run\` will fail until it is installed.\n`,
+    );
   return defaultFound && nodeOk ? EXIT.ok : EXIT.failed;
 }

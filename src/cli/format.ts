@@ -26,7 +26,8 @@ export function formatTokens(usage: Usage | null): string {
 /** Cost is never shown as $0 for something nothing measured: unknown says so. */
 export function formatCost(turn: Pick<TurnRecord, 'usage' | 'costUsd' | 'meter'>): string {
   if (turn.costUsd !== null) return `~$${turn.costUsd.toFixed(4)} (engine-reported estimate)`;
-  if (turn.usage === null) return turn.meter === 'none' ? 'cost unknown (unmetered engine)' : 'cost unknown (no usage reported)';
+  if (turn.usage === null)
+    return turn.meter === 'none' ? 'cost unknown (unmetered engine)' : 'cost unknown (no usage reported)';
   return 'cost unknown (not priced yet)';
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { LoopError } from '../core/errors.js';
 import { loadConfig } from '../config/load.js';
+import { LoopError } from '../core/errors.js';
 import { type App, createApp } from '../main.js';
 import { configCheck, configInit, configSchemaCommand } from './config.js';
 import { doctorCommand } from './doctor.js';
@@ -10,7 +10,16 @@ import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
 import { closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
 
-const USAGE_CODES = new Set(['usage', 'cwd-missing', 'config-invalid', 'config-missing', 'config-exists', 'env-missing', 'work-item-invalid', 'engine-unknown']);
+const USAGE_CODES = new Set([
+  'usage',
+  'cwd-missing',
+  'config-invalid',
+  'config-missing',
+  'config-exists',
+  'env-missing',
+  'work-item-invalid',
+  'engine-unknown',
+]);
 
 interface GlobalOptions {
   config?: string;
@@ -19,7 +28,9 @@ interface GlobalOptions {
 
 function readVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';
@@ -28,10 +39,15 @@ function readVersion(): string {
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('the-loop')
-    .description('Turns GitHub events into turns of coding agents: one observable, accounted session per work item.')
+    .description(
+      'Turns GitHub events into turns of coding agents: one observable, accounted session per work item.',
+    )
     .version(readVersion(), '-V, --version')
     .option('-c, --config <path>', 'config file (default: $THE_LOOP_CONFIG or .the-loop/config.yaml)')
-    .option('--data-dir <dir>', 'state directory (default: $THE_LOOP_DATA_DIR, config dataDir, or .the-loop/)')
+    .option(
+      '--data-dir <dir>',
+      'state directory (default: $THE_LOOP_DATA_DIR, config dataDir, or .the-loop/)',
+    )
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride();
@@ -49,21 +65,28 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   program
     .command('run')
-    .description('run one turn of a work item\'s session by hand (creating the session on first use)')
+    .description("run one turn of a work item's session by hand (creating the session on first use)")
     .argument('<work-item>', 'github:<owner>/<repo>#<number>')
     .argument('[prompt...]', 'the turn text (or use --prompt-file)')
     .option('-e, --engine <name>', 'engine for a new session (default: defaults.engine)')
-    .option('--cwd <dir>', 'working directory for a new session (default: defaults.cwd or the current directory)')
+    .option(
+      '--cwd <dir>',
+      'working directory for a new session (default: defaults.cwd or the current directory)',
+    )
     .addOption(new Option('--runner <runner>', 'runner for a new session').choices(['process']))
     .option('--prompt-file <path>', 'read the turn text from a file (- for stdin)')
     .option('--json', 'emit JSON lines: the session, every event, then the turn')
     .action(async (workItem: string, words: string[], opts, cmd: Command) => {
       let prompt = words.join(' ');
       if (opts.promptFile) {
-        if (prompt) throw new LoopError('usage', 'give the prompt either as arguments or with --prompt-file, not both');
+        if (prompt)
+          throw new LoopError('usage', 'give the prompt either as arguments or with --prompt-file, not both');
         prompt = readFileSync(opts.promptFile === '-' ? 0 : opts.promptFile, 'utf8');
       }
-      if (!prompt.trim()) throw new LoopError('usage', 'no prompt given', { hint: 'the-loop run github:owner/repo#1 "fix the failing test"' });
+      if (!prompt.trim())
+        throw new LoopError('usage', 'no prompt given', {
+          hint: 'the-loop run github:owner/repo#1 "fix the failing test"',
+        });
       await withApp(cmd, (app) => runCommand(app, io, workItem, prompt, opts));
     });
 
@@ -80,24 +103,31 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('one session and its turns')
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
-    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => showSession(app.store, io, ref, opts)));
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, (app) => showSession(app.store, io, ref, opts)),
+    );
   sessions
     .command('logs')
     .description("a session's recorded turn events")
     .argument('<session>', 'work item or session id')
     .option('-t, --turn <n>', 'only this turn', (v) => {
       const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) throw new LoopError('usage', `--turn takes a turn number, not ${JSON.stringify(v)}`);
+      if (!Number.isInteger(n) || n < 1)
+        throw new LoopError('usage', `--turn takes a turn number, not ${JSON.stringify(v)}`);
       return n;
     })
     .option('--json', 'JSON lines output')
-    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)));
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)),
+    );
   sessions
     .command('close')
     .description('end a session (its history is kept)')
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
-    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => closeSession(app.store, io, ref, opts)));
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, (app) => closeSession(app.store, io, ref, opts)),
+    );
 
   program
     .command('doctor')
@@ -146,7 +176,12 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are "errors" to exitOverride; their text is already printed.
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return EXIT.ok;
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+      )
+        return EXIT.ok;
       return EXIT.usage;
     }
     if (error instanceof LoopError) {
@@ -154,7 +189,9 @@ export async function main(argv: string[], io: Io = processIo()): Promise<number
       if (error.hint) io.err(`  → ${error.hint}\n`);
       return USAGE_CODES.has(error.code) ? EXIT.usage : EXIT.failed;
     }
-    io.err(`the-loop: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    io.err(
+      `the-loop: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return 70;
   }
 }

@@ -34,7 +34,13 @@ export function describeEvent(event: TurnEvent): string | null {
 }
 
 /** `the-loop run <work-item> <prompt>`: one turn through the session machinery. */
-export async function runCommand(app: App, io: Io, workItem: string, prompt: string, options: RunOptions): Promise<number> {
+export async function runCommand(
+  app: App,
+  io: Io,
+  workItem: string,
+  prompt: string,
+  options: RunOptions,
+): Promise<number> {
   const controller = new AbortController();
   const onSignal = () => {
     io.err('the-loop: cancelling the turn (the engine is being stopped)…\n');
@@ -56,8 +62,12 @@ export async function runCommand(app: App, io: Io, workItem: string, prompt: str
           io.out(`${JSON.stringify({ type: 'session', created, session })}\n`);
         } else {
           const what = created ? 'new session' : 'session';
-          const credential = session.credentialKind ? `${session.credentialKind} (${session.credentialEnv})` : 'no credential set';
-          io.out(`▸ ${session.workItem} · ${what} ${session.id.slice(0, 8)} · ${session.engine} on ${session.runner} · ${credential}\n`);
+          const credential = session.credentialKind
+            ? `${session.credentialKind} (${session.credentialEnv})`
+            : 'no credential set';
+          io.out(
+            `▸ ${session.workItem} · ${what} ${session.id.slice(0, 8)} · ${session.engine} on ${session.runner} · ${credential}\n`,
+          );
           io.out(`  cwd ${session.cwd}\n`);
         }
       },

@@ -11,7 +11,10 @@ export function findSession(store: SessionStore, ref: string): SessionRecord {
   if (ref.startsWith('github:')) {
     const workItem = formatWorkItem(parseWorkItem(ref));
     const session = store.findActive(workItem) ?? store.list({ workItem, limit: 1 })[0];
-    if (!session) throw new LoopError('session-missing', `no session for ${workItem}`, { hint: 'See `the-loop sessions list --all`.' });
+    if (!session)
+      throw new LoopError('session-missing', `no session for ${workItem}`, {
+        hint: 'See `the-loop sessions list --all`.',
+      });
     return session;
   }
   if (!/^[0-9a-f-]{8,36}$/i.test(ref)) {
@@ -23,8 +26,11 @@ export function findSession(store: SessionStore, ref: string): SessionRecord {
   if (exact) return exact;
   const matches = store.list({ limit: 100000 }).filter((s) => s.id.startsWith(ref.toLowerCase()));
   if (matches.length === 1 && matches[0]) return matches[0];
-  if (matches.length > 1) throw new LoopError('usage', `session id prefix ${ref} is ambiguous (${matches.length} sessions)`);
-  throw new LoopError('session-missing', `no session with id ${ref}`, { hint: 'See `the-loop sessions list --all`.' });
+  if (matches.length > 1)
+    throw new LoopError('usage', `session id prefix ${ref} is ambiguous (${matches.length} sessions)`);
+  throw new LoopError('session-missing', `no session with id ${ref}`, {
+    hint: 'See `the-loop sessions list --all`.',
+  });
 }
 
 interface SessionSummary {
@@ -38,7 +44,9 @@ interface SessionSummary {
 
 export function summarizeTurns(turns: readonly TurnRecord[]): SessionSummary {
   const metered = turns.filter((t) => t.usage !== null);
-  const usage = metered.length ? metered.map((t) => t.usage as NonNullable<TurnRecord['usage']>).reduce(addUsage) : null;
+  const usage = metered.length
+    ? metered.map((t) => t.usage as NonNullable<TurnRecord['usage']>).reduce(addUsage)
+    : null;
   const costs = turns.filter((t) => t.costUsd !== null);
   return {
     turns: turns.length,
@@ -50,7 +58,11 @@ export function summarizeTurns(turns: readonly TurnRecord[]): SessionSummary {
   };
 }
 
-export function listSessions(store: SessionStore, io: Io, options: { all?: boolean; json?: boolean; workItem?: string }): number {
+export function listSessions(
+  store: SessionStore,
+  io: Io,
+  options: { all?: boolean; json?: boolean; workItem?: string },
+): number {
   const workItem = options.workItem ? formatWorkItem(parseWorkItem(options.workItem)) : undefined;
   const sessions = store.list({
     ...(workItem ? { workItem } : {}),
@@ -58,11 +70,21 @@ export function listSessions(store: SessionStore, io: Io, options: { all?: boole
   });
   const rows = sessions.map((s) => ({ session: s, summary: summarizeTurns(store.turns(s.id)) }));
   if (options.json) {
-    io.out(`${JSON.stringify(rows.map((r) => ({ ...r.session, ...r.summary })), null, 2)}\n`);
+    io.out(
+      `${JSON.stringify(
+        rows.map((r) => ({ ...r.session, ...r.summary })),
+        null,
+        2,
+      )}\n`,
+    );
     return EXIT.ok;
   }
   if (rows.length === 0) {
-    io.out(options.all ? 'No sessions yet. Start one with `the-loop run <work-item> "<prompt>"`.\n' : 'No active sessions (add --all for closed ones).\n');
+    io.out(
+      options.all
+        ? 'No sessions yet. Start one with `the-loop run <work-item> "<prompt>"`.\n'
+        : 'No active sessions (add --all for closed ones).\n',
+    );
     return EXIT.ok;
   }
   io.out(
@@ -74,7 +96,7 @@ export function listSessions(store: SessionStore, io: Io, options: { all?: boole
         s.runner,
         m.running ? 'running' : s.status,
         String(m.turns),
-        m.usage ? formatTokens(m.usage).split(' (')[0] ?? '' : m.turns ? 'unmetered' : '-',
+        m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
         m.lastTurnAt ?? '-',
         s.id.slice(0, 8),
       ]),
@@ -116,7 +138,12 @@ export function showSession(store: SessionStore, io: Io, ref: string, options: {
   return EXIT.ok;
 }
 
-export function sessionLogs(store: SessionStore, io: Io, ref: string, options: { json?: boolean; turn?: number }): number {
+export function sessionLogs(
+  store: SessionStore,
+  io: Io,
+  ref: string,
+  options: { json?: boolean; turn?: number },
+): number {
   const session = findSession(store, ref);
   const turns = store.turns(session.id).filter((t) => options.turn === undefined || t.seq === options.turn);
   if (options.turn !== undefined && turns.length === 0) {
@@ -125,7 +152,8 @@ export function sessionLogs(store: SessionStore, io: Io, ref: string, options: {
   for (const t of turns) {
     const events = store.events(t.id);
     if (options.json) {
-      for (const e of events) io.out(`${JSON.stringify({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
+      for (const e of events)
+        io.out(`${JSON.stringify({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
       continue;
     }
     io.out(`── turn ${t.seq} · ${t.startedAt} · ${t.status}${t.endReason ? ` (${t.endReason})` : ''}\n`);
@@ -142,7 +170,10 @@ export function closeSession(store: SessionStore, io: Io, ref: string, options: 
   const session = findSession(store, ref);
   if (session.status === 'closed') {
     if (options.json) io.out(`${JSON.stringify({ closed: false, alreadyClosed: true, session })}\n`);
-    else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} was already closed (${session.closedAt}).\n`);
+    else
+      io.out(
+        `${session.workItem}: session ${session.id.slice(0, 8)} was already closed (${session.closedAt}).\n`,
+      );
     return EXIT.ok;
   }
   if (store.turns(session.id).some((t) => t.status === 'running')) {
@@ -152,6 +183,9 @@ export function closeSession(store: SessionStore, io: Io, ref: string, options: 
   }
   const closed = store.close(session.id, 'closed by hand');
   if (options.json) io.out(`${JSON.stringify({ closed: true, session: closed })}\n`);
-  else io.out(`${closed.workItem}: session ${closed.id.slice(0, 8)} closed. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`);
+  else
+    io.out(
+      `${closed.workItem}: session ${closed.id.slice(0, 8)} closed. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`,
+    );
   return EXIT.ok;
 }

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { LoopError } from '../core/errors.js';
-import { type EnginePreset, ENV_NAME, presetSchema } from '../engines/preset.js';
+import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
 import { BUILTIN_PRESETS } from '../engines/presets.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
 
@@ -35,7 +35,9 @@ export interface LoadOptions {
 
 type Path = ReadonlyArray<PropertyKey>;
 const formatPath = (path: Path): string =>
-  path.length === 0 ? '(top level)' : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
+  path.length === 0
+    ? '(top level)'
+    : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
 
 export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path = []): string[] {
   return issues.map((issue) => `${formatPath([...prefix, ...issue.path])}: ${issue.message}`);
@@ -67,7 +69,8 @@ export function resolveEnvRefs(
   if (Array.isArray(value)) return value.map((v, i) => resolveEnvRefs(v, env, secrets, errors, [...path, i]));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = resolveEnvRefs(v, env, secrets, errors, [...path, k]);
+    for (const [k, v] of Object.entries(value))
+      out[k] = resolveEnvRefs(v, env, secrets, errors, [...path, k]);
     return out;
   }
   return value;
@@ -80,7 +83,12 @@ export function mergeEngine(name: string, base: unknown, override: EngineOverrid
     if (value === undefined) continue;
     const prev = merged[key];
     merged[key] =
-      prev && typeof prev === 'object' && !Array.isArray(prev) && value && typeof value === 'object' && !Array.isArray(value)
+      prev &&
+      typeof prev === 'object' &&
+      !Array.isArray(prev) &&
+      value &&
+      typeof value === 'object' &&
+      !Array.isArray(value)
         ? { ...prev, ...value }
         : value;
   }
@@ -98,7 +106,10 @@ export function mergeEngine(name: string, base: unknown, override: EngineOverrid
 function readConfigFile(path: string): unknown {
   const size = statSync(path).size;
   if (size > MAX_CONFIG_BYTES) {
-    throw new LoopError('config-invalid', `${path}: ${size} bytes is too large for a config file (max ${MAX_CONFIG_BYTES})`);
+    throw new LoopError(
+      'config-invalid',
+      `${path}: ${size} bytes is too large for a config file (max ${MAX_CONFIG_BYTES})`,
+    );
   }
   const doc = parseDocument(readFileSync(path, 'utf8'), { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -138,14 +149,21 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
   }
   const parsed = configSchema.safeParse(resolved);
   if (!parsed.success) {
-    throw new LoopError('config-invalid', `${where} is invalid:\n  ${formatIssues(parsed.error.issues).join('\n  ')}`, {
-      hint: 'See `the-loop config schema` for every key and its type.',
-    });
+    throw new LoopError(
+      'config-invalid',
+      `${where} is invalid:\n  ${formatIssues(parsed.error.issues).join('\n  ')}`,
+      {
+        hint: 'See `the-loop config schema` for every key and its type.',
+      },
+    );
   }
   const config = parsed.data;
   // Merge what the file actually says (not the parsed override, whose defaults would replace the
   // built-in preset's fields), then validate the merged preset as a whole.
-  const rawEngines = ((resolved as { engines?: Record<string, EngineOverride> }).engines ?? {}) as Record<string, EngineOverride>;
+  const rawEngines = ((resolved as { engines?: Record<string, EngineOverride> }).engines ?? {}) as Record<
+    string,
+    EngineOverride
+  >;
   const engines: Record<string, EnginePreset> = {};
   const names = new Set([...Object.keys(BUILTIN_PRESETS), ...Object.keys(config.engines)]);
   for (const name of names) {
@@ -153,9 +171,13 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
     engines[name] = mergeEngine(name, base, Object.hasOwn(rawEngines, name) ? rawEngines[name] : undefined);
   }
   if (!Object.hasOwn(engines, config.defaults.engine)) {
-    throw new LoopError('config-invalid', `${where}: defaults.engine "${config.defaults.engine}" is not a known engine`, {
-      hint: `Known engines: ${[...names].join(', ')}.`,
-    });
+    throw new LoopError(
+      'config-invalid',
+      `${where}: defaults.engine "${config.defaults.engine}" is not a known engine`,
+      {
+        hint: `Known engines: ${[...names].join(', ')}.`,
+      },
+    );
   }
   const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
   const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;

@@ -20,7 +20,9 @@ export const configSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('Where state lives (SQLite registry, logs). Relative to the config file. Default: the config file\'s directory.'),
+      .describe(
+        "Where state lives (SQLite registry, logs). Relative to the config file. Default: the config file's directory.",
+      ),
     log: z
       .object({
         level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
@@ -62,9 +64,14 @@ export const configSchema = z
       .strict()
       .prefault({}),
     engines: z
-      .record(z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'engine names are lower-case [a-z0-9-]'), engineOverrideSchema)
+      .record(
+        z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'engine names are lower-case [a-z0-9-]'),
+        engineOverrideSchema,
+      )
       .default({})
-      .describe('Engine presets: override a built-in one (claude, codex, gemini, grok, cursor-agent, ollama) or add a new one.'),
+      .describe(
+        'Engine presets: override a built-in one (claude, codex, gemini, grok, cursor-agent, ollama) or add a new one.',
+      ),
   })
   .strict();
 
@@ -74,7 +81,10 @@ export type EngineOverride = z.output<typeof engineOverrideSchema>;
 
 /** JSON Schema of the config file, for editors (yaml-language-server) and `the-loop config schema`. */
 export function configJsonSchema(): Record<string, unknown> {
-  const schema = z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const schema = z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return {
     ...schema,
     $id: 'https://the-loop.dev/schema/config.json',

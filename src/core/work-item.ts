@@ -22,7 +22,9 @@ export function parseWorkItem(text: string): WorkItem {
     throw new LoopError('work-item-invalid', `invalid GitHub owner ${JSON.stringify(owner)}`, { hint });
   }
   if (!REPO.test(repo) || repo === '.' || repo === '..') {
-    throw new LoopError('work-item-invalid', `invalid GitHub repository name ${JSON.stringify(repo)}`, { hint });
+    throw new LoopError('work-item-invalid', `invalid GitHub repository name ${JSON.stringify(repo)}`, {
+      hint,
+    });
   }
   const number = Number(num);
   if (!Number.isSafeInteger(number) || number < 1) {

@@ -28,12 +28,19 @@ export function buildHeadlessArgv(preset: EnginePreset, turn: HeadlessTurnArgs):
     phase = headless.start;
   } else {
     if (!headless.resume) {
-      throw new LoopError('engine-unsupported', 'this engine cannot resume a session; each turn starts a new one');
+      throw new LoopError(
+        'engine-unsupported',
+        'this engine cannot resume a session; each turn starts a new one',
+      );
     }
     if (!turn.engineSessionId) {
-      throw new LoopError('session-missing', 'no engine session id recorded for this session, so it cannot be resumed', {
-        hint: 'Close the session (`the-loop sessions close <work-item>`) and start a new one.',
-      });
+      throw new LoopError(
+        'session-missing',
+        'no engine session id recorded for this session, so it cannot be resumed',
+        {
+          hint: 'Close the session (`the-loop sessions close <work-item>`) and start a new one.',
+        },
+      );
     }
     phase = headless.resume;
   }
@@ -44,6 +51,7 @@ export function buildHeadlessArgv(preset: EnginePreset, turn: HeadlessTurnArgs):
 
 /** The argv (without the binary) of the interactive TUI. */
 export function buildInteractiveArgv(preset: EnginePreset, engineSessionId: string): string[] {
-  if (!preset.interactive) throw new LoopError('engine-unsupported', 'this engine declares no interactive mode');
+  if (!preset.interactive)
+    throw new LoopError('engine-unsupported', 'this engine declares no interactive mode');
   return preset.interactive.args.map((a) => fill(a, { sessionId: engineSessionId, model: preset.model }));
 }

@@ -41,7 +41,10 @@ export interface EngineEnv {
  * credential variables from `source`, then the preset's fixed `env` (already resolved from config).
  * Pure: `source` is passed in.
  */
-export function buildEngineEnv(preset: EnginePreset, source: Readonly<Record<string, string | undefined>>): EngineEnv {
+export function buildEngineEnv(
+  preset: EnginePreset,
+  source: Readonly<Record<string, string | undefined>>,
+): EngineEnv {
   const env: Record<string, string> = {};
   const pass = new Set([...BASE_ENV_ALLOW, ...preset.passEnv, ...preset.credentials.map((c) => c.env)]);
   for (const [key, value] of Object.entries(source)) {

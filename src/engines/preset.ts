@@ -23,15 +23,23 @@ const argv = z.array(z.string().max(4096)).max(256);
 export const credentialSchema = z
   .object({
     env: envName.describe('Environment variable that carries the credential.'),
-    kind: z.enum(CREDENTIAL_KINDS).describe('Who pays when this credential is used: an API key account, a subscription, or a cloud account.'),
+    kind: z
+      .enum(CREDENTIAL_KINDS)
+      .describe(
+        'Who pays when this credential is used: an API key account, a subscription, or a cloud account.',
+      ),
   })
   .strict();
 
 export const headlessSchema = z
   .object({
     args: argv.describe('Arguments of every headless turn.'),
-    start: argv.default([]).describe('Added on the first turn of a session, e.g. ["--session-id", "{sessionId}"].'),
-    resume: argv.optional().describe('Added on later turns to continue the session; absent: the engine cannot resume.'),
+    start: argv
+      .default([])
+      .describe('Added on the first turn of a session, e.g. ["--session-id", "{sessionId}"].'),
+    resume: argv
+      .optional()
+      .describe('Added on later turns to continue the session; absent: the engine cannot resume.'),
     promptPrefix: argv.default([]).describe('Placed right before the turn text, e.g. ["--"] or ["-p"].'),
   })
   .strict();
@@ -48,67 +56,82 @@ export const presetObjectSchema = z
     headless: headlessSchema,
     sessionId: z
       .enum(['assign', 'capture', 'none'])
-      .describe('assign: we pre-assign a UUID ({sessionId} in headless.start); capture: the engine announces one; none.'),
+      .describe(
+        'assign: we pre-assign a UUID ({sessionId} in headless.start); capture: the engine announces one; none.',
+      ),
     usageScope: z
       .enum(['turn', 'thread'])
       .default('turn')
-      .describe("turn: reported usage is the turn's; thread: it is the session's running total (the turn's is the difference)."),
+      .describe(
+        "turn: reported usage is the turn's; thread: it is the session's running total (the turn's is the difference).",
+      ),
     interactive: z
       .object({ args: argv })
       .strict()
       .optional()
       .describe('Arguments of the interactive TUI (for the tmux runner).'),
     credentials: z.array(credentialSchema).max(32).default([]),
-    passEnv: z.array(envName).max(256).default([]).describe('Extra environment variables passed through from the daemon.'),
+    passEnv: z
+      .array(envName)
+      .max(256)
+      .default([])
+      .describe('Extra environment variables passed through from the daemon.'),
     env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
     extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
   })
   .strict();
 
 export const presetSchema = presetObjectSchema.superRefine((preset, ctx) => {
-    const hasId = (args: readonly string[]) => args.some((a) => a.includes('{sessionId}'));
-    if (preset.sessionId === 'assign' && !hasId(preset.headless.start)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['headless', 'start'],
-        message: 'sessionId "assign" needs {sessionId} in headless.start (how the first turn pins the id)',
-      });
-    }
-    if (preset.sessionId !== 'assign' && hasId(preset.headless.start)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['headless', 'start'],
-        message: `{sessionId} cannot be used in headless.start when sessionId is "${preset.sessionId}" (there is no id yet)`,
-      });
-    }
-    if (preset.headless.resume && !hasId(preset.headless.resume)) {
-      ctx.addIssue({ code: 'custom', path: ['headless', 'resume'], message: 'headless.resume must contain {sessionId}' });
-    }
-    if (preset.headless.resume && preset.sessionId === 'none') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['headless', 'resume'],
-        message: 'an engine with sessionId "none" has no id to resume; set sessionId to "assign" or "capture"',
-      });
-    }
-    const usesModel = [...preset.headless.args, ...preset.headless.start, ...(preset.headless.resume ?? [])].some((a) =>
-      a.includes('{model}'),
-    );
-    if (usesModel && !preset.model) {
-      ctx.addIssue({ code: 'custom', path: ['model'], message: 'the argv uses {model} but no model is set' });
-    }
-  });
+  const hasId = (args: readonly string[]) => args.some((a) => a.includes('{sessionId}'));
+  if (preset.sessionId === 'assign' && !hasId(preset.headless.start)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headless', 'start'],
+      message: 'sessionId "assign" needs {sessionId} in headless.start (how the first turn pins the id)',
+    });
+  }
+  if (preset.sessionId !== 'assign' && hasId(preset.headless.start)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headless', 'start'],
+      message: `{sessionId} cannot be used in headless.start when sessionId is "${preset.sessionId}" (there is no id yet)`,
+    });
+  }
+  if (preset.headless.resume && !hasId(preset.headless.resume)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headless', 'resume'],
+      message: 'headless.resume must contain {sessionId}',
+    });
+  }
+  if (preset.headless.resume && preset.sessionId === 'none') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headless', 'resume'],
+      message: 'an engine with sessionId "none" has no id to resume; set sessionId to "assign" or "capture"',
+    });
+  }
+  const usesModel = [
+    ...preset.headless.args,
+    ...preset.headless.start,
+    ...(preset.headless.resume ?? []),
+  ].some((a) => a.includes('{model}'));
+  if (usesModel && !preset.model) {
+    ctx.addIssue({ code: 'custom', path: ['model'], message: 'the argv uses {model} but no model is set' });
+  }
+});
 
 export type EnginePreset = z.output<typeof presetSchema>;
 export type EnginePresetInput = z.input<typeof presetSchema>;
 
 /** Which meter a protocol provides. `none` means turns on it are recorded as unmetered. */
-export const METER_OF_PROTOCOL: Record<ProtocolName, 'stream-json' | 'codex-json' | 'gemini-json' | 'none'> = {
-  'claude-stream-json': 'stream-json',
-  'codex-json': 'codex-json',
-  'gemini-stream-json': 'gemini-json',
-  text: 'none',
-};
+export const METER_OF_PROTOCOL: Record<ProtocolName, 'stream-json' | 'codex-json' | 'gemini-json' | 'none'> =
+  {
+    'claude-stream-json': 'stream-json',
+    'codex-json': 'codex-json',
+    'gemini-stream-json': 'gemini-json',
+    text: 'none',
+  };
 
 export interface EngineCapabilities {
   /** Later turns continue the same engine session (the model sees earlier turns). */
@@ -134,7 +157,9 @@ export function capabilitiesOf(preset: EnginePreset): EngineCapabilities {
     capturedId: preset.sessionId === 'capture',
     interactive,
     tmux:
-      interactive && preset.sessionId === 'assign' && (preset.interactive?.args ?? []).some((a) => a.includes('{sessionId}')),
+      interactive &&
+      preset.sessionId === 'assign' &&
+      (preset.interactive?.args ?? []).some((a) => a.includes('{sessionId}')),
     meter: METER_OF_PROTOCOL[preset.protocol],
   };
 }

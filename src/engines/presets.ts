@@ -7,7 +7,15 @@ import type { EnginePresetInput } from './preset.js';
  */
 
 // Network/proxy variables every engine may need to reach its API.
-const NETWORK_ENV = ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'NODE_EXTRA_CA_CERTS'];
+const NETWORK_ENV = [
+  'HTTPS_PROXY',
+  'HTTP_PROXY',
+  'NO_PROXY',
+  'https_proxy',
+  'http_proxy',
+  'no_proxy',
+  'NODE_EXTRA_CA_CERTS',
+];
 
 export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
   claude: {

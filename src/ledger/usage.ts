@@ -1,6 +1,12 @@
 import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 
-const KINDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheCreationTokens', 'reasoningTokens'] as const;
+const KINDS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheCreationTokens',
+  'reasoningTokens',
+] as const;
 
 export const addUsage = (a: Usage, b: Usage): Usage =>
   Object.fromEntries(KINDS.map((k) => [k, a[k] + b[k]])) as unknown as Usage;
@@ -24,7 +30,11 @@ export interface TurnUsage {
  *   difference from the previous turn's total (`baseline`). A total that went down (the engine
  *   started a new thread) is taken whole, with a warning.
  */
-export function turnUsageFrom(events: readonly TurnEvent[], scope: 'turn' | 'thread', baseline: Usage | null): TurnUsage {
+export function turnUsageFrom(
+  events: readonly TurnEvent[],
+  scope: 'turn' | 'thread',
+  baseline: Usage | null,
+): TurnUsage {
   const reports = events.filter((e): e is Extract<TurnEvent, { type: 'usage' }> => e.type === 'usage');
   const warnings: string[] = [];
   if (reports.length === 0) return { usage: null, model: null, costUsd: null, nextBaseline: null, warnings };

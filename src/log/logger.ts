@@ -19,7 +19,8 @@ export interface LogSink {
 }
 
 /** Keys whose values are never written, whatever they hold (an env, a credential, a header). */
-const SECRET_KEY = /(^env$|environment|secret|token|password|passwd|api[-_]?key|authorization|credential|cookie)/i;
+const SECRET_KEY =
+  /(^env$|environment|secret|token|password|passwd|api[-_]?key|authorization|credential|cookie)/i;
 
 /**
  * Remove secret-bearing keys from a value before it is logged. Strings are passed through the

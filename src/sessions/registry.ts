@@ -130,9 +130,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   findActive(workItem: string): SessionRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM sessions WHERE work_item = ? AND status = 'active'").get(workItem) as
-      | SessionRow
-      | undefined;
+    const row = this.db
+      .prepare("SELECT * FROM sessions WHERE work_item = ? AND status = 'active'")
+      .get(workItem) as SessionRow | undefined;
     return row && toSession(row);
   }
 
@@ -182,7 +182,9 @@ export class SqliteSessionStore implements SessionStore {
         );
     } catch (error) {
       if (isUniqueViolation(error)) {
-        throw new LoopError('session-busy', `${input.workItem} already has an active session`, { cause: error });
+        throw new LoopError('session-busy', `${input.workItem} already has an active session`, {
+          cause: error,
+        });
       }
       throw error;
     }
@@ -190,7 +192,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   private touch(id: string, sql: string, ...args: unknown[]): void {
-    const info = this.db.prepare(`UPDATE sessions SET ${sql}, updated_at = ? WHERE id = ?`).run(...args, this.now(), id);
+    const info = this.db
+      .prepare(`UPDATE sessions SET ${sql}, updated_at = ? WHERE id = ?`)
+      .run(...args, this.now(), id);
     if (info.changes === 0) throw new LoopError('session-missing', `no session ${id}`);
   }
 
@@ -218,7 +222,10 @@ export class SqliteSessionStore implements SessionStore {
     return session;
   }
 
-  beginTurn(sessionId: string, input: { promptDigest: string; promptBytes: number; meter: Meter }): TurnRecord {
+  beginTurn(
+    sessionId: string,
+    input: { promptDigest: string; promptBytes: number; meter: Meter },
+  ): TurnRecord {
     const begin = this.db.transaction(() => {
       const running = this.db
         .prepare("SELECT id, owner_pid FROM turns WHERE session_id = ? AND status = 'running'")
@@ -232,16 +239,27 @@ export class SqliteSessionStore implements SessionStore {
         | { status: SessionStatus }
         | undefined;
       if (!session) throw new LoopError('session-missing', `no session ${sessionId}`);
-      if (session.status !== 'active') throw new LoopError('session-closed', `session ${sessionId} is closed`);
-      const seq =
-        (this.db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM turns WHERE session_id = ?').get(sessionId) as { n: number })
-          .n;
+      if (session.status !== 'active')
+        throw new LoopError('session-closed', `session ${sessionId} is closed`);
+      const seq = (
+        this.db
+          .prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM turns WHERE session_id = ?')
+          .get(sessionId) as { n: number }
+      ).n;
       const info = this.db
         .prepare(
           `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid)
            VALUES (?, ?, ?, ?, 'running', ?, ?, ?)`,
         )
-        .run(sessionId, seq, input.promptDigest, input.promptBytes, this.now(), input.meter, this.options.ownerPid ?? process.pid);
+        .run(
+          sessionId,
+          seq,
+          input.promptDigest,
+          input.promptBytes,
+          this.now(),
+          input.meter,
+          this.options.ownerPid ?? process.pid,
+        );
       this.db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?').run(this.now(), sessionId);
       return Number(info.lastInsertRowid);
     });
@@ -262,7 +280,11 @@ export class SqliteSessionStore implements SessionStore {
   appendEvent(turnId: number, event: TurnEvent): void {
     let seq = this.eventSeq.get(turnId);
     if (seq === undefined) {
-      seq = (this.db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM turn_events WHERE turn_id = ?').get(turnId) as { n: number }).n;
+      seq = (
+        this.db
+          .prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM turn_events WHERE turn_id = ?')
+          .get(turnId) as { n: number }
+      ).n;
     }
     seq += 1;
     this.eventSeq.set(turnId, seq);
@@ -302,7 +324,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   turns(sessionId: string): TurnRecord[] {
-    return (this.db.prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY seq').all(sessionId) as TurnRow[]).map(toTurn);
+    return (
+      this.db.prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY seq').all(sessionId) as TurnRow[]
+    ).map(toTurn);
   }
 
   events(turnId: number): StoredEvent[] {
@@ -312,7 +336,12 @@ export class SqliteSessionStore implements SessionStore {
       at: string;
       data: string;
     }[];
-    return rows.map((r) => ({ turnId: r.turn_id, seq: r.seq, at: r.at, event: JSON.parse(r.data) as TurnEvent }));
+    return rows.map((r) => ({
+      turnId: r.turn_id,
+      seq: r.seq,
+      at: r.at,
+      event: JSON.parse(r.data) as TurnEvent,
+    }));
   }
 
   recoverLostTurns(isAlive: (pid: number) => boolean): number {

@@ -9,7 +9,7 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import { whichBinary } from '../engines/which.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
-import type { RunOutcome, Runner } from '../runners/runner.js';
+import type { Runner, RunOutcome } from '../runners/runner.js';
 import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
 
 export interface TurnRequest {
@@ -37,7 +37,14 @@ export interface TurnServiceDeps {
   store: SessionStore;
   runners: Record<string, Runner>;
   engines: Record<string, EnginePreset>;
-  defaults: { engine: string; runner: string; cwd: string; backstopMs: number; killGraceMs: number; maxLineBytes: number };
+  defaults: {
+    engine: string;
+    runner: string;
+    cwd: string;
+    backstopMs: number;
+    killGraceMs: number;
+    maxLineBytes: number;
+  };
   /** The daemon's environment, source of pass-through and credential variables. */
   env: Readonly<Record<string, string | undefined>>;
   /** Registers secret values so nothing stores or prints them. */
@@ -77,14 +84,23 @@ export class TurnService {
     return runner;
   }
 
-  private resolveBinary(preset: EnginePreset, engineName: string, env: Record<string, string>, cwd: string): string {
+  private resolveBinary(
+    preset: EnginePreset,
+    engineName: string,
+    env: Record<string, string>,
+    cwd: string,
+  ): string {
     const found = whichBinary(preset.binary, env.PATH, cwd);
     if (!found) {
-      throw new LoopError('binary-missing', `the ${engineName} engine's binary "${preset.binary}" was not found on PATH`, {
-        hint: preset.install
-          ? `Install it: ${preset.install} — or set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`
-          : `Set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`,
-      });
+      throw new LoopError(
+        'binary-missing',
+        `the ${engineName} engine's binary "${preset.binary}" was not found on PATH`,
+        {
+          hint: preset.install
+            ? `Install it: ${preset.install} — or set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`
+            : `Set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`,
+        },
+      );
     }
     return found;
   }
@@ -110,12 +126,19 @@ export class TurnService {
         });
       }
       if (request.cwd && resolve(request.cwd) !== session.cwd) {
-        throw new LoopError('usage', `${workItem}'s session runs in ${session.cwd}, not ${resolve(request.cwd)}`, {
-          hint: `Omit --cwd, or close the session first (\`the-loop sessions close ${workItem}\`).`,
-        });
+        throw new LoopError(
+          'usage',
+          `${workItem}'s session runs in ${session.cwd}, not ${resolve(request.cwd)}`,
+          {
+            hint: `Omit --cwd, or close the session first (\`the-loop sessions close ${workItem}\`).`,
+          },
+        );
       }
       if (request.runner && request.runner !== session.runner) {
-        throw new LoopError('usage', `${workItem}'s session runs on the ${session.runner} runner, not ${request.runner}`);
+        throw new LoopError(
+          'usage',
+          `${workItem}'s session runs on the ${session.runner} runner, not ${request.runner}`,
+        );
       }
       preset = this.preset(session.engine);
       env = buildEngineEnv(preset, this.deps.env);
@@ -142,7 +165,12 @@ export class TurnService {
         credentialEnv: env.credential?.env ?? null,
       });
       created = true;
-      logger.info('session created', { workItem, session: session.id, engine: engineName, runner: runnerName });
+      logger.info('session created', {
+        workItem,
+        session: session.id,
+        engine: engineName,
+        runner: runnerName,
+      });
     }
     for (const value of env.secretValues) this.deps.addSecret(value);
     if (!created && (env.credential?.kind ?? null) !== session.credentialKind) {
@@ -152,7 +180,11 @@ export class TurnService {
 
     const caps = capabilitiesOf(preset);
     const runner = this.runner(session.runner);
-    const turn = store.beginTurn(session.id, { promptDigest: digest(request.prompt), promptBytes, meter: caps.meter });
+    const turn = store.beginTurn(session.id, {
+      promptDigest: digest(request.prompt),
+      promptBytes,
+      meter: caps.meter,
+    });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
 
@@ -163,7 +195,8 @@ export class TurnService {
       // Scrub before anything keeps or shows it: an engine may echo a credential.
       const event = JSON.parse(this.deps.scrub(JSON.stringify(raw))) as TurnEvent;
       events.push(event);
-      if (event.type === 'session') this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
+      if (event.type === 'session')
+        this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
       try {
         store.appendEvent(turn.id, event);
       } catch (error) {
@@ -232,7 +265,10 @@ export class TurnService {
 
   private onSessionEvent(session: SessionRecord, id: string, preassigned: boolean, log: Logger): void {
     if (preassigned && session.engineSessionId && id !== session.engineSessionId) {
-      log.warn('the engine reported a different session id than the one pinned', { pinned: session.engineSessionId, reported: id });
+      log.warn('the engine reported a different session id than the one pinned', {
+        pinned: session.engineSessionId,
+        reported: id,
+      });
       return;
     }
     if (!session.engineSessionStarted || session.engineSessionId !== id) {

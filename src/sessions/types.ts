@@ -95,7 +95,10 @@ export interface SessionStore {
   setUsageBaseline(id: string, usage: Usage): void;
   setCredential(id: string, kind: CredentialKind | null, env: string | null): void;
   close(id: string, reason: string): SessionRecord;
-  beginTurn(sessionId: string, input: { promptDigest: string; promptBytes: number; meter: Meter }): TurnRecord;
+  beginTurn(
+    sessionId: string,
+    input: { promptDigest: string; promptBytes: number; meter: Meter },
+  ): TurnRecord;
   setTurnPid(turnId: number, pid: number): void;
   appendEvent(turnId: number, event: TurnEvent): void;
   finishTurn(turnId: number, end: TurnEnd): TurnRecord;

@@ -28,7 +28,9 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
   } catch (cause) {
     db.close();
     if (cause instanceof LoopError) throw cause;
-    throw new LoopError('store-failed', `cannot prepare the registry at ${path}: ${String(cause)}`, { cause });
+    throw new LoopError('store-failed', `cannot prepare the registry at ${path}: ${String(cause)}`, {
+      cause,
+    });
   }
   return db;
 }
@@ -36,7 +38,8 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
-  const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
+  const current =
+    (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
   const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
   if (current > latest) {
     throw new LoopError(

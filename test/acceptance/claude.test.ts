@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
-import { anthropicUsage, type EngineUnderTest, expectCanaryNowhere, realBinary, runTwoTurns, type TwoTurnRun } from './helpers.js';
+import {
+  anthropicUsage,
+  type EngineUnderTest,
+  expectCanaryNowhere,
+  realBinary,
+  runTwoTurns,
+  type TwoTurnRun,
+} from './helpers.js';
 
 const claude: EngineUnderTest = {
   engine: 'claude',
@@ -15,7 +22,11 @@ const claude: EngineUnderTest = {
 describe('real Claude Code CLI, two turns through `the-loop run`', () => {
   let run: TwoTurnRun;
   beforeAll(async () => {
-    run = await runTwoTurns(claude, ['Remember the word PAPAYA-41.', '-What was the word?'], ['Noted: PAPAYA-41.', 'It was PAPAYA-41.']);
+    run = await runTwoTurns(
+      claude,
+      ['Remember the word PAPAYA-41.', '-What was the word?'],
+      ['Noted: PAPAYA-41.', 'It was PAPAYA-41.'],
+    );
   }, 300_000);
   afterAll(async () => run?.cleanup());
 
@@ -31,8 +42,15 @@ describe('real Claude Code CLI, two turns through `the-loop run`', () => {
   });
 
   it('records one session with two turns whose usage comes from the result events', () => {
-    expect(run.show.session).toMatchObject({ engine: 'claude', runner: 'process', status: 'active', credentialKind: 'api-key' });
-    expect(run.show.session.engineSessionId).toBe(run.mock.modelTurns()[0]?.headers['x-claude-code-session-id']);
+    expect(run.show.session).toMatchObject({
+      engine: 'claude',
+      runner: 'process',
+      status: 'active',
+      credentialKind: 'api-key',
+    });
+    expect(run.show.session.engineSessionId).toBe(
+      run.mock.modelTurns()[0]?.headers['x-claude-code-session-id'],
+    );
     expect(run.show.turns.map((t) => [t.seq, t.status, t.endReason])).toEqual([
       [1, 'succeeded', 'result'],
       [2, 'succeeded', 'result'],

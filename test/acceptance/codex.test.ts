@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareCodexHome } from '../fixtures/engine-homes/codex.js';
 import { startOpenAIMock } from '../fixtures/mock-apis/openai.js';
-import { type EngineUnderTest, expectCanaryNowhere, openaiUsage, realBinary, runTwoTurns, type TwoTurnRun } from './helpers.js';
+import {
+  type EngineUnderTest,
+  expectCanaryNowhere,
+  openaiUsage,
+  realBinary,
+  runTwoTurns,
+  type TwoTurnRun,
+} from './helpers.js';
 
 const codex: EngineUnderTest = {
   engine: 'codex',
@@ -15,7 +22,11 @@ const codex: EngineUnderTest = {
 describe('real Codex CLI, two turns through `the-loop run`', () => {
   let run: TwoTurnRun;
   beforeAll(async () => {
-    run = await runTwoTurns(codex, ['Remember the word MANGO-17.', '-What was the word?'], ['Noted: MANGO-17.', 'It was MANGO-17.']);
+    run = await runTwoTurns(
+      codex,
+      ['Remember the word MANGO-17.', '-What was the word?'],
+      ['Noted: MANGO-17.', 'It was MANGO-17.'],
+    );
   }, 300_000);
   afterAll(async () => run?.cleanup());
 

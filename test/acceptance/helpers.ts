@@ -13,7 +13,11 @@ export interface EngineUnderTest {
   engine: string;
   realBinary: string;
   startMock: (options: MockOptions) => Promise<MockApi>;
-  prepareHome: (root: string, mockUrl: string, cwd: string) => { env: Record<string, string>; credentialEnv: string };
+  prepareHome: (
+    root: string,
+    mockUrl: string,
+    cwd: string,
+  ) => { env: Record<string, string>; credentialEnv: string };
   /** What our registry should hold for one turn, from what the mock reported for that turn's requests. */
   expectedUsage: (reported: MockUsage[]) => Usage;
   /** Header on the mock that carries the credential (to prove it was delivered). */
@@ -22,7 +26,8 @@ export interface EngineUnderTest {
 
 export const realBinary = (name: string) => join(NODE_BIN_DIR, name);
 
-const sum = (list: MockUsage[], pick: (u: MockUsage) => number | undefined) => list.reduce((n, u) => n + (pick(u) ?? 0), 0);
+const sum = (list: MockUsage[], pick: (u: MockUsage) => number | undefined) =>
+  list.reduce((n, u) => n + (pick(u) ?? 0), 0);
 
 /** Anthropic semantics: every kind is already disjoint. */
 export const anthropicUsage = (r: MockUsage[]): Usage => ({
@@ -53,7 +58,13 @@ export interface TwoTurnRun {
   turnRequests: number[];
   show: {
     session: Record<string, unknown>;
-    turns: Array<{ seq: number; status: string; endReason: string; usage: Usage | null; error: string | null }>;
+    turns: Array<{
+      seq: number;
+      status: string;
+      endReason: string;
+      usage: Usage | null;
+      error: string | null;
+    }>;
   };
   cleanup: () => Promise<void>;
 }
@@ -62,7 +73,11 @@ export interface TwoTurnRun {
  * Two turns of one work item through `the-loop run`, against the real engine CLI and its mock API,
  * with a canary credential in the-loop's environment.
  */
-export async function runTwoTurns(e: EngineUnderTest, prompts: [string, string], replies: [string, string]): Promise<TwoTurnRun> {
+export async function runTwoTurns(
+  e: EngineUnderTest,
+  prompts: [string, string],
+  replies: [string, string],
+): Promise<TwoTurnRun> {
   const root = mkdtempSync(join(tmpdir(), `the-loop-${e.engine}-`));
   const workdir = join(root, 'work');
   mkdirSync(workdir);
@@ -83,7 +98,12 @@ export async function runTwoTurns(e: EngineUnderTest, prompts: [string, string],
     stringify({
       dataDir: 'data',
       defaults: { engine: e.engine, backstopSeconds: 120, killGraceSeconds: 2 },
-      engines: { [e.engine]: { binary: ARGV_RECORDER, env: { ...home.env, REAL_BINARY: e.realBinary, ARGV_RECORD_FILE: argvFile } } },
+      engines: {
+        [e.engine]: {
+          binary: ARGV_RECORDER,
+          env: { ...home.env, REAL_BINARY: e.realBinary, ARGV_RECORD_FILE: argvFile },
+        },
+      },
     }),
   );
   const env = { [home.credentialEnv]: canary, THE_LOOP_CONFIG: configPath };

@@ -25,15 +25,25 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/new session .* fake on process/);
     expect(first.stdout).toMatch(/turn 1; I remember: nothing/);
-    expect(first.stdout).toMatch(/✔ turn 1 succeeded · ended by result · .* · 112 tokens \(100 in, 7 out, 3 cache read, 2 cache write\) · ~\$0\.0010/);
+    expect(first.stdout).toMatch(
+      /✔ turn 1 succeeded · ended by result · .* · 112 tokens \(100 in, 7 out, 3 cache read, 2 cache write\) · ~\$0\.0010/,
+    );
 
     const second = await cli(['run', WI, 'and again']);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/turn 2; I remember: hello there/);
 
-    const list = JSON.parse((await cli(['sessions', 'list', '--json'])).stdout) as Array<Record<string, unknown>>;
+    const list = JSON.parse((await cli(['sessions', 'list', '--json'])).stdout) as Array<
+      Record<string, unknown>
+    >;
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ workItem: WI, engine: 'fake', runner: 'process', status: 'active', turns: 2 });
+    expect(list[0]).toMatchObject({
+      workItem: WI,
+      engine: 'fake',
+      runner: 'process',
+      status: 'active',
+      turns: 2,
+    });
 
     const show = JSON.parse((await cli(['sessions', 'show', WI, '--json'])).stdout) as {
       turns: Array<{ seq: number; status: string; endReason: string; usage: { inputTokens: number } }>;
@@ -53,7 +63,10 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
 
   it('emits JSON lines with --json', async () => {
     const res = await cli(['run', WI, '--json', 'mode:tool do it']);
-    const lines = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; event?: { type: string } });
+    const lines = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; event?: { type: string } });
     expect(lines[0]?.type).toBe('session');
     expect(lines.at(-1)?.type).toBe('turn');
     expect(lines.filter((l) => l.type === 'event').map((l) => l.event?.type)).toEqual([
@@ -73,7 +86,9 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     expect(crash.stdout).toMatch(/simulated crash/);
     const after = await cli(['run', WI, 'still alive?']);
     expect(after.code).toBe(0);
-    const show = JSON.parse((await cli(['sessions', 'show', WI, '--json'])).stdout) as { turns: Array<{ status: string; usage: unknown }> };
+    const show = JSON.parse((await cli(['sessions', 'show', WI, '--json'])).stdout) as {
+      turns: Array<{ status: string; usage: unknown }>;
+    };
     const failed = show.turns.filter((t) => t.status === 'failed');
     expect(failed).toHaveLength(1);
     // Nothing measured is unknown, never zero.
@@ -87,7 +102,9 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     expect(res.stdout).toMatch(/✔ turn \d+ succeeded · ended by result/);
     const child = Number(readFileSync(pidFile, 'utf8'));
     expect(() => process.kill(child, 0)).toThrow();
-    const show = JSON.parse((await cli(['sessions', 'show', WI, '--json'])).stdout) as { turns: Array<{ status: string }> };
+    const show = JSON.parse((await cli(['sessions', 'show', WI, '--json'])).stdout) as {
+      turns: Array<{ status: string }>;
+    };
     expect(show.turns.every((t) => t.status !== 'running')).toBe(true);
   });
 
@@ -100,17 +117,23 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     const fresh = await cli(['run', WI, 'new start']);
     expect(fresh.stdout).toMatch(/new session/);
     expect(fresh.stdout).toMatch(/I remember: nothing/);
-    const all = JSON.parse((await cli(['sessions', 'list', '--all', '--json'])).stdout) as Array<{ status: string }>;
+    const all = JSON.parse((await cli(['sessions', 'list', '--all', '--json'])).stdout) as Array<{
+      status: string;
+    }>;
     expect(all.map((s) => s.status).sort()).toEqual(['active', 'closed']);
   });
 
   it('keeps the registry consistent: one active session per work item, turns one at a time', () => {
     const db = new Database(join(project.dir, '.the-loop/the-loop.db'), { readonly: true });
-    const active = db.prepare("SELECT work_item, COUNT(*) n FROM sessions WHERE status = 'active' GROUP BY work_item").all() as {
+    const active = db
+      .prepare("SELECT work_item, COUNT(*) n FROM sessions WHERE status = 'active' GROUP BY work_item")
+      .all() as {
       n: number;
     }[];
     expect(active.every((r) => r.n === 1)).toBe(true);
-    expect((db.prepare("SELECT COUNT(*) n FROM turns WHERE status = 'running'").get() as { n: number }).n).toBe(0);
+    expect(
+      (db.prepare("SELECT COUNT(*) n FROM turns WHERE status = 'running'").get() as { n: number }).n,
+    ).toBe(0);
     db.close();
   });
 });
@@ -140,7 +163,11 @@ describe('the-loop run: bad input is a clear error and changes nothing', () => {
     [['run', 'github:-bad/repo#1', 'x'], /invalid GitHub owner/, /github:/],
     [['run', 'github:o/r#0', 'x'], /invalid issue\/PR number/, /github:/],
     [['run', 'github:o/r#1', '--engine', 'nope', 'x'], /unknown engine "nope"/, /Known engines: .*claude/],
-    [['run', 'github:o/r#1', '--engine', 'codex', '--cwd', '/definitely/not/here', 'x'], /working directory does not exist/, /--cwd/],
+    [
+      ['run', 'github:o/r#1', '--engine', 'codex', '--cwd', '/definitely/not/here', 'x'],
+      /working directory does not exist/,
+      /--cwd/,
+    ],
     [['run', 'github:o/r#1', '--runner', 'tmux', 'x'], /Allowed choices are process/, /--help/],
     [['run', 'github:o/r#1', '   '], /no prompt given/, /the-loop run/],
   ])('%j', async (args, message, hint) => {
@@ -172,13 +199,19 @@ describe('the-loop run: bad input is a clear error and changes nothing', () => {
   });
 
   it('reads the prompt from stdin with --prompt-file -', async () => {
-    const res = await runCli(['run', 'github:o/r#3', '--prompt-file', '-'], { cwd: project.dir, input: 'from stdin\n' });
+    const res = await runCli(['run', 'github:o/r#3', '--prompt-file', '-'], {
+      cwd: project.dir,
+      input: 'from stdin\n',
+    });
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/turn 1 succeeded/);
   });
 
   it('names the key path of an invalid config', async () => {
-    writeFileSync(join(project.dir, 'bad.yaml'), 'defaults:\n  backstopSeconds: soon\nengines:\n  claude:\n    binary: 42\n');
+    writeFileSync(
+      join(project.dir, 'bad.yaml'),
+      'defaults:\n  backstopSeconds: soon\nengines:\n  claude:\n    binary: 42\n',
+    );
     const res = await cli(['--config', 'bad.yaml', 'run', 'github:o/r#1', 'x']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/defaults\.backstopSeconds: Invalid input: expected number, received string/);

@@ -51,7 +51,11 @@ export function runCli(
 }
 
 /** A throwaway project directory with a config file; `cleanup()` removes it. */
-export function makeProject(config: Record<string, unknown> = {}): { dir: string; configPath: string; cleanup: () => void } {
+export function makeProject(config: Record<string, unknown> = {}): {
+  dir: string;
+  configPath: string;
+  cleanup: () => void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-test-'));
   const configPath = join(dir, '.the-loop/config.yaml');
   mkdirSync(dirname(configPath), { recursive: true });
@@ -60,7 +64,10 @@ export function makeProject(config: Record<string, unknown> = {}): { dir: string
 }
 
 /** Config declaring the fake engine (Claude stream-json shapes) as `fake`. */
-export function fakeEngineConfig(stateDir: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function fakeEngineConfig(
+  stateDir: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     defaults: { engine: 'fake', backstopSeconds: 60, killGraceSeconds: 0.5 },
     engines: {

@@ -15,7 +15,12 @@ const fake: EnginePreset = presetSchema.parse({
   binary: FAKE_ENGINE,
   protocol: 'claude-stream-json',
   sessionId: 'assign',
-  headless: { args: ['-p'], start: ['--session-id', '{sessionId}'], resume: ['--resume', '{sessionId}'], promptPrefix: ['--'] },
+  headless: {
+    args: ['-p'],
+    start: ['--session-id', '{sessionId}'],
+    resume: ['--resume', '{sessionId}'],
+    promptPrefix: ['--'],
+  },
 });
 
 const runner = new ProcessRunner();
@@ -28,7 +33,11 @@ async function run(prompt: string, overrides: Partial<RunTurnInput> = {}) {
     first: true,
     prompt,
     cwd: state,
-    env: { PATH: process.env.PATH ?? '', FAKE_ENGINE_STATE: state, FAKE_ENGINE_CHILD_PID_FILE: join(state, 'child.pid') },
+    env: {
+      PATH: process.env.PATH ?? '',
+      FAKE_ENGINE_STATE: state,
+      FAKE_ENGINE_CHILD_PID_FILE: join(state, 'child.pid'),
+    },
     backstopMs: 30_000,
     killGraceMs: 300,
     maxLineBytes: 1024 * 1024,
@@ -139,17 +148,29 @@ describe('process runner', () => {
   });
 
   it('reports a missing binary as a failed turn, not a crash', async () => {
-    const { outcome } = await run('hello', { preset: { ...fake, binary: join(state, 'no-such-engine'), install: 'npm i nothing' } });
+    const { outcome } = await run('hello', {
+      preset: { ...fake, binary: join(state, 'no-such-engine'), install: 'npm i nothing' },
+    });
     expect(outcome).toMatchObject({ ok: false, endReason: 'error', stoppedBy: 'never-started' });
     expect(outcome.error).toMatch(/not found.*install: npm i nothing/);
   });
 
   it('ends a text-protocol engine on exit', async () => {
-    const echo = presetSchema.parse({ binary: 'echo', protocol: 'text', sessionId: 'none', headless: { args: ['said:'] } });
+    const echo = presetSchema.parse({
+      binary: 'echo',
+      protocol: 'text',
+      sessionId: 'none',
+      headless: { args: ['said:'] },
+    });
     const ok = await run('hi there', { preset: echo });
     expect(ok.outcome).toMatchObject({ ok: true, endReason: 'exit', exitCode: 0 });
     expect(ok.events).toEqual([{ type: 'text', text: 'said: hi there\n' }]);
-    const failing = presetSchema.parse({ binary: 'false', protocol: 'text', sessionId: 'none', headless: { args: [] } });
+    const failing = presetSchema.parse({
+      binary: 'false',
+      protocol: 'text',
+      sessionId: 'none',
+      headless: { args: [] },
+    });
     const bad = await run('x', { preset: failing });
     expect(bad.outcome).toMatchObject({ ok: false, endReason: 'error', exitCode: 1 });
   });

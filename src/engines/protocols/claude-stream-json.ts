@@ -8,9 +8,20 @@ import type { TurnEvent } from './types.js';
  * that alone has the turn's usage and cost. Cursor Agent's stream-json follows the same shapes.
  */
 
-const contentBlock = z.looseObject({ type: z.string() });
+// Strict-enough schemas that keep only the fields we read: validating does not copy the rest of a
+// large event (tool lists in system/init, file contents in tool results).
+const contentBlock = z.object({
+  type: z.string(),
+  text: z.string().optional(),
+  id: z.string().optional(),
+  name: z.string().optional(),
+  input: z.unknown().optional(),
+  tool_use_id: z.string().optional(),
+  content: z.unknown().optional(),
+  is_error: z.boolean().optional(),
+});
 const usageSchema = z
-  .looseObject({
+  .object({
     input_tokens: z.number().optional(),
     output_tokens: z.number().optional(),
     cache_read_input_tokens: z.number().nullish(),
@@ -19,25 +30,25 @@ const usageSchema = z
   .nullish();
 
 const schemas = {
-  system: z.looseObject({
+  system: z.object({
     type: z.literal('system'),
     subtype: z.string().optional(),
     session_id: z.string().optional(),
     model: z.string().optional(),
   }),
-  assistant: z.looseObject({
+  assistant: z.object({
     type: z.literal('assistant'),
-    message: z.looseObject({
+    message: z.object({
       id: z.string().optional(),
       model: z.string().optional(),
       content: z.array(contentBlock).optional(),
     }),
   }),
-  user: z.looseObject({
+  user: z.object({
     type: z.literal('user'),
-    message: z.looseObject({ content: z.union([z.string(), z.array(contentBlock)]).optional() }),
+    message: z.object({ content: z.union([z.string(), z.array(contentBlock)]).optional() }),
   }),
-  result: z.looseObject({
+  result: z.object({
     type: z.literal('result'),
     subtype: z.string().optional(),
     is_error: z.boolean().optional(),
@@ -60,9 +71,16 @@ function assistantEvents(event: z.infer<typeof schemas.assistant>): TurnEvent[] 
   for (const block of event.message.content ?? []) {
     if (block.type === 'text' && typeof block.text === 'string') {
       // Claude Code reports API failures as a synthetic assistant message ("API Error: ...").
-      out.push(synthetic ? { type: 'error', message: summarize(block.text) } : { type: 'text', text: block.text });
+      out.push(
+        synthetic ? { type: 'error', message: summarize(block.text) } : { type: 'text', text: block.text },
+      );
     } else if (block.type === 'tool_use') {
-      out.push({ type: 'tool-use', id: str(block.id) ?? '', name: str(block.name) ?? 'unknown', input: block.input ?? null });
+      out.push({
+        type: 'tool-use',
+        id: str(block.id) ?? '',
+        name: str(block.name) ?? 'unknown',
+        input: block.input ?? null,
+      });
     }
   }
   return out;
@@ -101,7 +119,10 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
   const ok = event.is_error !== true && (event.subtype === undefined || event.subtype === 'success');
   let message: string | undefined;
   if (!ok) {
-    const detail = typeof event.result === 'string' && event.result ? event.result : summarize(event.errors ?? event.subtype);
+    const detail =
+      typeof event.result === 'string' && event.result
+        ? event.result
+        : summarize(event.errors ?? event.subtype);
     message = summarize(detail);
   }
   out.push({ type: 'turn-end', ok, message, subtype: event.subtype });

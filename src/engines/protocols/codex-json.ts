@@ -35,7 +35,10 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 const TOOL_ITEMS: Record<string, { name: (i: Item) => string; input: (i: Item) => unknown }> = {
   command_execution: { name: () => 'shell', input: (i) => ({ command: i.command }) },
   file_change: { name: () => 'apply_patch', input: (i) => ({ changes: i.changes }) },
-  mcp_tool_call: { name: (i) => `mcp:${str(i.server) ?? '?'}/${str(i.tool) ?? '?'}`, input: (i) => i.arguments ?? null },
+  mcp_tool_call: {
+    name: (i) => `mcp:${str(i.server) ?? '?'}/${str(i.tool) ?? '?'}`,
+    input: (i) => i.arguments ?? null,
+  },
   web_search: { name: () => 'web_search', input: (i) => ({ query: i.query }) },
 };
 
@@ -52,7 +55,10 @@ function completed(i: Item, seen: Set<string>): TurnEvent[] {
   const id = i.id ?? '';
   const out: TurnEvent[] = seen.has(id) ? [] : started(i);
   const failed =
-    i.status === 'failed' || i.status === 'declined' || (typeof i.exit_code === 'number' && i.exit_code !== 0) || i.error;
+    i.status === 'failed' ||
+    i.status === 'declined' ||
+    (typeof i.exit_code === 'number' && i.exit_code !== 0) ||
+    i.error;
   out.push({
     type: 'tool-result',
     id,
@@ -108,7 +114,9 @@ export const codexJson: Protocol = {
               {
                 type: 'turn-end',
                 ok: false,
-                message: summarize((v as z.infer<(typeof schemas)['turn.failed']>).error?.message ?? 'turn failed'),
+                message: summarize(
+                  (v as z.infer<(typeof schemas)['turn.failed']>).error?.message ?? 'turn failed',
+                ),
               },
             ];
           case 'error':

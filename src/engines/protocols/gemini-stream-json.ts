@@ -10,7 +10,11 @@ import type { TurnEvent } from './types.js';
 const schemas = {
   init: z.looseObject({ session_id: z.string().optional(), model: z.string().optional() }),
   message: z.looseObject({ role: z.string().optional(), content: z.unknown().optional() }),
-  tool_use: z.looseObject({ tool_name: z.string().optional(), tool_id: z.string().optional(), parameters: z.unknown().optional() }),
+  tool_use: z.looseObject({
+    tool_name: z.string().optional(),
+    tool_id: z.string().optional(),
+    parameters: z.unknown().optional(),
+  }),
   tool_result: z.looseObject({
     tool_id: z.string().optional(),
     status: z.string().optional(),
@@ -53,11 +57,16 @@ export const geminiStreamJson: Protocol = {
         switch (decoded.type) {
           case 'init':
             if (typeof v.session_id === 'string') {
-              out.push({ type: 'session', engineSessionId: v.session_id, model: typeof v.model === 'string' ? v.model : undefined });
+              out.push({
+                type: 'session',
+                engineSessionId: v.session_id,
+                model: typeof v.model === 'string' ? v.model : undefined,
+              });
             }
             break;
           case 'message':
-            if (v.role === 'assistant' && typeof v.content === 'string') out.push({ type: 'text', text: v.content });
+            if (v.role === 'assistant' && typeof v.content === 'string')
+              out.push({ type: 'text', text: v.content });
             break;
           case 'tool_use':
             out.push({
@@ -76,7 +85,10 @@ export const geminiStreamJson: Protocol = {
             });
             break;
           case 'error':
-            out.push({ type: 'error', message: summarize(typeof v.message === 'string' ? v.message : 'error') });
+            out.push({
+              type: 'error',
+              message: summarize(typeof v.message === 'string' ? v.message : 'error'),
+            });
             break;
           case 'result': {
             const stats = (v as z.infer<typeof schemas.result>).stats;
@@ -98,7 +110,11 @@ export const geminiStreamJson: Protocol = {
               });
             }
             const ok = v.status === 'success';
-            out.push({ type: 'turn-end', ok, message: ok ? undefined : errorText(v.error ?? v.status ?? 'failed') });
+            out.push({
+              type: 'turn-end',
+              ok,
+              message: ok ? undefined : errorText(v.error ?? v.status ?? 'failed'),
+            });
             break;
           }
         }

@@ -29,7 +29,9 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string {
   else if (Array.isArray(value)) {
     text = value
       .map((part) =>
-        part && typeof part === 'object' && 'text' in part && typeof part.text === 'string' ? part.text : JSON.stringify(part),
+        part && typeof part === 'object' && 'text' in part && typeof part.text === 'string'
+          ? part.text
+          : JSON.stringify(part),
       )
       .join('\n');
   } else if (value === undefined || value === null) text = '';
@@ -37,7 +39,9 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string {
   return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more chars]` : text;
 }
 
-const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);
+const num = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+
 export { num as nonNegative };
 
 /**
@@ -55,8 +59,16 @@ export function decodeLine<T>(
   } catch {
     return { ok: false, event: { type: 'diagnostic', message: `not JSON: ${summarize(line, 200)}` } };
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
-    return { ok: false, event: { type: 'diagnostic', message: `not an event object: ${summarize(line, 200)}` } };
+  if (
+    !parsed ||
+    typeof parsed !== 'object' ||
+    Array.isArray(parsed) ||
+    typeof (parsed as { type?: unknown }).type !== 'string'
+  ) {
+    return {
+      ok: false,
+      event: { type: 'diagnostic', message: `not an event object: ${summarize(line, 200)}` },
+    };
   }
   const type = (parsed as { type: string }).type;
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;

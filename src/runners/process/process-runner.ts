@@ -6,7 +6,7 @@ import { LineReader } from '../../engines/protocols/line-reader.js';
 import { summarize } from '../../engines/protocols/protocol.js';
 import type { TurnEvent } from '../../engines/protocols/types.js';
 import type { EndReason } from '../../sessions/types.js';
-import type { RunOutcome, Runner, RunTurnInput } from '../runner.js';
+import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
 import { raceTimeout, terminateProcessGroup } from './terminate.js';
 
 /** How much of stderr we keep to explain a failure. */
@@ -82,7 +82,11 @@ export class ProcessRunner implements Runner {
       for (const event of events) {
         if (event.type === 'turn-end' && !turnEnd) {
           turnEnd = event;
-          settle('result', event.ok, event.ok ? null : (event.message ?? 'the engine reported a failed turn'));
+          settle(
+            'result',
+            event.ok,
+            event.ok ? null : (event.message ?? 'the engine reported a failed turn'),
+          );
           resultSeen?.();
         }
         input.onEvent(event);
@@ -95,7 +99,12 @@ export class ProcessRunner implements Runner {
         maxLineBytes: input.maxLineBytes,
         onLine: (line) => emit(parser.push(line)),
         onOversized: (bytes) =>
-          emit([{ type: 'diagnostic', message: `skipped an output line of ${bytes} bytes (limit ${input.maxLineBytes})` }]),
+          emit([
+            {
+              type: 'diagnostic',
+              message: `skipped an output line of ${bytes} bytes (limit ${input.maxLineBytes})`,
+            },
+          ]),
       });
       child.stdout?.on('data', (chunk: Buffer) => reader.push(chunk));
       child.stdout?.on('end', () => {
@@ -132,7 +141,11 @@ export class ProcessRunner implements Runner {
       aborted.then(() => 'cancel' as const),
     ]);
     if (first === 'backstop') {
-      settle('backstop', false, `no end of turn after ${Math.round(input.backstopMs / 1000)} s; stopped by the backstop timer`);
+      settle(
+        'backstop',
+        false,
+        `no end of turn after ${Math.round(input.backstopMs / 1000)} s; stopped by the backstop timer`,
+      );
     } else if (first === 'cancel') {
       settle('cancel', false, 'cancelled');
     } else if (first === 'spawn-error') {
@@ -178,7 +191,11 @@ export class ProcessRunner implements Runner {
       } else if (exit.code === 0) {
         settle('exit', true, null);
       } else {
-        settle('error', false, `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`})${tail ? `: ${tail}` : ''}`);
+        settle(
+          'error',
+          false,
+          `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`})${tail ? `: ${tail}` : ''}`,
+        );
       }
     }
     const end = ended as NonNullable<typeof ended>;
