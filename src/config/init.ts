@@ -16,12 +16,12 @@ defaults:
   killGraceSeconds: 5    # pause between stdin close, SIGTERM and SIGKILL when stopping an engine
 
 # Engines are data. Override any field of a built-in preset, or declare a new engine.
-engines:
-  claude:
-    # binary: /usr/local/bin/claude
-    # extraArgs: ["--model", "sonnet"]
-    # env:
-    #   ANTHROPIC_API_KEY: env:MY_ANTHROPIC_KEY   # credentials travel only in the engine's environment
+engines: {}
+  # claude:
+  #   binary: /usr/local/bin/claude
+  #   extraArgs: ["--model", "sonnet"]
+  #   env:
+  #     ANTHROPIC_API_KEY: env:MY_ANTHROPIC_KEY   # credentials travel only in the engine's environment
   # my-engine:
   #   binary: my-agent
   #   protocol: text        # plain output: turns end on exit and are recorded as unmetered

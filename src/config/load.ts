@@ -40,7 +40,11 @@ const formatPath = (path: Path): string =>
     : path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
 
 export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path = []): string[] {
-  return issues.map((issue) => `${formatPath([...prefix, ...issue.path])}: ${issue.message}`);
+  return issues.map((issue) => {
+    // A bad record key nests its reason (e.g. an engine name that breaks the naming rule).
+    const nested = issue.code === 'invalid_key' ? issue.issues.map((inner) => inner.message).join('; ') : '';
+    return `${formatPath([...prefix, ...issue.path])}: ${issue.message}${nested ? `: ${nested}` : ''}`;
+  });
 }
 
 /** Replace every `env:NAME` string by the variable's value; report unset ones by key path. */
@@ -141,7 +145,14 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
   }
   const secretValues: string[] = [];
   const envErrors: string[] = [];
-  const resolved = resolveEnvRefs(raw, options.env, secretValues, envErrors);
+  const resolved = resolveEnvRefs(raw, options.env, secretValues, envErrors) as Record<string, unknown>;
+  // An engine key with only comments under it parses as null: treat it as "no override".
+  const engineEntries = resolved.engines;
+  if (engineEntries && typeof engineEntries === 'object' && !Array.isArray(engineEntries)) {
+    for (const [name, value] of Object.entries(engineEntries)) {
+      if (value === null) (engineEntries as Record<string, unknown>)[name] = {};
+    }
+  }
   if (envErrors.length > 0) {
     throw new LoopError('env-missing', `${where}:\n  ${envErrors.join('\n  ')}`, {
       hint: 'Export the variables named, or change the env: references.',
