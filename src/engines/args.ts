@@ -44,9 +44,11 @@ export function buildHeadlessArgv(preset: EnginePreset, turn: HeadlessTurnArgs):
     }
     phase = headless.resume;
   }
+  // The turn text is spliced into promptArg by plain concatenation: nothing in it is ever expanded.
+  const [before = '', after = ''] = headless.promptArg.split('{prompt}');
   return [...headless.args, ...phase, ...preset.extraArgs, ...headless.promptPrefix]
     .map((a) => fill(a, values))
-    .concat(turn.prompt);
+    .concat(`${before}${turn.prompt}${after}`);
 }
 
 /** The argv (without the binary) of the interactive TUI. */

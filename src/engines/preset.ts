@@ -41,6 +41,12 @@ export const headlessSchema = z
       .optional()
       .describe('Added on later turns to continue the session; absent: the engine cannot resume.'),
     promptPrefix: argv.default([]).describe('Placed right before the turn text, e.g. ["--"] or ["-p"].'),
+    promptArg: z
+      .string()
+      .max(256)
+      .refine((t) => t.split('{prompt}').length === 2, 'must contain {prompt} exactly once')
+      .default('{prompt}')
+      .describe('The final argv element; {prompt} is the turn text, e.g. "--prompt={prompt}".'),
   })
   .strict();
 

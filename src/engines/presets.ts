@@ -104,12 +104,16 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       args: ['--output-format', 'stream-json', '--yolo', '--skip-trust'],
       start: ['--session-id', '{sessionId}'],
       resume: ['--resume', '{sessionId}'],
-      // The turn text is the value of -p, so it is never read as a flag.
-      promptPrefix: ['-p'],
+      // One element, `--prompt=<text>`: `-p <text>` fails on text starting with "-", and anything
+      // after `--` is dropped by its parser.
+      promptArg: '--prompt={prompt}',
     },
     sessionId: 'assign',
     usageScope: 'turn',
     interactive: { args: ['--session-id', '{sessionId}'] },
+    // Without it the CLI relaunches itself in a second node process that ignores SIGTERM and
+    // outlives a killed parent; with it there is one process to stop.
+    env: { GEMINI_CLI_NO_RELAUNCH: 'true' },
     credentials: [
       { env: 'GEMINI_API_KEY', kind: 'api-key' },
       { env: 'GOOGLE_API_KEY', kind: 'api-key' },
@@ -121,7 +125,6 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       'GOOGLE_GENAI_USE_VERTEXAI',
       'GOOGLE_CLOUD_PROJECT',
       'GOOGLE_CLOUD_LOCATION',
-      'GEMINI_CLI_NO_RELAUNCH',
       ...NETWORK_ENV,
     ],
   },
@@ -135,7 +138,7 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       args: ['--no-auto-update', '--always-approve', '--output-format', 'plain'],
       start: ['--session-id', '{sessionId}'],
       resume: ['--resume', '{sessionId}'],
-      promptPrefix: ['-p'],
+      promptArg: '--single={prompt}',
     },
     sessionId: 'assign',
     interactive: { args: ['--session-id', '{sessionId}'] },

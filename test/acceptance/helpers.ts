@@ -156,3 +156,12 @@ export function expectCanaryNowhere(run: TwoTurnRun): void {
     expect(out.stderr).not.toContain(run.canary);
   }
 }
+
+/** Gemini semantics: cached ⊂ prompt tokens; thinking tokens apart from output; no cache writes. */
+export const geminiUsage = (r: MockUsage[]): Usage => ({
+  inputTokens: sum(r, (u) => u.input) - sum(r, (u) => u.cacheRead),
+  outputTokens: sum(r, (u) => u.output),
+  cacheReadTokens: sum(r, (u) => u.cacheRead),
+  cacheCreationTokens: 0,
+  reasoningTokens: sum(r, (u) => u.reasoning),
+});

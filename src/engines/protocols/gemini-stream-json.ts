@@ -32,6 +32,7 @@ const schemas = {
         output_tokens: z.number().optional(),
         cached: z.number().optional(),
         thoughts_tokens: z.number().optional(),
+        total_tokens: z.number().optional(),
         models: z.record(z.string(), z.unknown()).optional(),
       })
       .optional(),
@@ -48,12 +49,26 @@ export const geminiStreamJson: Protocol = {
   framing: 'jsonl',
   hasResultEvent: true,
   create() {
+    // Assistant text arrives as many `delta` chunks: joined into one text event, flushed when
+    // anything else arrives (or at the end).
+    let pending = '';
+    const flush = (out: TurnEvent[]) => {
+      if (pending) out.push({ type: 'text', text: pending });
+      pending = '';
+    };
     return {
       push(line) {
         const decoded = decodeLine<Decoded>(line, schemas);
         if (!decoded.ok) return decoded.event ? [decoded.event] : [];
         const v = decoded.value as Record<string, unknown>;
         const out: TurnEvent[] = [];
+        if (decoded.type === 'message' && v.role === 'assistant' && typeof v.content === 'string') {
+          if (v.delta === true) {
+            pending += v.content;
+            return out;
+          }
+        }
+        flush(out);
         switch (decoded.type) {
           case 'init':
             if (typeof v.session_id === 'string') {
@@ -95,7 +110,12 @@ export const geminiStreamJson: Protocol = {
             if (stats) {
               const cached = nonNegative(stats.cached);
               const input = nonNegative(stats.input_tokens ?? stats.input);
-              const models = Object.keys(stats.models ?? {});
+              // The routing call's model is listed too, often with zero tokens: name only those used.
+              const models = Object.entries(stats.models ?? {})
+                .filter(
+                  ([, m]) => !(m && typeof m === 'object' && 'total_tokens' in m && m.total_tokens === 0),
+                )
+                .map(([name]) => name);
               out.push({
                 type: 'usage',
                 usage: {
@@ -104,7 +124,14 @@ export const geminiStreamJson: Protocol = {
                   outputTokens: nonNegative(stats.output_tokens),
                   cacheReadTokens: cached,
                   cacheCreationTokens: 0,
-                  reasoningTokens: nonNegative(stats.thoughts_tokens),
+                  // Thinking tokens are only visible as what the total has beyond input and output.
+                  reasoningTokens:
+                    stats.thoughts_tokens !== undefined
+                      ? nonNegative(stats.thoughts_tokens)
+                      : Math.max(
+                          0,
+                          nonNegative(stats.total_tokens) - input - nonNegative(stats.output_tokens),
+                        ),
                 },
                 model: models.length > 0 ? models.join(',') : undefined,
               });
@@ -120,7 +147,11 @@ export const geminiStreamJson: Protocol = {
         }
         return out;
       },
-      end: () => [],
+      end: () => {
+        const out: TurnEvent[] = [];
+        flush(out);
+        return out;
+      },
     };
   },
 };
