@@ -122,8 +122,16 @@ function readConfigFile(path: string): unknown {
       hint: 'Fix the YAML syntax at the line shown.',
     });
   }
-  const data = doc.toJS({ maxAliasCount: 100 }) as unknown;
-  return data ?? {};
+  try {
+    return (doc.toJS({ maxAliasCount: 100 }) as unknown) ?? {};
+  } catch (cause) {
+    // e.g. an alias bomb: the parser refuses to expand it.
+    throw new LoopError(
+      'config-invalid',
+      `${path}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  }
 }
 
 export function loadConfig(options: LoadOptions): LoadedConfig {

@@ -14,6 +14,92 @@ export const engineOverrideSchema = presetObjectSchema
 
 export const RUNNERS = ['process'] as const;
 
+const login = z.string().min(1).max(100);
+const ASSOCIATIONS = [
+  'OWNER',
+  'MEMBER',
+  'COLLABORATOR',
+  'CONTRIBUTOR',
+  'FIRST_TIME_CONTRIBUTOR',
+  'FIRST_TIMER',
+  'NONE',
+] as const;
+
+/** What makes an event start or continue work. */
+export const triggersSchema = z
+  .object({
+    mention: z
+      .string()
+      .regex(/^@[A-Za-z0-9][A-Za-z0-9-]*(\[bot\])?$/, 'a mention is @ and a GitHub login')
+      .default('@the-loop')
+      .describe('A comment, review or issue body containing this mention triggers a turn.'),
+    labels: z
+      .array(z.string().min(1).max(100))
+      .default([])
+      .describe('Adding one of these labels to an issue or PR starts work.'),
+    assignees: z.array(login).default([]).describe('Assigning one of these logins starts work.'),
+  })
+  .strict();
+
+export const templatesSchema = z
+  .object({
+    issue: z
+      .string()
+      .min(1)
+      .max(20000)
+      .optional()
+      .describe('Prompt for an issue or PR that starts work (opened, labeled, assigned).'),
+    comment: z
+      .string()
+      .min(1)
+      .max(20000)
+      .optional()
+      .describe('Prompt for a comment, review comment or review.'),
+  })
+  .strict();
+
+/** Who may trigger work (invariant 6). */
+export const authorizationSchema = z
+  .object({
+    authorAssociations: z
+      .array(z.enum(ASSOCIATIONS))
+      .default(['OWNER', 'MEMBER', 'COLLABORATOR'])
+      .describe('GitHub author_association values allowed to trigger work.'),
+    bots: z
+      .array(login)
+      .default([])
+      .describe('Bot logins (exact, e.g. "renovate[bot]") allowed to trigger work. Other bots never are.'),
+    users: z
+      .array(login)
+      .default([])
+      .describe('If not empty, only these logins may trigger work (in addition to the association check).'),
+  })
+  .strict();
+
+export const repoSchema = z
+  .object({
+    path: z
+      .string()
+      .min(1)
+      .describe('Local checkout of the repository (the session cwd, or the base of its worktrees).'),
+    engine: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Engine of new sessions for this repository (default: routing.engine).'),
+    runner: z.enum(RUNNERS).optional(),
+    workspace: z
+      .enum(['checkout', 'worktree'])
+      .default('checkout')
+      .describe(
+        'checkout: sessions run in `path`; worktree: each work item gets its own git worktree and branch.',
+      ),
+    triggers: triggersSchema.partial().optional(),
+    templates: templatesSchema.optional(),
+    authorization: authorizationSchema.partial().optional(),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     dataDir: z
@@ -60,6 +146,82 @@ export const configSchema = z
           .max(256 * 1024 * 1024)
           .default(16 * 1024 * 1024)
           .describe('An engine output line longer than this is skipped and reported.'),
+      })
+      .strict()
+      .prefault({}),
+    server: z
+      .object({
+        host: z.string().min(1).default('127.0.0.1').describe('Address the daemon listens on.'),
+        port: z.number().int().min(0).max(65535).default(7700),
+        maxBodyBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(100 * 1024 * 1024)
+          .default(25 * 1024 * 1024)
+          .describe("Largest webhook body accepted (GitHub's maximum payload is 25 MB)."),
+      })
+      .strict()
+      .prefault({}),
+    webhook: z
+      .object({
+        secret: z
+          .string()
+          .min(16, 'use at least 16 characters (`the-loop config init` generates one)')
+          .optional()
+          .describe('HMAC secret shared with GitHub. Write it as env:NAME to keep it out of the file.'),
+        path: z
+          .string()
+          .regex(/^\/[A-Za-z0-9/_-]*$/)
+          .default('/gh-webhook'),
+      })
+      .strict()
+      .prefault({}),
+    routing: z
+      .object({
+        engine: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Engine of sessions started by webhooks (default: defaults.engine).'),
+        runner: z
+          .enum(RUNNERS)
+          .optional()
+          .describe('Runner of sessions started by webhooks (default: defaults.runner).'),
+        triggers: triggersSchema.prefault({}),
+        templates: templatesSchema.prefault({}),
+        authorization: authorizationSchema.prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    repos: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/, 'repositories are written owner/name'),
+        repoSchema,
+      )
+      .default({})
+      .describe('Repositories the daemon acts on; events from any other repository are rejected.'),
+    dispatch: z
+      .object({
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .default(2)
+          .describe('Turns running at once, across all sessions.'),
+        closeGraceSeconds: z
+          .number()
+          .min(0)
+          .max(3600)
+          .default(30)
+          .describe('When a work item closes mid-turn, how long the turn may finish before it is cancelled.'),
+        pollSeconds: z
+          .number()
+          .min(0.05)
+          .max(60)
+          .default(1)
+          .describe('How often the inbox is checked for work queued by other processes.'),
       })
       .strict()
       .prefault({}),

@@ -171,7 +171,7 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     model: 'llama3.2',
     protocol: 'text',
     // One-shot: no session to resume; every turn starts fresh. Unmetered.
-    headless: { args: ['run', '{model}'], start: [], promptPrefix: [] },
+    headless: { args: ['run', '{model}'], start: [], promptPrefix: ['--'] },
     sessionId: 'none',
     credentials: [],
     passEnv: ['OLLAMA_HOST'],

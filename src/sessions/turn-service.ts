@@ -53,6 +53,7 @@ export interface TurnServiceDeps {
   logger: Logger;
 }
 
+const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const digest = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 const MAX_PROMPT_BYTES = 1024 * 1024;
 
@@ -193,7 +194,15 @@ export class TurnService {
     const current = session;
     const onEvent = (raw: TurnEvent) => {
       // Scrub before anything keeps or shows it: an engine may echo a credential.
-      const event = JSON.parse(this.deps.scrub(JSON.stringify(raw))) as TurnEvent;
+      let event: TurnEvent;
+      try {
+        event = JSON.parse(this.deps.scrub(JSON.stringify(raw))) as TurnEvent;
+      } catch {
+        event = {
+          type: 'diagnostic',
+          message: `a ${raw.type} event could not be serialised (too deeply nested) and was dropped`,
+        };
+      }
       events.push(event);
       if (event.type === 'session')
         this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
@@ -264,6 +273,11 @@ export class TurnService {
   }
 
   private onSessionEvent(session: SessionRecord, id: string, preassigned: boolean, log: Logger): void {
+    // The id goes back into argv (`--resume <id>`): only a plain token is accepted.
+    if (!ENGINE_SESSION_ID.test(id)) {
+      log.warn('ignored an engine session id that is not a plain token', { length: id.length });
+      return;
+    }
     if (preassigned && session.engineSessionId && id !== session.engineSessionId) {
       log.warn('the engine reported a different session id than the one pinned', {
         pinned: session.engineSessionId,

@@ -37,10 +37,18 @@ describe('config init | check | schema', () => {
     );
     const res = await cli(['config', 'check', '--json']);
     expect(res.code).toBe(0);
-    const engines = JSON.parse(res.stdout).engines as Array<{ name: string; capabilities: Record<string, unknown> }>;
+    const engines = JSON.parse(res.stdout).engines as Array<{
+      name: string;
+      capabilities: Record<string, unknown>;
+    }>;
     const byName = Object.fromEntries(engines.map((e) => [e.name, e.capabilities]));
     expect(byName.mine).toMatchObject({ resume: false, preassignedId: false, tmux: false, meter: 'none' });
-    expect(byName.claude).toMatchObject({ resume: true, preassignedId: true, tmux: true, meter: 'stream-json' });
+    expect(byName.claude).toMatchObject({
+      resume: true,
+      preassignedId: true,
+      tmux: true,
+      meter: 'stream-json',
+    });
     expect(byName.codex).toMatchObject({ resume: true, capturedId: true, tmux: false, meter: 'codex-json' });
     expect(byName['cursor-agent']).toMatchObject({ tmux: false });
     const human = await cli(['config', 'check']);
@@ -48,10 +56,15 @@ describe('config init | check | schema', () => {
   });
 
   it('check names the key path and the env variable that is missing', async () => {
-    writeFileSync(project.configPath, 'engines:\n  claude:\n    env:\n      ANTHROPIC_API_KEY: env:NOT_SET_ANYWHERE_42\n');
+    writeFileSync(
+      project.configPath,
+      'engines:\n  claude:\n    env:\n      ANTHROPIC_API_KEY: env:NOT_SET_ANYWHERE_42\n',
+    );
     const res = await cli(['config', 'check']);
     expect(res.code).toBe(2);
-    expect(res.stderr).toMatch(/engines\.claude\.env\.ANTHROPIC_API_KEY: environment variable NOT_SET_ANYWHERE_42 is not set/);
+    expect(res.stderr).toMatch(
+      /engines\.claude\.env\.ANTHROPIC_API_KEY: environment variable NOT_SET_ANYWHERE_42 is not set/,
+    );
     const ok = await cli(['config', 'check', '--json'], { NOT_SET_ANYWHERE_42: 'sk-very-secret-value-123' });
     expect(ok.code).toBe(0);
     expect(ok.stdout).not.toContain('sk-very-secret-value-123');
@@ -62,10 +75,16 @@ describe('config init | check | schema', () => {
     ['- just\n- a list\n', /top level must be a mapping/],
     ['defaults:\n  engine: claude\ndefaults:\n  engine: codex\n', /not valid YAML/],
     ['surprise: true\n', /Unrecognized key: "surprise"/],
-    ['engines:\n  new-thing:\n    binary: x\n', /invalid engine "new-thing"[\s\S]*engines\.new-thing\.protocol/],
+    [
+      'engines:\n  new-thing:\n    binary: x\n',
+      /invalid engine "new-thing"[\s\S]*engines\.new-thing\.protocol/,
+    ],
     ['engines:\n  Bad_Name:\n    binary: x\n', /engine names are lower-case/],
     ['defaults:\n  engine: nope\n', /defaults\.engine "nope" is not a known engine/],
-    ['engines:\n  claude:\n    sessionId: assign\n    headless:\n      start: []\n', /needs \{sessionId\} in headless\.start/],
+    [
+      'engines:\n  claude:\n    sessionId: assign\n    headless:\n      start: []\n',
+      /needs \{sessionId\} in headless\.start/,
+    ],
   ])('rejects %j clearly', async (text, message) => {
     writeFileSync(project.configPath, text);
     const res = await cli(['config', 'check']);
@@ -85,7 +104,9 @@ describe('config init | check | schema', () => {
     const res = await cli(['config', 'schema']);
     const schema = JSON.parse(res.stdout);
     expect(schema.$schema).toMatch(/json-schema\.org/);
-    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['dataDir', 'log', 'defaults', 'limits', 'engines']));
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(['dataDir', 'log', 'defaults', 'limits', 'engines']),
+    );
   });
 });
 
@@ -94,16 +115,24 @@ describe('doctor', () => {
   afterAll(() => project.cleanup());
 
   it('finds the installed engines with their versions and says how to install the others', async () => {
-    const res = await runCli(['doctor', '--json'], { cwd: project.dir, env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` } });
+    const res = await runCli(['doctor', '--json'], {
+      cwd: project.dir,
+      env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` },
+    });
     expect(res.code).toBe(0);
-    const report = JSON.parse(res.stdout) as { engines: Array<{ engine: string; path: string | null; version: string | null; install: string }> };
+    const report = JSON.parse(res.stdout) as {
+      engines: Array<{ engine: string; path: string | null; version: string | null; install: string }>;
+    };
     const by = Object.fromEntries(report.engines.map((e) => [e.engine, e]));
     expect(by.claude?.version).toMatch(/^2\.1\.\d+ \(Claude Code\)$/);
     expect(by.codex?.version).toMatch(/^codex-cli 0\.\d+\.\d+$/);
     expect(by.gemini?.version).toMatch(/^0\.\d+\.\d+$/);
     expect(by.ollama?.path).toBeNull();
     expect(by.ollama?.install).toMatch(/ollama/);
-    const human = await runCli(['doctor'], { cwd: project.dir, env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` } });
+    const human = await runCli(['doctor'], {
+      cwd: project.dir,
+      env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` },
+    });
     expect(human.stdout).toMatch(/To install the missing engines:[\s\S]*grok:/);
   });
 
@@ -119,7 +148,10 @@ describe('serve (daemon entry)', () => {
   it('on a fresh checkout: creates the data dir and registry, prints status, exits cleanly', async () => {
     const project = makeProject();
     try {
-      const res = await runCli(['serve'], { cwd: project.dir, env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` } });
+      const res = await runCli(['serve'], {
+        cwd: project.dir,
+        env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` },
+      });
       expect(res.code).toBe(0);
       expect(res.stdout).toMatch(/data dir\s+.*\.the-loop/);
       expect(res.stdout).toMatch(/engine\s+claude: 2\.1\.\d+/);
@@ -142,7 +174,10 @@ describe('secrets an engine echoes', () => {
 
   it('are scrubbed from the output, the registry and the log', async () => {
     const canary = 'sk-ant-canary-echo-0123456789';
-    const res = await runCli(['run', 'github:o/r#9', 'mode:echo-secret'], { cwd: project.dir, env: { ANTHROPIC_API_KEY: canary } });
+    const res = await runCli(['run', 'github:o/r#9', 'mode:echo-secret'], {
+      cwd: project.dir,
+      env: { ANTHROPIC_API_KEY: canary },
+    });
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/the key is \[secret\]/);
     const json = await runCli(['sessions', 'logs', 'github:o/r#9', '--json'], { cwd: project.dir });

@@ -15,13 +15,15 @@ const schemas = {
   'item.started': z.looseObject({ item }),
   'item.completed': z.looseObject({ item }),
   'turn.completed': z.looseObject({
-    usage: z.looseObject({
-      input_tokens: z.number().optional(),
-      cached_input_tokens: z.number().optional(),
-      cache_write_input_tokens: z.number().optional(),
-      output_tokens: z.number().optional(),
-      reasoning_output_tokens: z.number().optional(),
-    }),
+    usage: z
+      .looseObject({
+        input_tokens: z.number().optional(),
+        cached_input_tokens: z.number().optional(),
+        cache_write_input_tokens: z.number().optional(),
+        output_tokens: z.number().optional(),
+        reasoning_output_tokens: z.number().optional(),
+      })
+      .optional(),
   }),
   'turn.failed': z.looseObject({ error: z.looseObject({ message: z.string().optional() }).optional() }),
   error: z.looseObject({ message: z.string().optional() }),
@@ -90,6 +92,7 @@ export const codexJson: Protocol = {
             return completed((v as { item: Item }).item, startedIds);
           case 'turn.completed': {
             const u = (v as z.infer<(typeof schemas)['turn.completed']>).usage;
+            if (!u) return [{ type: 'turn-end', ok: true }];
             // OpenAI semantics: input_tokens includes the cached (read and written) tokens and
             // output_tokens includes the reasoning ones. Our kinds are disjoint, so subtract.
             const cached = nonNegative(u.cached_input_tokens);

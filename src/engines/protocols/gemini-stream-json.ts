@@ -52,6 +52,8 @@ export const geminiStreamJson: Protocol = {
     // Assistant text arrives as many `delta` chunks: joined into one text event, flushed when
     // anything else arrives (or at the end).
     let pending = '';
+    // A failed result often carries no error of its own; the last error event says why.
+    let lastError: string | undefined;
     const flush = (out: TurnEvent[]) => {
       if (pending) out.push({ type: 'text', text: pending });
       pending = '';

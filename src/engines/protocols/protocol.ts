@@ -23,6 +23,15 @@ export interface Protocol {
 /** Bound on any text we keep from an engine (tool output summaries, error messages). */
 export const SUMMARY_LIMIT = 2000;
 
+/** JSON.stringify that never throws (JSON.parse accepts nesting JSON.stringify overflows on). */
+export function safeStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? '';
+  } catch {
+    return '[value too deeply nested or not serialisable]';
+  }
+}
+
 export function summarize(value: unknown, limit = SUMMARY_LIMIT): string {
   let text: string;
   if (typeof value === 'string') text = value;
@@ -31,11 +40,11 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string {
       .map((part) =>
         part && typeof part === 'object' && 'text' in part && typeof part.text === 'string'
           ? part.text
-          : JSON.stringify(part),
+          : safeStringify(part),
       )
       .join('\n');
   } else if (value === undefined || value === null) text = '';
-  else text = JSON.stringify(value);
+  else text = safeStringify(value);
   return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more chars]` : text;
 }
 

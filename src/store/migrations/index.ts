@@ -75,4 +75,32 @@ CREATE TABLE turn_events (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'inbox',
+    sql: `
+-- The durable inbox: one row per accepted delivery, committed before the HTTP answer.
+CREATE TABLE deliveries (
+  seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+  id          TEXT NOT NULL UNIQUE,
+  source      TEXT NOT NULL CHECK (source IN ('github', 'manual')),
+  event       TEXT NOT NULL,
+  action      TEXT,
+  received_at TEXT NOT NULL,
+  body        TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'rejected', 'ignored')),
+  route       TEXT,
+  work_item   TEXT,
+  reason      TEXT,
+  attempts    INTEGER NOT NULL DEFAULT 0,
+  turn_id     INTEGER,
+  error       TEXT,
+  updated_at  TEXT NOT NULL
+);
+CREATE INDEX deliveries_pending ON deliveries (status, seq);
+CREATE INDEX deliveries_work_item ON deliveries (work_item, seq);
+ALTER TABLE turns ADD COLUMN delivery_id TEXT;
+CREATE INDEX turns_delivery ON turns (delivery_id);
+`,
+  },
 ];

@@ -1,0 +1,490 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LoopError } from '../../src/core/errors.js';
+import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
+import { SqliteSessionStore } from '../../src/sessions/registry.js';
+import type { NewSession, TurnEnd } from '../../src/sessions/types.js';
+import { type Db, openDb } from '../../src/store/db.js';
+import { MIGRATIONS } from '../../src/store/migrations/index.js';
+
+let dir: string;
+let dbPath: string;
+const open: Db[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'the-loop-registry-'));
+  dbPath = join(dir, 'state', 'registry.sqlite');
+});
+
+afterEach(() => {
+  for (const db of open.splice(0)) if (db.open) db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function openStore(options: { scrub?: (text: string) => string; ownerPid?: number; now?: () => Date } = {}): {
+  db: Db;
+  store: SqliteSessionStore;
+} {
+  const db = openDb(dbPath);
+  open.push(db);
+  return { db, store: new SqliteSessionStore(db, { scrub: options.scrub ?? ((t) => t), ...options }) };
+}
+
+const newSession = (workItem = 'github:octo/widgets#1', extra: Partial<NewSession> = {}): NewSession => ({
+  workItem,
+  slug: 'github-octo-widgets-1',
+  engine: 'claude',
+  runner: 'process',
+  engineSessionId: '11111111-2222-4333-8444-555555555555',
+  cwd: '/work/widgets',
+  credentialKind: 'api-key',
+  credentialEnv: 'ANTHROPIC_API_KEY',
+  ...extra,
+});
+
+const turnInput = { promptDigest: 'sha256:abc', promptBytes: 12, meter: 'stream-json' as const };
+
+const usage = (input: number, output: number, cacheRead = 0, cacheCreation = 0, reasoning = 0): Usage => ({
+  inputTokens: input,
+  outputTokens: output,
+  cacheReadTokens: cacheRead,
+  cacheCreationTokens: cacheCreation,
+  reasoningTokens: reasoning,
+});
+
+const end = (fields: Partial<TurnEnd> = {}): TurnEnd => ({
+  status: 'succeeded',
+  endReason: 'result',
+  endedAt: '2026-01-01T00:00:05.000Z',
+  exitCode: 0,
+  exitSignal: null,
+  model: 'claude-opus-4-8',
+  usage: usage(3, 12, 0, 5120),
+  costUsd: 0.032315,
+  error: null,
+  ...fields,
+});
+
+function thrown(fn: () => unknown): LoopError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(LoopError);
+    return error as LoopError;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('openDb and migrations', () => {
+  it('creates the file (and its directory), applies migration 1 once; reopening is idempotent', () => {
+    const first = openDb(dbPath);
+    open.push(first);
+    expect(existsSync(dbPath)).toBe(true);
+    const rows = () => first.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
+    const all = MIGRATIONS.map((m) => ({ version: m.version, name: m.name }));
+    expect(rows()).toEqual(all);
+    first.close();
+    const again = openDb(dbPath);
+    open.push(again);
+    expect(again.prepare('SELECT version, name FROM schema_migrations').all()).toEqual(all);
+    const tables = (
+      again.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as {
+        name: string;
+      }[]
+    )
+      .map((t) => t.name)
+      .filter((n) => !n.startsWith('sqlite_'));
+    expect(tables).toEqual(['deliveries', 'schema_migrations', 'sessions', 'turn_events', 'turns']);
+    expect(again.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(again.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+
+  it('data survives a reopen', () => {
+    const { db, store } = openStore();
+    const session = store.create(newSession());
+    db.close();
+    const { store: reopened } = openStore();
+    expect(reopened.get(session.id)).toEqual(session);
+  });
+
+  it('a registry with a newer schema version than known → LoopError store-failed, and the file is left alone', () => {
+    const db = openDb(dbPath);
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      99,
+      'future',
+      'x',
+    );
+    db.close();
+    const error = thrown(() => openDb(dbPath));
+    expect(error.code).toBe('store-failed');
+    expect(error.message).toContain('99');
+    expect(error.hint).toBeDefined();
+    const check = openDb(dbPath, [...MIGRATIONS, { version: 99, name: 'future', sql: '' }]);
+    open.push(check);
+    expect(check.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 99 });
+  });
+
+  it('a failing migration is rolled back and reported as store-failed', () => {
+    const broken = [
+      ...MIGRATIONS,
+      { version: 99, name: 'broken', sql: 'CREATE TABLE extra (x); THIS IS NOT SQL;' },
+    ];
+    const error = thrown(() => openDb(dbPath, broken));
+    expect(error.code).toBe('store-failed');
+    const db = openDb(dbPath);
+    open.push(db);
+    expect(db.prepare('SELECT version FROM schema_migrations').all()).toEqual(
+      MIGRATIONS.map((m) => ({ version: m.version })),
+    );
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'extra'").all()).toEqual([]);
+  });
+
+  it('a path that cannot be a database → store-failed', () => {
+    // The directory itself is not a database file.
+    expect(thrown(() => openDb(dir)).code).toBe('store-failed');
+  });
+});
+
+describe('sessions', () => {
+  it('create / get / findActive / list / close', () => {
+    const times = ['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:02.000Z'];
+    let i = 0;
+    const { store } = openStore({ now: () => new Date(times[Math.min(i++, times.length - 1)] as string) });
+    const a = store.create(newSession('github:octo/widgets#1'));
+    expect(a).toMatchObject({
+      workItem: 'github:octo/widgets#1',
+      slug: 'github-octo-widgets-1',
+      engine: 'claude',
+      runner: 'process',
+      engineSessionId: '11111111-2222-4333-8444-555555555555',
+      engineSessionStarted: false,
+      cwd: '/work/widgets',
+      status: 'active',
+      usageBaseline: null,
+      credentialKind: 'api-key',
+      credentialEnv: 'ANTHROPIC_API_KEY',
+      createdAt: times[0],
+      closedAt: null,
+      closeReason: null,
+    });
+    expect(a.id).toMatch(/^[0-9a-f-]{36}$/);
+    const b = store.create(
+      newSession('github:octo/widgets#2', {
+        engineSessionId: null,
+        credentialKind: null,
+        credentialEnv: null,
+      }),
+    );
+    expect(b.engineSessionId).toBeNull();
+    expect(b.credentialKind).toBeNull();
+
+    expect(store.findActive('github:octo/widgets#1')?.id).toBe(a.id);
+    expect(store.findActive('github:octo/widgets#3')).toBeUndefined();
+    expect(store.get('no-such-id')).toBeUndefined();
+    // Newest first.
+    expect(store.list().map((s) => s.id)).toEqual([b.id, a.id]);
+    expect(store.list({ workItem: 'github:octo/widgets#2' }).map((s) => s.id)).toEqual([b.id]);
+    expect(store.list({ limit: 1 }).map((s) => s.id)).toEqual([b.id]);
+
+    const closed = store.close(a.id, 'issue closed');
+    expect(closed).toMatchObject({ status: 'closed', closeReason: 'issue closed' });
+    expect(closed.closedAt).not.toBeNull();
+    expect(store.findActive('github:octo/widgets#1')).toBeUndefined();
+    expect(store.list({ status: 'active' }).map((s) => s.id)).toEqual([b.id]);
+    expect(store.list({ status: 'closed' }).map((s) => s.id)).toEqual([a.id]);
+  });
+
+  it('closing twice keeps the first close; closing an unknown session → session-missing', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const first = store.close(s.id, 'first');
+    expect(store.close(s.id, 'second')).toEqual(first);
+    expect(thrown(() => store.close('nope', 'x')).code).toBe('session-missing');
+  });
+
+  it('a second active session for the same work item → session-busy; after close a new one is allowed', () => {
+    const { store } = openStore();
+    const first = store.create(newSession());
+    const error = thrown(() => store.create(newSession()));
+    expect(error.code).toBe('session-busy');
+    expect(error.message).toContain('github:octo/widgets#1');
+    // A different work item is independent.
+    store.create(newSession('github:octo/widgets#2'));
+    store.close(first.id, 'done');
+    const second = store.create(newSession());
+    expect(second.id).not.toBe(first.id);
+    expect(store.findActive('github:octo/widgets#1')?.id).toBe(second.id);
+    expect(store.list({ workItem: 'github:octo/widgets#1' })).toHaveLength(2);
+  });
+
+  it('the one-active rule holds across two connections to the same file', () => {
+    const { store: one } = openStore();
+    const { store: two } = openStore();
+    one.create(newSession());
+    expect(thrown(() => two.create(newSession())).code).toBe('session-busy');
+  });
+
+  it('markEngineSessionStarted records the confirmed id', () => {
+    const { store } = openStore();
+    const s = store.create(newSession('github:o/r#5', { engine: 'codex', engineSessionId: null }));
+    store.markEngineSessionStarted(s.id, '01a236ca-48e3-7de1-9e0c-9990f37e11eb');
+    expect(store.get(s.id)).toMatchObject({
+      engineSessionId: '01a236ca-48e3-7de1-9e0c-9990f37e11eb',
+      engineSessionStarted: true,
+    });
+    expect(thrown(() => store.markEngineSessionStarted('nope', 'x')).code).toBe('session-missing');
+  });
+
+  it('setUsageBaseline round-trips a Usage; setCredential updates kind and variable', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const baseline = usage(1548, 53, 1152, 0, 12);
+    store.setUsageBaseline(s.id, baseline);
+    expect(store.get(s.id)?.usageBaseline).toEqual(baseline);
+    store.setCredential(s.id, 'subscription', 'CLAUDE_CODE_OAUTH_TOKEN');
+    expect(store.get(s.id)).toMatchObject({
+      credentialKind: 'subscription',
+      credentialEnv: 'CLAUDE_CODE_OAUTH_TOKEN',
+    });
+    store.setCredential(s.id, null, null);
+    expect(store.get(s.id)).toMatchObject({ credentialKind: null, credentialEnv: null });
+    expect(thrown(() => store.setUsageBaseline('nope', baseline)).code).toBe('session-missing');
+  });
+});
+
+describe('turns', () => {
+  it('beginTurn numbers turns 1, 2, 3 per session and records the owner pid', () => {
+    const { store } = openStore({ ownerPid: 4242 });
+    const a = store.create(newSession('github:o/r#1'));
+    const b = store.create(newSession('github:o/r#2'));
+    const seqs: number[] = [];
+    for (let n = 0; n < 3; n++) {
+      const turn = store.beginTurn(a.id, turnInput);
+      expect(turn).toMatchObject({
+        sessionId: a.id,
+        status: 'running',
+        endReason: null,
+        promptDigest: 'sha256:abc',
+        promptBytes: 12,
+        meter: 'stream-json',
+        usage: null,
+        costUsd: null,
+      });
+      seqs.push(turn.seq);
+      store.finishTurn(turn.id, end());
+    }
+    expect(seqs).toEqual([1, 2, 3]);
+    // Numbering is per session.
+    expect(store.beginTurn(b.id, turnInput).seq).toBe(1);
+    expect(store.turns(a.id).map((t) => t.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('beginTurn while a turn is running → session-busy (one turn at a time)', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const running = store.beginTurn(s.id, turnInput);
+    const error = thrown(() => store.beginTurn(s.id, turnInput));
+    expect(error.code).toBe('session-busy');
+    expect(error.message).toContain(String(running.id));
+    expect(store.turns(s.id)).toHaveLength(1);
+    store.finishTurn(running.id, end());
+    expect(store.beginTurn(s.id, turnInput).seq).toBe(2);
+  });
+
+  it('beginTurn on a closed session → session-closed; on an unknown one → session-missing', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    store.close(s.id, 'done');
+    expect(thrown(() => store.beginTurn(s.id, turnInput)).code).toBe('session-closed');
+    expect(thrown(() => store.beginTurn('nope', turnInput)).code).toBe('session-missing');
+    expect(store.turns(s.id)).toEqual([]);
+  });
+
+  it('appendEvent / events round-trip every event kind, in order, numbered from 1', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, turnInput);
+    const events: TurnEvent[] = [
+      { type: 'session', engineSessionId: 'abc', model: 'm' },
+      { type: 'text', text: 'héllo 😀\nline two' },
+      { type: 'tool-use', id: 't1', name: 'Bash', input: { command: 'echo "hi"', nested: [1, { a: null }] } },
+      { type: 'tool-result', id: 't1', ok: false, summary: 'exit 1' },
+      { type: 'usage', usage: usage(1, 2, 3, 4, 5), model: 'm', costUsd: 0.5 },
+      { type: 'error', message: 'boom' },
+      { type: 'diagnostic', message: 'not JSON: x' },
+      { type: 'turn-end', ok: true, subtype: 'success' },
+    ];
+    for (const event of events) store.appendEvent(turn.id, event);
+    const stored = store.events(turn.id);
+    expect(stored.map((e) => e.event)).toEqual(events);
+    expect(stored.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(stored.every((e) => e.turnId === turn.id)).toBe(true);
+    expect(store.events(turn.id + 1000)).toEqual([]);
+  });
+
+  it('event numbering continues from the stored maximum in a new store instance', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, turnInput);
+    store.appendEvent(turn.id, { type: 'text', text: 'a' });
+    store.appendEvent(turn.id, { type: 'text', text: 'b' });
+    const { store: other } = openStore();
+    other.appendEvent(turn.id, { type: 'text', text: 'c' });
+    expect(other.events(turn.id).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+    ]);
+  });
+
+  it('finishTurn stores the end, usage and engine-reported cost', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, turnInput);
+    store.setTurnPid(turn.id, 31337);
+    const finished = store.finishTurn(turn.id, end());
+    expect(finished).toMatchObject({
+      status: 'succeeded',
+      endReason: 'result',
+      endedAt: '2026-01-01T00:00:05.000Z',
+      exitCode: 0,
+      exitSignal: null,
+      pid: 31337,
+      model: 'claude-opus-4-8',
+      usage: usage(3, 12, 0, 5120),
+      costUsd: 0.032315,
+      costBasis: 'engine-reported',
+      error: null,
+    });
+    expect(store.turns(s.id)).toEqual([finished]);
+  });
+
+  it('usage null is stored as NULLs (not zeros) and reads back null; cost null has no basis', () => {
+    const { db, store } = openStore();
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, { ...turnInput, meter: 'none' });
+    const finished = store.finishTurn(
+      turn.id,
+      end({ status: 'succeeded', endReason: 'exit', usage: null, costUsd: null, model: null }),
+    );
+    expect(finished.usage).toBeNull();
+    expect(finished.costUsd).toBeNull();
+    expect(finished.costBasis).toBeNull();
+    expect(finished.meter).toBe('none');
+    const row = db
+      .prepare(
+        `SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
+                cost_usd, cost_basis, typeof(input_tokens) AS t FROM turns WHERE id = ?`,
+      )
+      .get(turn.id);
+    expect(row).toEqual({
+      input_tokens: null,
+      output_tokens: null,
+      cache_read_tokens: null,
+      cache_creation_tokens: null,
+      reasoning_tokens: null,
+      cost_usd: null,
+      cost_basis: null,
+      t: 'null',
+    });
+  });
+
+  it('a metered turn of zero tokens and zero cost stays zero (not null)', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, turnInput);
+    const finished = store.finishTurn(
+      turn.id,
+      end({ status: 'failed', usage: usage(0, 0), costUsd: 0, error: 'API Error' }),
+    );
+    expect(finished.usage).toEqual(usage(0, 0));
+    expect(finished.costUsd).toBe(0);
+    expect(finished.costBasis).toBe('engine-reported');
+    expect(finished.status).toBe('failed');
+  });
+});
+
+describe('scrubbing before storage', () => {
+  const CANARY = 'sk-ant-canary-9f8e7d6c5b4a';
+  const scrub = (text: string) => text.split(CANARY).join('[redacted]');
+
+  it('events and errors pass through scrub; the canary is nowhere in the database files', () => {
+    const { db, store } = openStore({ scrub });
+    // A marker stored unscrubbed proves the byte search below can see stored text.
+    const s = store.create(newSession('github:octo/widgets#1', { cwd: '/work/visible-marker-1234' }));
+    const turn = store.beginTurn(s.id, turnInput);
+    store.appendEvent(turn.id, { type: 'text', text: `my key is ${CANARY}` });
+    store.appendEvent(turn.id, {
+      type: 'tool-use',
+      id: 't',
+      name: 'Bash',
+      input: { command: `echo ${CANARY}` },
+    });
+    store.appendEvent(turn.id, { type: 'tool-result', id: 't', ok: true, summary: CANARY });
+    store.appendEvent(turn.id, { type: 'error', message: `401 for key ${CANARY}` });
+    const finished = store.finishTurn(turn.id, end({ status: 'failed', error: `Invalid API key ${CANARY}` }));
+
+    expect(finished.error).toBe('Invalid API key [redacted]');
+    const stored = store.events(turn.id).map((e) => e.event);
+    expect(stored[0]).toEqual({ type: 'text', text: 'my key is [redacted]' });
+    expect(stored[1]).toEqual({
+      type: 'tool-use',
+      id: 't',
+      name: 'Bash',
+      input: { command: 'echo [redacted]' },
+    });
+    expect(stored[2]).toEqual({ type: 'tool-result', id: 't', ok: true, summary: '[redacted]' });
+    expect(JSON.stringify(stored)).not.toContain(CANARY);
+
+    db.close();
+    const files = [dbPath, `${dbPath}-wal`, `${dbPath}-shm`].filter((f) => existsSync(f));
+    const bytes = Buffer.concat(files.map((f) => readFileSync(f)));
+    expect(bytes.includes(Buffer.from('visible-marker-1234'))).toBe(true);
+    expect(bytes.includes(Buffer.from('[redacted]'))).toBe(true);
+    expect(bytes.includes(Buffer.from(CANARY))).toBe(false);
+  });
+});
+
+describe('recoverLostTurns', () => {
+  it('marks only running turns whose owner is dead as failed/lost', () => {
+    const { store: alive } = openStore({ ownerPid: 1001, now: () => new Date('2026-01-01T00:00:00.000Z') });
+    const { store: dead } = openStore({ ownerPid: 2002, now: () => new Date('2026-01-01T00:00:00.000Z') });
+    const s1 = alive.create(newSession('github:o/r#1'));
+    const s2 = dead.create(newSession('github:o/r#2'));
+    const s3 = dead.create(newSession('github:o/r#3'));
+    const runningAlive = alive.beginTurn(s1.id, turnInput);
+    const runningDead = dead.beginTurn(s2.id, turnInput);
+    const finishedDead = dead.beginTurn(s3.id, turnInput);
+    dead.finishTurn(finishedDead.id, end());
+
+    const asked: number[] = [];
+    const isAlive = (pid: number) => {
+      asked.push(pid);
+      return pid === 1001;
+    };
+    const { store: recovering } = openStore({ now: () => new Date('2026-01-02T00:00:00.000Z') });
+    expect(recovering.recoverLostTurns(isAlive)).toBe(1);
+    expect(asked.sort()).toEqual([1001, 2002]);
+
+    expect(recovering.turns(s1.id)[0]).toMatchObject({
+      id: runningAlive.id,
+      status: 'running',
+      endReason: null,
+    });
+    expect(recovering.turns(s2.id)[0]).toMatchObject({
+      id: runningDead.id,
+      status: 'failed',
+      endReason: 'lost',
+      endedAt: '2026-01-02T00:00:00.000Z',
+      usage: null,
+    });
+    expect(recovering.turns(s2.id)[0]?.error).toContain('ended without recording its end');
+    // A finished turn is never touched.
+    expect(recovering.turns(s3.id)[0]).toMatchObject({ status: 'succeeded', endReason: 'result' });
+    // Running it again finds nothing more; the lost session can take a new turn.
+    expect(recovering.recoverLostTurns(isAlive)).toBe(0);
+    expect(recovering.beginTurn(s2.id, turnInput).seq).toBe(2);
+  });
+});
