@@ -102,10 +102,8 @@ export const geminiStreamJson: Protocol = {
             });
             break;
           case 'error':
-            out.push({
-              type: 'error',
-              message: summarize(typeof v.message === 'string' ? v.message : 'error'),
-            });
+            lastError = summarize(typeof v.message === 'string' ? v.message : 'error');
+            out.push({ type: 'error', message: lastError });
             break;
           case 'result': {
             const stats = (v as z.infer<typeof schemas.result>).stats;
@@ -142,7 +140,11 @@ export const geminiStreamJson: Protocol = {
             out.push({
               type: 'turn-end',
               ok,
-              message: ok ? undefined : errorText(v.error ?? v.status ?? 'failed'),
+              message: ok
+                ? undefined
+                : v.error !== undefined
+                  ? errorText(v.error)
+                  : (lastError ?? `status ${String(v.status ?? 'missing')}`),
             });
             break;
           }
