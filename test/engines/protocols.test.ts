@@ -805,6 +805,8 @@ describe('gemini-stream-json on recorded Gemini CLI 0.61.0 output', () => {
       reasoningTokens: 0,
     });
     expect(onlyOne(events, 'turn-end').ok).toBe(false);
+    // The result has no error of its own: the turn says why with the error event's words.
+    expect(onlyOne(events, 'turn-end').message).toMatch(/^The model returned an empty response/);
   });
 });
 
