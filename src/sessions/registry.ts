@@ -49,6 +49,7 @@ interface TurnRow {
   exit_signal: string | null;
   pid: number | null;
   owner_pid: number | null;
+  delivery_id: string | null;
   meter: Meter;
   model: string | null;
   input_tokens: number | null;
@@ -93,6 +94,7 @@ const toTurn = (r: TurnRow): TurnRecord => ({
   exitCode: r.exit_code,
   exitSignal: r.exit_signal,
   pid: r.pid,
+  deliveryId: r.delivery_id,
   meter: r.meter,
   model: r.model,
   usage:
@@ -224,7 +226,7 @@ export class SqliteSessionStore implements SessionStore {
 
   beginTurn(
     sessionId: string,
-    input: { promptDigest: string; promptBytes: number; meter: Meter },
+    input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
   ): TurnRecord {
     const begin = this.db.transaction(() => {
       const running = this.db
@@ -248,8 +250,8 @@ export class SqliteSessionStore implements SessionStore {
       ).n;
       const info = this.db
         .prepare(
-          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid)
-           VALUES (?, ?, ?, ?, 'running', ?, ?, ?)`,
+          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid, delivery_id)
+           VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
         )
         .run(
           sessionId,
@@ -259,6 +261,7 @@ export class SqliteSessionStore implements SessionStore {
           this.now(),
           input.meter,
           this.options.ownerPid ?? process.pid,
+          input.deliveryId ?? null,
         );
       this.db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?').run(this.now(), sessionId);
       return Number(info.lastInsertRowid);
@@ -321,6 +324,10 @@ export class SqliteSessionStore implements SessionStore {
       );
     this.eventSeq.delete(turnId);
     return this.turn(turnId);
+  }
+
+  turnsForDelivery(deliveryId: string): TurnRecord[] {
+    return (this.db.prepare('SELECT * FROM turns WHERE delivery_id = ? ORDER BY id').all(deliveryId) as TurnRow[]).map(toTurn);
   }
 
   turns(sessionId: string): TurnRecord[] {

@@ -15,8 +15,15 @@ import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
 export interface TurnRequest {
   workItem: string;
   prompt: string;
-  /** Engine for a new session (an existing session keeps its own; naming another is an error). */
+  /** Engine for a new session (an existing session keeps its own; naming another is an error when strict). */
   engine?: string | undefined;
+  /**
+   * true (by hand): an engine, runner or cwd that differs from the existing session's is an error.
+   * false (webhooks): they only apply to a new session; an existing session keeps its own.
+   */
+  strict?: boolean | undefined;
+  /** The inbox delivery this turn runs (recorded on the turn). */
+  deliveryId?: string | undefined;
   runner?: string | undefined;
   cwd?: string | undefined;
   signal?: AbortSignal | undefined;
@@ -120,13 +127,14 @@ export class TurnService {
     let created = false;
     let preset: EnginePreset;
     let env: ReturnType<typeof buildEngineEnv>;
+    const strict = request.strict ?? true;
     if (session) {
-      if (request.engine && request.engine !== session.engine) {
+      if (strict && request.engine && request.engine !== session.engine) {
         throw new LoopError('usage', `${workItem} already has an active ${session.engine} session`, {
           hint: `Close it first (\`the-loop sessions close ${workItem}\`) to start one on ${request.engine}.`,
         });
       }
-      if (request.cwd && resolve(request.cwd) !== session.cwd) {
+      if (strict && request.cwd && resolve(request.cwd) !== session.cwd) {
         throw new LoopError(
           'usage',
           `${workItem}'s session runs in ${session.cwd}, not ${resolve(request.cwd)}`,
@@ -135,7 +143,7 @@ export class TurnService {
           },
         );
       }
-      if (request.runner && request.runner !== session.runner) {
+      if (strict && request.runner && request.runner !== session.runner) {
         throw new LoopError(
           'usage',
           `${workItem}'s session runs on the ${session.runner} runner, not ${request.runner}`,

@@ -45,6 +45,7 @@ export interface TurnRecord {
   exitCode: number | null;
   exitSignal: string | null;
   pid: number | null;
+  deliveryId: string | null;
   meter: Meter;
   model: string | null;
   /** null: nothing measured this turn (unmetered, or the engine died before reporting). Never zero-filled. */
@@ -97,8 +98,10 @@ export interface SessionStore {
   close(id: string, reason: string): SessionRecord;
   beginTurn(
     sessionId: string,
-    input: { promptDigest: string; promptBytes: number; meter: Meter },
+    input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
   ): TurnRecord;
+  /** The turns run for one inbox delivery (normally one; more if a crash interrupted one). */
+  turnsForDelivery(deliveryId: string): TurnRecord[];
   setTurnPid(turnId: number, pid: number): void;
   appendEvent(turnId: number, event: TurnEvent): void;
   finishTurn(turnId: number, end: TurnEnd): TurnRecord;

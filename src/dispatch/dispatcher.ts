@@ -1,0 +1,289 @@
+import { describeError, LoopError } from '../core/errors.js';
+import { parseWorkItem, workItemSlug } from '../core/work-item.js';
+import type { RouteResult } from '../github/route.js';
+import type { DeliveryRecord, Inbox } from '../inbox/types.js';
+import type { Logger } from '../log/logger.js';
+import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
+import type { SessionStore } from '../sessions/types.js';
+
+/** What a manual delivery (`the-loop run`) carries in its body. */
+export interface ManualBody {
+  workItem: string;
+  prompt: string;
+  engine?: string | undefined;
+  runner?: string | undefined;
+  cwd?: string | undefined;
+}
+
+export interface DispatcherDeps {
+  inbox: Inbox;
+  store: SessionStore;
+  runTurn: (request: TurnRequest) => Promise<TurnResult>;
+  /** Pure router for GitHub deliveries. */
+  route: (event: string, payload: unknown) => RouteResult;
+  logger: Logger;
+  concurrency: number;
+  closeGraceMs: number;
+  pollMs: number;
+  /** Resolve a session's working directory for a routed event (checkout, or a per-item worktree). */
+  workspace?: (route: Extract<RouteResult, { action: 'start' | 'deliver' }>) => Promise<string>;
+  /** Called when a session closes (remove its worktree...). Returns a note for the log. */
+  onClose?: (workItem: string) => Promise<string | undefined>;
+  /** Observe turn events of running deliveries (`the-loop run` following its own). */
+  onEvent?: TurnRequest['onEvent'];
+  /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around). */
+  only?: string | undefined;
+}
+
+interface Running {
+  deliveryId: string;
+  controller: AbortController;
+  graceTimer?: NodeJS.Timeout;
+}
+
+/**
+ * One FIFO per work item, a global concurrency limit, arrival order from the inbox's sequence.
+ * A delivery runs only when no earlier delivery of the same work item is still pending, so turns of
+ * one session run one at a time, in the order GitHub's events arrived. State lives in the inbox, so
+ * a restart resumes where it stopped.
+ */
+export class Dispatcher {
+  private readonly running = new Map<string, Running>();
+  private readonly tasks = new Set<Promise<void>>();
+  private pumping = false;
+  private again = false;
+  private stopped = false;
+  private poll: NodeJS.Timeout | undefined;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  /** Settle what a previous process left running, then start dispatching. */
+  start(): void {
+    this.recover();
+    this.poll = setInterval(() => this.notify(), this.deps.pollMs);
+    this.notify();
+  }
+
+  private recover(): void {
+    for (const d of this.deps.inbox.pending()) {
+      if (d.status !== 'running') continue;
+      if (this.deps.only && d.workItem !== this.deps.only) continue;
+      const turns = this.deps.store.turnsForDelivery(d.id);
+      const finished = turns.filter((t) => t.status === 'succeeded' || t.status === 'failed');
+      const last = finished.at(-1);
+      if (last && last.endReason !== 'lost') {
+        // The turn ran to its end; only the bookkeeping was interrupted.
+        this.deps.inbox.finish(d.id, {
+          status: last.status === 'succeeded' ? 'done' : 'failed',
+          turnId: last.id,
+          error: last.error,
+        });
+      } else {
+        // Never started, or interrupted by the crash: run it again, in its original place.
+        this.deps.inbox.requeue(d.id);
+        this.deps.logger.warn('resuming a delivery interrupted by a restart', {
+          delivery: d.id,
+          interruptedTurns: turns.length,
+        });
+      }
+    }
+  }
+
+  notify(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        this.pump();
+      } while (this.again && !this.stopped);
+    } finally {
+      this.pumping = false;
+    }
+    if (this.running.size === 0) this.flushIdle();
+  }
+
+  private pump(): void {
+    const blocked = new Set(this.running.keys());
+    for (const d of this.deps.inbox.pending()) {
+      if (d.status === 'running') {
+        if (d.workItem) blocked.add(d.workItem);
+        continue;
+      }
+      const route = d.route ? null : this.routeDelivery(d);
+      const workItem = route ? ('workItem' in route ? route.workItem : null) : d.workItem;
+      const action = route?.action ?? d.route;
+      if (action === 'ignore' || action === 'reject' || !workItem) continue;
+      if (this.deps.only && workItem !== this.deps.only) continue;
+      if (blocked.has(workItem)) {
+        if (action === 'close') this.armCloseGrace(workItem);
+        continue;
+      }
+      blocked.add(workItem);
+      if (this.running.size >= this.deps.concurrency) continue;
+      this.launch(d.id, workItem, action ?? 'deliver');
+    }
+  }
+
+  private routeDelivery(d: DeliveryRecord): RouteResult {
+    const body = this.deps.inbox.body(d.id) ?? '';
+    let route: RouteResult;
+    try {
+      const payload = JSON.parse(body) as unknown;
+      route = d.source === 'manual' ? manualRoute(payload) : this.deps.route(d.event, payload);
+    } catch (error) {
+      route = { action: 'reject', reason: `unreadable delivery: ${describeError(error)}` };
+    }
+    const workItem = 'workItem' in route && route.workItem ? route.workItem : null;
+    const reason = 'reason' in route ? route.reason : null;
+    this.deps.inbox.setRoute(d.id, route.action, workItem, reason);
+    if (route.action === 'reject') this.deps.logger.warn('delivery rejected', { delivery: d.id, reason });
+    return route;
+  }
+
+  private armCloseGrace(workItem: string): void {
+    const running = this.running.get(workItem);
+    if (!running || running.graceTimer) return;
+    running.graceTimer = setTimeout(() => {
+      this.deps.logger.warn('work item closed; cancelling its running turn after the grace period', {
+        workItem,
+      });
+      running.controller.abort();
+    }, this.deps.closeGraceMs);
+  }
+
+  private launch(deliveryId: string, workItem: string, action: string): void {
+    const controller = new AbortController();
+    this.running.set(workItem, { deliveryId, controller });
+    this.deps.inbox.markRunning(deliveryId);
+    const task = this.execute(deliveryId, workItem, action, controller.signal)
+      .catch((error: unknown) => {
+        this.deps.logger.error('dispatch failed', { delivery: deliveryId, error });
+        this.deps.inbox.finish(deliveryId, { status: 'failed', turnId: null, error: describeError(error) });
+      })
+      .finally(() => {
+        const entry = this.running.get(workItem);
+        if (entry?.graceTimer) clearTimeout(entry.graceTimer);
+        this.running.delete(workItem);
+        this.tasks.delete(task);
+        // Let the next delivery of this work item (or another) start.
+        setImmediate(() => this.notify());
+      });
+    this.tasks.add(task);
+  }
+
+  private async execute(
+    deliveryId: string,
+    workItem: string,
+    action: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { inbox, store, logger } = this.deps;
+    if (action === 'close') {
+      const session = store.findActive(workItem);
+      if (!session) {
+        inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
+        return;
+      }
+      store.close(session.id, 'work item closed on GitHub');
+      const note = await this.deps.onClose?.(workItem);
+      logger.info('session closed', { workItem, session: session.id, note });
+      inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
+      return;
+    }
+    const body = inbox.body(deliveryId) ?? '';
+    const delivery = inbox.get(deliveryId) as DeliveryRecord;
+    const payload = JSON.parse(body) as unknown;
+    const route =
+      delivery.source === 'manual' ? manualRoute(payload) : this.deps.route(delivery.event, payload);
+    if (route.action !== 'start' && route.action !== 'deliver') {
+      inbox.finish(deliveryId, { status: 'failed', turnId: null, error: `routing changed: ${route.action}` });
+      return;
+    }
+    try {
+      const manual = delivery.source === 'manual' ? (payload as ManualBody) : undefined;
+      const cwd = manual
+        ? manual.cwd
+        : store.findActive(workItem)
+          ? undefined
+          : await this.resolveWorkspace(route);
+      const result = await this.deps.runTurn({
+        workItem,
+        prompt: route.prompt,
+        engine: route.engine || undefined,
+        runner: route.runner || undefined,
+        cwd,
+        strict: Boolean(manual),
+        deliveryId,
+        signal,
+        onEvent: this.deps.onEvent,
+      });
+      inbox.finish(deliveryId, {
+        status: result.turn.status === 'succeeded' ? 'done' : 'failed',
+        turnId: result.turn.id,
+        error: result.turn.error,
+      });
+    } catch (error) {
+      const message =
+        error instanceof LoopError && error.hint ? `${error.message} (${error.hint})` : describeError(error);
+      inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
+      logger.warn('delivery failed before its turn ran', { delivery: deliveryId, error: message });
+    }
+  }
+
+  private async resolveWorkspace(
+    route: Extract<RouteResult, { action: 'start' | 'deliver' }>,
+  ): Promise<string> {
+    return this.deps.workspace ? this.deps.workspace(route) : route.repoPath;
+  }
+
+  /** Resolves when nothing is running and nothing runnable is queued. */
+  idle(): Promise<void> {
+    if (this.running.size === 0 && this.tasks.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private flushIdle(): void {
+    if (this.tasks.size > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Stop taking work; cancel running turns after `graceMs`; resolve when they have ended. */
+  async stop(graceMs = 0): Promise<void> {
+    this.stopped = true;
+    if (this.poll) clearInterval(this.poll);
+    const timer = setTimeout(() => {
+      for (const r of this.running.values()) r.controller.abort();
+    }, graceMs);
+    await Promise.allSettled([...this.tasks]);
+    clearTimeout(timer);
+  }
+
+  runningCount(): number {
+    return this.running.size;
+  }
+}
+
+function manualRoute(payload: unknown): RouteResult {
+  const body = payload as ManualBody;
+  const item = parseWorkItem(body.workItem);
+  return {
+    action: 'deliver',
+    workItem: body.workItem,
+    repo: `${item.owner}/${item.repo}`,
+    prompt: body.prompt,
+    engine: body.engine ?? '',
+    runner: body.runner ?? '',
+    repoPath: body.cwd ?? '',
+    workspace: 'checkout',
+    author: 'local',
+    trigger: `manual (${workItemSlug(item)})`,
+  };
+}

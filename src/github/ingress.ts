@@ -1,0 +1,132 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Inbox } from '../inbox/types.js';
+import type { Logger } from '../log/logger.js';
+import { verifySignature } from './verify.js';
+
+export interface IngressOptions {
+  secret: string;
+  maxBodyBytes: number;
+  inbox: Inbox;
+  logger: Logger;
+  /** Called after a new delivery is committed (wakes the dispatcher). */
+  onAccepted: (deliveryId: string) => void;
+}
+
+const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
+const EVENT_NAME = /^[a-z_]{1,64}$/;
+
+export function reply(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) return;
+  const body = `${text}\n`;
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** Read the body up to `limit` bytes; null when it is larger (the request is then drained, not kept). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > limit) {
+        over = true;
+        parts.length = 0;
+        resolve(null);
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(parts, size));
+    });
+    req.on('aborted', () => resolve('aborted'));
+    req.on('error', () => resolve('aborted'));
+  });
+}
+
+/**
+ * `POST /gh-webhook`: check method, content type and headers; read the raw body within the limit;
+ * verify the HMAC over those exact bytes in constant time; then parse; then commit the delivery to the
+ * inbox and only then answer 202 (a redelivered id: 200 duplicate). Every refusal has its own status
+ * and a one-line reason. The work happens after the answer (invariant 5).
+ */
+export function createIngressHandler(options: IngressOptions) {
+  const { logger } = options;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== 'POST') return reply(res, 405, 'method not allowed: use POST', { allow: 'POST' });
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+    const form = type === 'application/x-www-form-urlencoded';
+    if (type !== 'application/json' && !form) {
+      return reply(res, 415, 'unsupported content type: send application/json (or form-encoded payload=)');
+    }
+    const event = req.headers['x-github-event'];
+    const delivery = req.headers['x-github-delivery'];
+    const signature = req.headers['x-hub-signature-256'];
+    if (typeof event !== 'string' || !EVENT_NAME.test(event))
+      return reply(res, 400, 'missing or invalid X-GitHub-Event header');
+    if (typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) {
+      return reply(res, 400, 'missing or invalid X-GitHub-Delivery header');
+    }
+    if (typeof signature !== 'string')
+      return reply(res, 401, 'missing X-Hub-Signature-256 header (is a secret set on the webhook?)');
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+      return reply(res, 413, `body of ${declared} bytes is over the limit of ${options.maxBodyBytes}`, {
+        connection: 'close',
+      });
+    }
+    const body = await readBody(req, options.maxBodyBytes);
+    if (body === 'aborted') {
+      logger.warn('webhook request aborted before its body ended', { delivery });
+      return reply(res, 400, 'request body ended early');
+    }
+    if (body === null) {
+      return reply(res, 413, `body is over the limit of ${options.maxBodyBytes} bytes`, {
+        connection: 'close',
+      });
+    }
+    if (!verifySignature(options.secret, body, signature)) {
+      logger.warn('webhook signature mismatch', { delivery, event });
+      return reply(res, 401, 'signature does not match (check the webhook secret)');
+    }
+    let json: string;
+    let payload: unknown;
+    try {
+      json = form ? (new URLSearchParams(body.toString('utf8')).get('payload') ?? '') : body.toString('utf8');
+      payload = JSON.parse(json);
+    } catch {
+      return reply(res, 400, 'body is not valid JSON');
+    }
+    if (!payload || typeof payload !== 'object' || Array.isArray(payload))
+      return reply(res, 400, 'payload is not a JSON object');
+    if (event === 'ping') return reply(res, 200, 'pong');
+    const action =
+      typeof (payload as { action?: unknown }).action === 'string'
+        ? (payload as { action: string }).action.slice(0, 64)
+        : null;
+    let outcome: 'accepted' | 'duplicate';
+    try {
+      outcome = options.inbox.accept({ id: delivery, source: 'github', event, action, body: json });
+    } catch (error) {
+      // Not stored, so not acknowledged: GitHub will show the failure and can redeliver.
+      logger.error('could not store a delivery', { delivery, error });
+      return reply(res, 503, 'could not store the delivery; try again');
+    }
+    if (outcome === 'duplicate') return reply(res, 200, 'duplicate');
+    reply(res, 202, 'accepted');
+    logger.info('delivery accepted', { delivery, event, action });
+    options.onAccepted(delivery);
+  };
+}
