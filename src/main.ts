@@ -1,5 +1,13 @@
 import { join } from 'node:path';
 import { type LoadedConfig, loadConfig } from './config/load.js';
+import { LoopError } from './core/errors.js';
+import { parseWorkItem, workItemSlug } from './core/work-item.js';
+import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
+import { acquireLock } from './dispatch/lock.js';
+import { createIngressHandler, reply } from './github/ingress.js';
+import { routeEvent } from './github/route.js';
+import { SqliteInbox } from './inbox/sqlite-inbox.js';
+import type { Inbox } from './inbox/types.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
@@ -7,6 +15,8 @@ import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { SessionStore } from './sessions/types.js';
 import { type Db, openDb } from './store/db.js';
+import { type HttpServer, startHttpServer } from './web/server.js';
+import { ensureWorktree, removeWorktree } from './workspaces/worktree.js';
 
 /**
  * Composition root: the only place concrete adapters (SQLite, the process runner, the log file)
@@ -18,6 +28,7 @@ export interface App {
   scrubber: SecretScrubber;
   db: Db;
   store: SessionStore;
+  inbox: Inbox;
   runners: Record<string, Runner>;
   turns: TurnService;
   dispose(): void;
@@ -53,6 +64,7 @@ export function createApp(options: AppOptions): App {
   });
   const db = openDb(registryPath(loaded.dataDir));
   const store = new SqliteSessionStore(db, { scrub: scrubber.scrub });
+  const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   const lost = store.recoverLostTurns(pidAlive);
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const runners: Record<string, Runner> = { process: new ProcessRunner() };
@@ -80,10 +92,122 @@ export function createApp(options: AppOptions): App {
     scrubber,
     db,
     store,
+    inbox,
     runners,
     turns,
     dispose: () => {
       if (db.open) db.close();
+    },
+  };
+}
+
+export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
+
+/** A dispatcher over the app's inbox, store and turn service. */
+export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
+  const { config, dataDir } = app.loaded;
+  const worktrees = new Map<string, { repoPath: string; dir: string }>();
+  return new Dispatcher({
+    inbox: app.inbox,
+    store: app.store,
+    runTurn: (request) => app.turns.runTurn(request),
+    route: (event, payload) => routeEvent(event, payload, config),
+    logger: app.logger,
+    concurrency: config.dispatch.concurrency,
+    closeGraceMs: config.dispatch.closeGraceSeconds * 1000,
+    pollMs: config.dispatch.pollSeconds * 1000,
+    workspace: async (route) => {
+      if (route.workspace !== 'worktree') return route.repoPath;
+      const dir = await ensureWorktree(route.repoPath, dataDir, workItemSlug(parseWorkItem(route.workItem)));
+      worktrees.set(route.workItem, { repoPath: route.repoPath, dir });
+      return dir;
+    },
+    onClose: async (workItem) => {
+      const wt = worktrees.get(workItem);
+      if (!wt) return undefined;
+      worktrees.delete(workItem);
+      const result = await removeWorktree(wt.repoPath, wt.dir);
+      return result.removed ? `worktree ${wt.dir} removed` : `worktree ${wt.dir} kept: ${result.reason}`;
+    },
+    ...extra,
+  });
+}
+
+export interface Daemon {
+  server: HttpServer;
+  dispatcher: Dispatcher;
+  webhookUrl: string;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** The daemon: webhook ingress and dispatcher, holding the dispatcher lock of the data dir. */
+export async function startDaemon(app: App): Promise<Daemon> {
+  const { config, dataDir } = app.loaded;
+  const secret = config.webhook.secret;
+  if (!secret) {
+    throw new LoopError('config-invalid', 'no webhook secret configured (webhook.secret)', {
+      hint: 'Set webhook.secret (e.g. env:THE_LOOP_WEBHOOK_SECRET) in the config; `the-loop config init` generates one.',
+    });
+  }
+  app.scrubber.add(secret);
+  const lock = acquireLock(lockPath(dataDir));
+  if ('heldBy' in lock) {
+    throw new LoopError('session-busy', `another the-loop daemon (pid ${lock.heldBy}) is using ${dataDir}`, {
+      hint: 'Stop it first, or give this one another --data-dir.',
+    });
+  }
+  const dispatcher = createDispatcher(app);
+  let server: HttpServer;
+  try {
+    server = await startHttpServer({
+      host: config.server.host,
+      port: config.server.port,
+      logger: app.logger,
+      routes: {
+        [config.webhook.path]: createIngressHandler({
+          secret,
+          maxBodyBytes: config.server.maxBodyBytes,
+          inbox: app.inbox,
+          logger: app.logger,
+          onAccepted: () => dispatcher.notify(),
+        }),
+        '/healthz': (_req, res) =>
+          reply(
+            res,
+            200,
+            JSON.stringify({ ok: true, running: dispatcher.runningCount(), pid: process.pid }),
+            {
+              'content-type': 'application/json',
+            },
+          ),
+      },
+    });
+  } catch (error) {
+    lock.release();
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new LoopError(
+      'config-invalid',
+      `cannot listen on ${config.server.host}:${config.server.port}: ${code ?? String(error)}`,
+      {
+        cause: error,
+        hint:
+          code === 'EADDRINUSE'
+            ? 'Another process uses that port: set server.port.'
+            : 'Check server.host and server.port.',
+      },
+    );
+  }
+  dispatcher.start();
+  app.logger.info('daemon started', { url: server.url });
+  return {
+    server,
+    dispatcher,
+    webhookUrl: `${server.url}${config.webhook.path}`,
+    stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
+      await server.close();
+      await dispatcher.stop(graceMs);
+      lock.release();
+      app.logger.info('daemon stopped');
     },
   };
 }

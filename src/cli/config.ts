@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { STARTER_CONFIG } from '../config/init.js';
+import { generateSecret, starterConfig } from '../config/init.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import { configJsonSchema } from '../config/schema.js';
 import { LoopError } from '../core/errors.js';
@@ -8,15 +8,21 @@ import { capabilitiesOf } from '../engines/preset.js';
 import { table } from './format.js';
 import { EXIT, type Io } from './io.js';
 
+/** Write the starter config (with a fresh webhook secret) and its JSON Schema beside it. */
+export function writeStarterConfig(path: string): { schemaPath: string } {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  writeFileSync(path, starterConfig(generateSecret()), { mode: 0o600 });
+  const schemaPath = join(dirname(path), 'config.schema.json');
+  writeFileSync(schemaPath, `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+  return { schemaPath };
+}
+
 export function configInit(io: Io, options: { config?: string; force?: boolean; json?: boolean }): number {
   const path = resolve(io.cwd, options.config ?? io.env.THE_LOOP_CONFIG ?? DEFAULT_CONFIG_PATH);
   if (existsSync(path) && !options.force) {
     throw new LoopError('config-exists', `${path} already exists`, { hint: 'Pass --force to overwrite it.' });
   }
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, STARTER_CONFIG, { mode: 0o600 });
-  const schemaPath = join(dirname(path), 'config.schema.json');
-  writeFileSync(schemaPath, `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+  const { schemaPath } = writeStarterConfig(path);
   if (options.json) io.out(`${JSON.stringify({ config: path, schema: schemaPath })}\n`);
   else
     io.out(

@@ -158,8 +158,27 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   program
     .command('serve')
-    .description('the daemon (webhook ingress arrives in a later release; prints status for now)')
-    .action(async (_opts, cmd: Command) => withApp(cmd, (app) => serveCommand(app, io)));
+    .description('the daemon: GitHub webhook ingress, durable inbox, dispatcher (runs until Ctrl-C)')
+    .option('--port <port>', 'listen on this port (default: server.port)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535)
+        throw new LoopError('usage', `--port takes 0-65535, not ${JSON.stringify(v)}`);
+      return n;
+    })
+    .option('--host <host>', 'listen on this address (default: server.host)')
+    .option('--once', 'start, print the status, and stop (a readiness check)')
+    .action(async (opts, cmd: Command) => {
+      const g = globals(cmd);
+      setExit(
+        await serveCommand(io, {
+          cwd: io.cwd,
+          env: io.env,
+          configPath: g.config,
+          dataDir: g.dataDir,
+          ...opts,
+        }),
+      );
+    });
 
   return program;
 }

@@ -1,29 +1,84 @@
-import type { App } from '../main.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_CONFIG_PATH } from '../config/load.js';
+import { type AppOptions, createApp, startDaemon } from '../main.js';
+import { writeStarterConfig } from './config.js';
 import { checkEngines } from './doctor.js';
 import { EXIT, type Io } from './io.js';
 
 /**
- * `the-loop serve`. The webhook ingress and dispatcher arrive with the next milestone; for now the
- * daemon entry validates its configuration, opens the registry, reports what is missing, and exits.
+ * `the-loop serve`: the daemon. On a fresh checkout with no config it writes the starter config
+ * (with a generated webhook secret) first, so `npm start` just works. Runs until SIGINT/SIGTERM.
  */
-export async function serveCommand(app: App, io: Io): Promise<number> {
-  const { loaded } = app;
-  const active = app.store.list({ status: 'active' }).length;
-  io.out('the-loop daemon\n');
-  io.out(`  config    ${loaded.path ?? '(none; defaults)'}\n`);
-  io.out(`  data dir  ${loaded.dataDir}\n`);
-  io.out(`  registry  ${active} active session(s)\n`);
-  const checks = await checkEngines(
-    { [loaded.config.defaults.engine]: loaded.engines[loaded.config.defaults.engine] as never },
-    io.env,
-    io.cwd,
-  );
-  for (const c of checks) {
-    io.out(
-      `  engine    ${c.engine}: ${c.path ? `${c.version ?? 'found'} (${c.path})` : `missing — install: ${c.install ?? c.binary}`}\n`,
-    );
+export async function serveCommand(
+  io: Io,
+  options: AppOptions & { port?: number | undefined; host?: string | undefined; once?: boolean | undefined },
+): Promise<number> {
+  const explicit = options.configPath ?? io.env.THE_LOOP_CONFIG;
+  if (!explicit && !existsSync(resolve(io.cwd, DEFAULT_CONFIG_PATH))) {
+    const path = resolve(io.cwd, DEFAULT_CONFIG_PATH);
+    writeStarterConfig(path);
+    io.out(`No config found: wrote ${path} with a generated webhook secret (mode 0600).\n`);
   }
-  io.out('  webhooks  not served yet: this build runs turns by hand with `the-loop run`.\n');
-  app.logger.info('serve: status printed', { activeSessions: active });
-  return EXIT.ok;
+  const app = createApp(options);
+  try {
+    if (options.port !== undefined) app.loaded.config.server.port = options.port;
+    if (options.host !== undefined) app.loaded.config.server.host = options.host;
+    const daemon = await startDaemon(app);
+    const { loaded } = app;
+    const repos = Object.keys(loaded.config.repos);
+    io.out('the-loop daemon\n');
+    io.out(`  webhook   ${daemon.webhookUrl}  (POST; content type application/json)\n`);
+    io.out(`  health    ${daemon.server.url}/healthz\n`);
+    io.out(`  config    ${loaded.path ?? '(defaults)'}\n`);
+    io.out(`  data dir  ${loaded.dataDir}\n`);
+    io.out(`  secret    webhook.secret in the config (not shown)\n`);
+    io.out(
+      `  repos     ${repos.length ? repos.join(', ') : 'none configured: every event will be rejected until you add repos:'}\n`,
+    );
+    const engines = [
+      ...new Set([
+        loaded.config.defaults.engine,
+        ...Object.values(loaded.config.repos).map(
+          (r) => r.engine ?? loaded.config.routing.engine ?? loaded.config.defaults.engine,
+        ),
+      ]),
+    ];
+    const checks = await checkEngines(
+      Object.fromEntries(
+        engines
+          .filter((e) => loaded.engines[e])
+          .map((e) => [e, loaded.engines[e] as NonNullable<(typeof loaded.engines)[string]>]),
+      ),
+      io.env,
+      io.cwd,
+    );
+    for (const c of checks) {
+      io.out(
+        `  engine    ${c.engine}: ${c.path ? `${c.version ?? 'found'} (${c.path})` : `MISSING — install: ${c.install ?? c.binary}`}\n`,
+      );
+    }
+    const pending = app.inbox.pending().length;
+    if (pending) io.out(`  inbox     resuming ${pending} pending deliver${pending === 1 ? 'y' : 'ies'}\n`);
+    io.out('Ready. Ctrl-C stops (running turns get dispatch.closeGraceSeconds to finish).\n');
+    if (options.once) {
+      await daemon.stop(0);
+      return EXIT.ok;
+    }
+    await new Promise<void>((resolvePromise) => {
+      const stop = () => {
+        process.removeListener('SIGINT', stop);
+        process.removeListener('SIGTERM', stop);
+        io.out('Stopping…\n');
+        resolvePromise();
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    await daemon.stop();
+    io.out('Stopped.\n');
+    return EXIT.ok;
+  } finally {
+    app.dispose();
+  }
 }

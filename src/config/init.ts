@@ -1,5 +1,9 @@
-/** The commented starter file `the-loop config init` writes. */
-export const STARTER_CONFIG = `# yaml-language-server: $schema=./config.schema.json
+import { randomBytes } from 'node:crypto';
+
+export const generateSecret = (): string => randomBytes(32).toString('hex');
+
+/** The commented starter file `the-loop config init` (and a first `serve`) writes. */
+export const starterConfig = (secret: string): string => `# yaml-language-server: $schema=./config.schema.json
 # the-loop configuration. Every key is optional; see \`the-loop config schema\` for all of them.
 # Values written as env:NAME are read from the environment (keep secrets out of this file).
 
@@ -8,6 +12,37 @@ export const STARTER_CONFIG = `# yaml-language-server: $schema=./config.schema.j
 
 log:
   level: info            # debug | info | warn | error
+
+server:
+  host: 127.0.0.1        # put a reverse proxy or tunnel in front to receive GitHub's webhooks
+  port: 7700
+
+webhook:
+  # The HMAC secret shared with GitHub (Settings → Webhooks → Secret). Generated for you; this file
+  # is written 0600. To keep it out of the file: secret: env:THE_LOOP_WEBHOOK_SECRET
+  secret: "${secret}"
+  path: /gh-webhook
+
+# Who may trigger work and how (per repository under repos: too).
+routing:
+  triggers:
+    mention: "@the-loop"
+    labels: []
+    assignees: []
+  authorization:
+    authorAssociations: [OWNER, MEMBER, COLLABORATOR]
+    bots: []             # exact bot logins allowed to trigger work, e.g. "renovate[bot]"
+
+# Repositories the daemon acts on; events from any other repository are rejected.
+repos: {}
+  # octo/widgets:
+  #   path: /home/me/src/widgets
+  #   engine: claude
+  #   workspace: worktree  # each issue/PR gets its own git worktree and branch loop/<slug>
+
+dispatch:
+  concurrency: 2
+  closeGraceSeconds: 30
 
 defaults:
   engine: claude         # claude | codex | gemini | grok | cursor-agent | ollama | one you declare below

@@ -31,6 +31,7 @@ export interface DispatcherDeps {
   onClose?: (workItem: string) => Promise<string | undefined>;
   /** Observe turn events of running deliveries (`the-loop run` following its own). */
   onEvent?: TurnRequest['onEvent'];
+  onSession?: TurnRequest['onSession'];
   /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around). */
   only?: string | undefined;
 }
@@ -222,6 +223,7 @@ export class Dispatcher {
         deliveryId,
         signal,
         onEvent: this.deps.onEvent,
+        onSession: this.deps.onSession,
       });
       inbox.finish(deliveryId, {
         status: result.turn.status === 'succeeded' ? 'done' : 'failed',

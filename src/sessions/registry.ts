@@ -327,7 +327,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   turnsForDelivery(deliveryId: string): TurnRecord[] {
-    return (this.db.prepare('SELECT * FROM turns WHERE delivery_id = ? ORDER BY id').all(deliveryId) as TurnRow[]).map(toTurn);
+    return (
+      this.db.prepare('SELECT * FROM turns WHERE delivery_id = ? ORDER BY id').all(deliveryId) as TurnRow[]
+    ).map(toTurn);
   }
 
   turns(sessionId: string): TurnRecord[] {

@@ -2,8 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
-import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
-import { buildEngineEnv } from '../engines/env.js';
+import { formatWorkItem, parseWorkItem, type WorkItem, workItemSlug } from '../core/work-item.js';
+import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import { whichBinary } from '../engines/which.js';
@@ -31,6 +31,19 @@ export interface TurnRequest {
   onEvent?: ((event: TurnEvent) => void) | undefined;
   /** Called once the session is known (created or found), before the engine starts. */
   onSession?: ((session: SessionRecord, created: boolean) => void) | undefined;
+}
+
+export interface TurnPlan {
+  item: WorkItem;
+  workItem: string;
+  promptBytes: number;
+  /** The active session, or undefined when the turn will create one. */
+  session: SessionRecord | undefined;
+  preset: EnginePreset;
+  engineName: string;
+  runnerName: string;
+  cwd: string;
+  env: EngineEnv;
 }
 
 export interface TurnResult {
@@ -113,8 +126,12 @@ export class TurnService {
     return found;
   }
 
-  async runTurn(request: TurnRequest): Promise<TurnResult> {
-    const { store, defaults, logger } = this.deps;
+  /**
+   * Every check a turn makes before anything is created or started, with no side effects: a bad
+   * work item, prompt, engine, runner, cwd or a missing binary is refused here (invariant 7).
+   */
+  preflight(request: TurnRequest): TurnPlan {
+    const { store, defaults } = this.deps;
     const item = parseWorkItem(request.workItem);
     const workItem = formatWorkItem(item);
     const promptBytes = Buffer.byteLength(request.prompt, 'utf8');
@@ -122,12 +139,8 @@ export class TurnService {
     if (promptBytes > MAX_PROMPT_BYTES) {
       throw new LoopError('usage', `the prompt is ${promptBytes} bytes; the limit is ${MAX_PROMPT_BYTES}`);
     }
-
-    let session = store.findActive(workItem);
-    let created = false;
-    let preset: EnginePreset;
-    let env: ReturnType<typeof buildEngineEnv>;
     const strict = request.strict ?? true;
+    const session = store.findActive(workItem);
     if (session) {
       if (strict && request.engine && request.engine !== session.engine) {
         throw new LoopError('usage', `${workItem} already has an active ${session.engine} session`, {
@@ -149,27 +162,48 @@ export class TurnService {
           `${workItem}'s session runs on the ${session.runner} runner, not ${request.runner}`,
         );
       }
-      preset = this.preset(session.engine);
-      env = buildEngineEnv(preset, this.deps.env);
-      this.resolveBinary(preset, session.engine, env.env, session.cwd);
+      const preset = this.preset(session.engine);
+      const env = buildEngineEnv(preset, this.deps.env);
       this.checkCwd(session.cwd);
-    } else {
-      const engineName = request.engine ?? defaults.engine;
-      preset = this.preset(engineName);
-      const runnerName = request.runner ?? defaults.runner;
-      this.runner(runnerName);
-      const cwd = resolve(request.cwd ?? defaults.cwd);
-      this.checkCwd(cwd);
-      env = buildEngineEnv(preset, this.deps.env);
-      this.resolveBinary(preset, engineName, env.env, cwd);
+      this.resolveBinary(preset, session.engine, env.env, session.cwd);
+      return {
+        item,
+        workItem,
+        promptBytes,
+        session,
+        preset,
+        engineName: session.engine,
+        runnerName: session.runner,
+        cwd: session.cwd,
+        env,
+      };
+    }
+    const engineName = request.engine ?? defaults.engine;
+    const preset = this.preset(engineName);
+    const runnerName = request.runner ?? defaults.runner;
+    this.runner(runnerName);
+    const cwd = resolve(request.cwd ?? defaults.cwd);
+    this.checkCwd(cwd);
+    const env = buildEngineEnv(preset, this.deps.env);
+    this.resolveBinary(preset, engineName, env.env, cwd);
+    return { item, workItem, promptBytes, session: undefined, preset, engineName, runnerName, cwd, env };
+  }
+
+  async runTurn(request: TurnRequest): Promise<TurnResult> {
+    const { store, defaults, logger } = this.deps;
+    const plan = this.preflight(request);
+    const { workItem, promptBytes, preset, env } = plan;
+    let session = plan.session;
+    let created = false;
+    if (!session) {
       session = store.create({
         workItem,
-        slug: workItemSlug(item),
-        engine: engineName,
-        runner: runnerName,
+        slug: workItemSlug(plan.item),
+        engine: plan.engineName,
+        runner: plan.runnerName,
         // Pre-assigned id: known before the engine starts (capture engines announce theirs).
         engineSessionId: capabilitiesOf(preset).preassignedId ? randomUUID() : null,
-        cwd,
+        cwd: plan.cwd,
         credentialKind: env.credential?.kind ?? null,
         credentialEnv: env.credential?.env ?? null,
       });
@@ -177,8 +211,8 @@ export class TurnService {
       logger.info('session created', {
         workItem,
         session: session.id,
-        engine: engineName,
-        runner: runnerName,
+        engine: plan.engineName,
+        runner: plan.runnerName,
       });
     }
     for (const value of env.secretValues) this.deps.addSecret(value);
@@ -193,6 +227,7 @@ export class TurnService {
       promptDigest: digest(request.prompt),
       promptBytes,
       meter: caps.meter,
+      deliveryId: request.deliveryId,
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });

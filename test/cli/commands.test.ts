@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -145,17 +145,39 @@ describe('doctor', () => {
 });
 
 describe('serve (daemon entry)', () => {
-  it('on a fresh checkout: creates the data dir and registry, prints status, exits cleanly', async () => {
+  it('on a fresh checkout: writes a config with a generated secret, listens, prints status, stops cleanly', async () => {
     const project = makeProject();
     try {
-      const res = await runCli(['serve'], {
+      rmSync(project.configPath);
+      const res = await runCli(['serve', '--once', '--port', '0'], {
         cwd: project.dir,
         env: { PATH: `${NODE_BIN_DIR}:/usr/bin:/bin` },
       });
+      expect(res.stderr).toBe('');
       expect(res.code).toBe(0);
-      expect(res.stdout).toMatch(/data dir\s+.*\.the-loop/);
+      expect(res.stdout).toMatch(
+        /No config found: wrote .*\.the-loop\/config\.yaml with a generated webhook secret/,
+      );
+      expect(res.stdout).toMatch(/webhook\s+http:\/\/127\.0\.0\.1:\d+\/gh-webhook/);
       expect(res.stdout).toMatch(/engine\s+claude: 2\.1\.\d+/);
+      const config = parse(readFileSync(project.configPath, 'utf8')) as { webhook: { secret: string } };
+      expect(config.webhook.secret).toMatch(/^[0-9a-f]{64}$/);
+      expect(res.stdout).not.toContain(config.webhook.secret);
+      expect(statSync(project.configPath).mode & 0o777).toBe(0o600);
       expect(existsSync(join(project.dir, '.the-loop/the-loop.db'))).toBe(true);
+      expect(existsSync(join(project.dir, '.the-loop/dispatch.lock'))).toBe(false);
+    } finally {
+      project.cleanup();
+    }
+  });
+
+  it('refuses to start without a webhook secret, saying how to set one', async () => {
+    const project = makeProject({ repos: {} });
+    try {
+      const res = await runCli(['serve', '--once', '--port', '0'], { cwd: project.dir });
+      expect(res.code).toBe(2);
+      expect(res.stderr).toMatch(/no webhook secret configured/);
+      expect(res.stderr).toMatch(/config init/);
     } finally {
       project.cleanup();
     }
