@@ -65,7 +65,18 @@ export function createApp(options: AppOptions): App {
   const db = openDb(registryPath(loaded.dataDir));
   const store = new SqliteSessionStore(db, { scrub: scrubber.scrub });
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
-  const lost = store.recoverLostTurns(pidAlive);
+  // A turn whose owning process died is lost. Its engine may still run (it leads its own process
+  // group, which outlives us): stop it, so a re-run never races a ghost of itself.
+  const lost = store.recoverLostTurns(pidAlive, (turn) => {
+    if (turn.pid !== null && pidAlive(turn.pid)) {
+      try {
+        process.kill(-turn.pid, 'SIGKILL');
+        logger.warn('stopped the engine of a lost turn', { turn: turn.id, pid: turn.pid });
+      } catch {
+        // Gone already, or not ours.
+      }
+    }
+  });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const runners: Record<string, Runner> = { process: new ProcessRunner() };
   const { defaults, limits } = loaded.config;

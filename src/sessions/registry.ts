@@ -353,14 +353,16 @@ export class SqliteSessionStore implements SessionStore {
     }));
   }
 
-  recoverLostTurns(isAlive: (pid: number) => boolean): number {
-    const running = this.db.prepare("SELECT id, owner_pid FROM turns WHERE status = 'running'").all() as {
+  recoverLostTurns(isAlive: (pid: number) => boolean, onLost?: (turn: { id: number; pid: number | null }) => void): number {
+    const running = this.db.prepare("SELECT id, owner_pid, pid FROM turns WHERE status = 'running'").all() as {
       id: number;
       owner_pid: number | null;
+      pid: number | null;
     }[];
     let lost = 0;
     for (const turn of running) {
       if (turn.owner_pid !== null && isAlive(turn.owner_pid)) continue;
+      onLost?.({ id: turn.id, pid: turn.pid });
       this.db
         .prepare(
           "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
