@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { LoopError } from '../core/errors.js';
+import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { type App, createApp } from '../main.js';
 import { configCheck, configInit, configSchemaCommand } from './config.js';
 import { doctorCommand } from './doctor.js';
+import { listEvents, parseStatus, retryEvent, showEvent } from './events.js';
 import { EXIT, type Io, processIo } from './io.js';
 import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
@@ -128,6 +130,53 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (ref: string, opts, cmd: Command) =>
       withApp(cmd, (app) => closeSession(app.store, io, ref, opts)),
     );
+
+  const events = program
+    .command('events')
+    .description('the inbox: every webhook delivery, its route and outcome');
+  events
+    .command('list')
+    .description('deliveries, newest first')
+    .option(
+      '-s, --status <status>',
+      'only this status (queued, running, done, failed, rejected, ignored)',
+      (v) => {
+        try {
+          return parseStatus(v);
+        } catch (error) {
+          throw new LoopError('usage', (error as Error).message);
+        }
+      },
+    )
+    .option('-w, --work-item <ref>', 'only this work item')
+    .option('-n, --limit <n>', 'at most this many (default 50)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 100000)
+        throw new LoopError('usage', `--limit takes 1-100000, not ${JSON.stringify(v)}`);
+      return n;
+    })
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) =>
+      withApp(cmd, (app) =>
+        listEvents(app, io, {
+          ...opts,
+          workItem: opts.workItem ? formatWorkItem(parseWorkItem(opts.workItem)) : undefined,
+        }),
+      ),
+    );
+  events
+    .command('show')
+    .description('one delivery: route, reason, error, its turns')
+    .argument('<delivery-id>')
+    .option('--body', 'also print the payload')
+    .option('--json', 'JSON output')
+    .action(async (id: string, opts, cmd: Command) => withApp(cmd, (app) => showEvent(app, io, id, opts)));
+  events
+    .command('retry')
+    .description('queue a failed delivery again')
+    .argument('<delivery-id>')
+    .option('--json', 'JSON output')
+    .action(async (id: string, opts, cmd: Command) => withApp(cmd, (app) => retryEvent(app, io, id, opts)));
 
   program
     .command('doctor')

@@ -353,8 +353,13 @@ export class SqliteSessionStore implements SessionStore {
     }));
   }
 
-  recoverLostTurns(isAlive: (pid: number) => boolean, onLost?: (turn: { id: number; pid: number | null }) => void): number {
-    const running = this.db.prepare("SELECT id, owner_pid, pid FROM turns WHERE status = 'running'").all() as {
+  recoverLostTurns(
+    isAlive: (pid: number) => boolean,
+    onLost?: (turn: { id: number; pid: number | null }) => void,
+  ): number {
+    const running = this.db
+      .prepare("SELECT id, owner_pid, pid FROM turns WHERE status = 'running'")
+      .all() as {
       id: number;
       owner_pid: number | null;
       pid: number | null;

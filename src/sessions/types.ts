@@ -108,5 +108,8 @@ export interface SessionStore {
   turns(sessionId: string): TurnRecord[];
   events(turnId: number): StoredEvent[];
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
-  recoverLostTurns(isAlive: (pid: number) => boolean, onLost?: (turn: { id: number; pid: number | null }) => void): number;
+  recoverLostTurns(
+    isAlive: (pid: number) => boolean,
+    onLost?: (turn: { id: number; pid: number | null }) => void,
+  ): number;
 }

@@ -1,0 +1,100 @@
+import type { DeliveryRecord, DeliveryStatus } from '../inbox/types.js';
+import type { App } from '../main.js';
+import { oneLine, table } from './format.js';
+import { EXIT, type Io } from './io.js';
+
+const STATUSES = ['queued', 'running', 'done', 'failed', 'rejected', 'ignored'] as const;
+
+export function parseStatus(value: string): DeliveryStatus {
+  if (!(STATUSES as readonly string[]).includes(value))
+    throw new Error(`--status is one of ${STATUSES.join(', ')}`);
+  return value as DeliveryStatus;
+}
+
+const describe = (d: DeliveryRecord): string =>
+  d.error
+    ? `error: ${oneLine(d.error, 120)}`
+    : d.reason
+      ? oneLine(d.reason, 120)
+      : d.turnId !== null
+        ? `turn ${d.turnId}`
+        : '';
+
+/** `the-loop events list`: the inbox, newest first. */
+export function listEvents(
+  app: App,
+  io: Io,
+  options: { status?: DeliveryStatus; workItem?: string; limit?: number; json?: boolean },
+): number {
+  const rows = app.inbox.list({
+    status: options.status,
+    workItem: options.workItem,
+    limit: options.limit ?? 50,
+  });
+  if (options.json) {
+    io.out(`${JSON.stringify(rows, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  if (rows.length === 0) {
+    io.out('The inbox is empty.\n');
+    return EXIT.ok;
+  }
+  io.out(
+    table(
+      ['RECEIVED', 'DELIVERY', 'EVENT', 'STATUS', 'ROUTE', 'WORK ITEM', 'DETAIL'],
+      rows.map((d) => [
+        d.receivedAt,
+        d.id,
+        d.action ? `${d.event}.${d.action}` : d.event,
+        d.status,
+        d.route ?? '-',
+        d.workItem ?? '-',
+        describe(d),
+      ]),
+    ),
+  );
+  return EXIT.ok;
+}
+
+export function showEvent(app: App, io: Io, id: string, options: { json?: boolean; body?: boolean }): number {
+  const d = app.inbox.get(id);
+  if (!d) {
+    io.err(`the-loop: no delivery ${id}\n  → See \`the-loop events list\`.\n`);
+    return EXIT.failed;
+  }
+  const turns = app.store.turnsForDelivery(id);
+  const body = options.body ? app.inbox.body(id) : undefined;
+  if (options.json) {
+    io.out(
+      `${JSON.stringify({ delivery: d, turns, ...(body === undefined ? {} : { body: JSON.parse(body) }) }, null, 2)}\n`,
+    );
+    return EXIT.ok;
+  }
+  const lines = [
+    `Delivery ${d.id}`,
+    `  event      ${d.event}${d.action ? `.${d.action}` : ''} (${d.source})`,
+    `  received   ${d.receivedAt}`,
+    `  status     ${d.status}${d.attempts > 1 ? ` after ${d.attempts} attempts` : ''}`,
+    `  route      ${d.route ?? '(not routed yet)'}${d.workItem ? ` → ${d.workItem}` : ''}`,
+  ];
+  if (d.reason) lines.push(`  reason     ${oneLine(d.reason, 500)}`);
+  if (d.error) lines.push(`  error      ${oneLine(d.error, 500)}`);
+  for (const t of turns)
+    lines.push(
+      `  turn       ${t.id}: session ${t.sessionId.slice(0, 8)} turn ${t.seq}, ${t.status} (${t.endReason ?? 'running'})`,
+    );
+  if (d.status === 'failed') lines.push(`  → retry with \`the-loop events retry ${d.id}\``);
+  io.out(`${lines.join('\n')}\n`);
+  if (body !== undefined) io.out(`${JSON.stringify(JSON.parse(body), null, 2)}\n`);
+  return EXIT.ok;
+}
+
+export function retryEvent(app: App, io: Io, id: string, options: { json?: boolean }): number {
+  const d = app.inbox.retry(id);
+  if (options.json) io.out(`${JSON.stringify(d)}\n`);
+  else
+    io.out(
+      `${d.id} queued again at its original place; a running daemon picks it up within dispatch.pollSeconds.\n`,
+    );
+  return EXIT.ok;
+}
