@@ -16,7 +16,7 @@ import { TurnService } from './sessions/turn-service.js';
 import type { SessionStore } from './sessions/types.js';
 import { type Db, openDb } from './store/db.js';
 import { type HttpServer, startHttpServer } from './web/server.js';
-import { ensureWorktree, removeWorktree } from './workspaces/worktree.js';
+import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
 
 /**
  * Composition root: the only place concrete adapters (SQLite, the process runner, the log file)
@@ -117,7 +117,17 @@ export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
   const { config, dataDir } = app.loaded;
-  const worktrees = new Map<string, { repoPath: string; dir: string }>();
+  // Where a work item's worktree lives follows from config and the slug alone, so a restarted
+  // daemon still finds (and removes) the worktrees an earlier one created.
+  const worktreeOf = (workItem: string) => {
+    const item = parseWorkItem(workItem);
+    const key = Object.keys(config.repos).find(
+      (k) => k.toLowerCase() === `${item.owner}/${item.repo}`.toLowerCase(),
+    );
+    const repo = key === undefined ? undefined : config.repos[key];
+    if (!repo || repo.workspace !== 'worktree') return undefined;
+    return { repoPath: repo.path, dir: worktreeDir(dataDir, workItemSlug(item)) };
+  };
   return new Dispatcher({
     inbox: app.inbox,
     store: app.store,
@@ -129,15 +139,13 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     pollMs: config.dispatch.pollSeconds * 1000,
     workspace: async (route) => {
       if (route.workspace !== 'worktree') return route.repoPath;
-      const dir = await ensureWorktree(route.repoPath, dataDir, workItemSlug(parseWorkItem(route.workItem)));
-      worktrees.set(route.workItem, { repoPath: route.repoPath, dir });
-      return dir;
+      return ensureWorktree(route.repoPath, dataDir, workItemSlug(parseWorkItem(route.workItem)));
     },
     onClose: async (workItem) => {
-      const wt = worktrees.get(workItem);
+      const wt = worktreeOf(workItem);
       if (!wt) return undefined;
-      worktrees.delete(workItem);
       const result = await removeWorktree(wt.repoPath, wt.dir);
+      if (!result.removed) app.logger.warn('worktree kept', { workItem, dir: wt.dir, reason: result.reason });
       return result.removed ? `worktree ${wt.dir} removed` : `worktree ${wt.dir} kept: ${result.reason}`;
     },
     ...extra,

@@ -76,6 +76,17 @@ export const authorizationSchema = z
   })
   .strict();
 
+/** The same fields, each optional and without its default (zod fills defaults even inside .partial()). */
+function overrideOf<T extends z.ZodRawShape>(schema: z.ZodObject<T>) {
+  const shape = Object.fromEntries(
+    Object.entries(schema.shape).map(([key, field]) => {
+      const inner = field instanceof z.ZodDefault ? (field.unwrap() as z.ZodType) : (field as z.ZodType);
+      return [key, inner.optional()];
+    }),
+  );
+  return z.object(shape).strict();
+}
+
 export const repoSchema = z
   .object({
     path: z
@@ -94,9 +105,10 @@ export const repoSchema = z
       .describe(
         'checkout: sessions run in `path`; worktree: each work item gets its own git worktree and branch.',
       ),
-    triggers: triggersSchema.partial().optional(),
+    // Per-repo overrides carry no defaults: a field left out keeps the routing-level value.
+    triggers: overrideOf(triggersSchema).optional(),
     templates: templatesSchema.optional(),
-    authorization: authorizationSchema.partial().optional(),
+    authorization: overrideOf(authorizationSchema).optional(),
   })
   .strict();
 

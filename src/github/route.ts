@@ -41,6 +41,10 @@ interface Candidate {
   trigger: string | null;
 }
 
+/** Only the keys a per-repo override actually sets. */
+const defined = <T extends object>(value: T | undefined): Partial<T> =>
+  Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+
 const isBot = (user: GitHubUser) => user.type === 'Bot' || user.login.endsWith('[bot]');
 
 /** `@the-loop` as a whole mention: not `@the-loop-bot`, not `me@the-loop.dev`. */
@@ -94,8 +98,11 @@ export function routeEvent(eventName: string, payload: unknown, config: RoutingC
       workItem,
     };
   const { repo } = found;
-  const triggers = { ...config.routing.triggers, ...repo.triggers };
-  const authorization = { ...config.routing.authorization, ...repo.authorization };
+  const triggers = { ...config.routing.triggers, ...defined(repo.triggers) } as Config['routing']['triggers'];
+  const authorization = {
+    ...config.routing.authorization,
+    ...defined(repo.authorization),
+  } as Config['routing']['authorization'];
   const action = p.action;
 
   // Closing the issue or PR ends its session, whoever closed it.
@@ -208,7 +215,10 @@ function candidateFor(
           (assignee ? `assignee ${assignee.login}` : null),
       };
     }
-    // Labeling and assigning need triage/write permission on GitHub: the sender is vouched for by it.
+    // Labeling and assigning need triage/write permission on GitHub, so the sender is vouched for by
+    // it — except when the sender is the item's own author: labels from an issue template are applied
+    // as the author, who may be anyone. Then the author's association decides.
+    const senderStanding = p.sender.login === item.user.login ? (item.author_association ?? 'NONE') : null;
     if (action === 'labeled') {
       const label = (p as Payloads['issues']).label?.name;
       return {
@@ -216,7 +226,7 @@ function candidateFor(
         action: 'start',
         event: `${kind} labeled "${label ?? ''}"`,
         actor: p.sender,
-        association: null,
+        association: senderStanding,
         trigger: label && triggers.labels.includes(label) ? `label ${label}` : null,
       };
     }
@@ -227,7 +237,7 @@ function candidateFor(
         action: 'start',
         event: `${kind} assigned to ${assignee ?? '?'}`,
         actor: p.sender,
-        association: null,
+        association: senderStanding,
         trigger: assignee && triggers.assignees.includes(assignee) ? `assignee ${assignee}` : null,
       };
     }

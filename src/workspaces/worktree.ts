@@ -22,9 +22,13 @@ const git = (cwd: string, args: string[]) =>
  * One git worktree per work item: `<dataDir>/worktrees/<slug>` on branch `loop/<slug>`, created from
  * the repository checkout. The slug is `[a-z0-9-]` only, so it is safe as a path and a branch name.
  */
-export async function ensureWorktree(repoPath: string, dataDir: string, slug: string): Promise<string> {
+export function worktreeDir(dataDir: string, slug: string): string {
   if (!/^[a-z0-9-]+$/.test(slug)) throw new LoopError('internal', `unsafe slug ${JSON.stringify(slug)}`);
-  const dir = join(dataDir, 'worktrees', slug);
+  return join(dataDir, 'worktrees', slug);
+}
+
+export async function ensureWorktree(repoPath: string, dataDir: string, slug: string): Promise<string> {
+  const dir = worktreeDir(dataDir, slug);
   if (existsSync(join(dir, '.git'))) return dir;
   if (!existsSync(repoPath)) {
     throw new LoopError('cwd-missing', `repository checkout not found: ${repoPath}`, {
@@ -52,9 +56,17 @@ export async function removeWorktree(
   if (!existsSync(dir)) return { removed: true };
   const status = await git(dir, ['status', '--porcelain']);
   if (status.stdout.trim()) return { removed: false, reason: 'it has uncommitted changes' };
-  const unpushed = await git(dir, ['log', '--oneline', 'HEAD', '--not', '--remotes']).catch(() => ({
-    stdout: '',
-  }));
+  // Commits only this worktree's branch has: on no remote-tracking branch and no other local branch.
+  const branch = (await git(dir, ['rev-parse', '--abbrev-ref', 'HEAD'])).stdout.trim();
+  const unpushed = await git(dir, [
+    'log',
+    '--oneline',
+    'HEAD',
+    '--not',
+    '--remotes',
+    `--exclude=${branch}`,
+    '--branches',
+  ]).catch(() => ({ stdout: '' }));
   if (unpushed.stdout.trim()) {
     return {
       removed: false,

@@ -268,3 +268,136 @@ describe('webhooks drive the real Claude Code CLI', () => {
     inbox.close();
   });
 });
+
+describe('every routed fixture over HTTP, per-item worktrees, and the close grace period', () => {
+  let root: string;
+  let dataDir: string;
+  let daemon: DaemonProcess;
+  const gitEnv = {
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@e.x',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@e.x',
+  };
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'the-loop-webhook-all-'));
+    const state = join(root, 'engine-state');
+    const repo = join(root, 'widgets');
+    mkdirSync(state);
+    mkdirSync(repo);
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), 'widgets\n');
+    execFileSync('git', ['add', '.'], { cwd: repo });
+    execFileSync('git', ['commit', '-qm', 'init'], { cwd: repo, env: { ...process.env, ...gitEnv } });
+    dataDir = join(root, 'data');
+    writeFileSync(
+      join(root, 'config.yaml'),
+      stringify({
+        ...fakeEngineConfig(state),
+        dataDir: 'data',
+        webhook: { secret: SECRET },
+        routing: { triggers: { labels: ['the-loop'], assignees: ['the-loop-bot'] } },
+        repos: { 'acme/widgets': { path: repo, workspace: 'worktree' } },
+        dispatch: { concurrency: 2, closeGraceSeconds: 1 },
+      }),
+    );
+    daemon = await startDaemonProcess({
+      cwd: root,
+      env: { THE_LOOP_CONFIG: join(root, 'config.yaml'), ...gitEnv },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await daemon?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('routes each fixture as expected and stores the outcome', async () => {
+    const cases: Array<[string, string, string, string | null, string]> = [
+      ['issues', 'issues.opened', 'ignore', 'github:acme/widgets#15', 'ignored'],
+      ['issues', 'issues.labeled', 'start', 'github:acme/widgets#15', 'done'],
+      ['issues', 'issues.assigned', 'start', 'github:acme/widgets#15', 'done'],
+      ['issue_comment', 'issue_comment.created', 'deliver', 'github:acme/widgets#15', 'done'],
+      ['pull_request', 'pull_request.opened', 'ignore', 'github:acme/widgets#16', 'ignored'],
+      ['issue_comment', 'issue_comment.created.pr', 'deliver', 'github:acme/widgets#16', 'done'],
+      [
+        'pull_request_review_comment',
+        'pull_request_review_comment.created',
+        'deliver',
+        'github:acme/widgets#16',
+        'done',
+      ],
+      ['pull_request_review', 'pull_request_review.submitted', 'deliver', 'github:acme/widgets#16', 'done'],
+    ];
+    const sent = [];
+    for (const [event, name] of cases)
+      sent.push(await sendDelivery(daemon.webhookUrl, SECRET, event, fixture(name)));
+    expect(sent.map((s) => s.status)).toEqual(cases.map(() => 202));
+    for (const [i, [, name, route, workItem, status]] of cases.entries()) {
+      const row = await settled(dataDir, sent[i]?.id ?? '');
+      expect([name, row.route, row.work_item, row.status]).toEqual([name, route, workItem, status]);
+    }
+    const inbox = openInbox(dataDir);
+    expect(inbox.turns('github:acme/widgets#15').map((t) => t.seq)).toEqual([1, 2, 3]);
+    expect(inbox.turns('github:acme/widgets#16').map((t) => t.seq)).toEqual([1, 2, 3]);
+    inbox.close();
+    const wt = join(dataDir, 'worktrees', 'github-acme-widgets-15');
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(wt, 'README.md'))).toBe(true);
+    // Closing removes a clean worktree.
+    for (const [event, name] of [
+      ['issues', 'issues.closed'],
+      ['pull_request', 'pull_request.closed'],
+    ] as const) {
+      const res = await sendDelivery(daemon.webhookUrl, SECRET, event, fixture(name));
+      expect(await settled(dataDir, res.id)).toMatchObject({ route: 'close', status: 'done' });
+    }
+    expect(existsSync(wt)).toBe(false);
+  });
+
+  it('cancels a running turn when its work item closes, after the grace period', async () => {
+    const hang = fixture('issue_comment.created') as { issue: { number: number }; comment: { body: string } };
+    hang.issue.number = 17;
+    hang.comment.body = '@the-loop mode:hang';
+    const closed = fixture('issues.closed') as { issue: { number: number } };
+    closed.issue.number = 17;
+    const a = await sendDelivery(daemon.webhookUrl, SECRET, 'issue_comment', hang);
+    await sleep(500);
+    const b = await sendDelivery(daemon.webhookUrl, SECRET, 'issues', closed);
+    const started = Date.now();
+    expect(await settled(dataDir, a.id, 30_000)).toMatchObject({ status: 'failed' });
+    expect(await settled(dataDir, b.id, 30_000)).toMatchObject({ status: 'done', route: 'close' });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const inbox = openInbox(dataDir);
+    expect(inbox.turns('github:acme/widgets#17').map((t) => [t.status, t.end_reason])).toEqual([
+      ['failed', 'cancel'],
+    ]);
+    expect(inbox.session('github:acme/widgets#17')?.status).toBe('closed');
+    inbox.close();
+  });
+
+  it('retries a failed delivery by hand', async () => {
+    const crash = fixture('issue_comment.created') as {
+      issue: { number: number };
+      comment: { body: string };
+    };
+    crash.issue.number = 18;
+    crash.comment.body = '@the-loop mode:crash';
+    const res = await sendDelivery(daemon.webhookUrl, SECRET, 'issue_comment', crash);
+    expect(await settled(dataDir, res.id)).toMatchObject({ status: 'failed' });
+    const env = { THE_LOOP_CONFIG: join(root, 'config.yaml') };
+    const show = await runCli(['events', 'show', res.id], { cwd: root, env });
+    expect(show.stdout).toMatch(/status\s+failed/);
+    expect(show.stdout).toMatch(/the-loop events retry/);
+    const retry = await runCli(['events', 'retry', res.id], { cwd: root, env });
+    expect(retry.code).toBe(0);
+    expect(await settled(dataDir, res.id)).toMatchObject({ status: 'failed' });
+    const inbox = openInbox(dataDir);
+    expect(inbox.turns('github:acme/widgets#18').map((t) => t.delivery_id)).toEqual([res.id, res.id]);
+    inbox.close();
+    const again = await runCli(['events', 'retry', 'no-such-id'], { cwd: root, env });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/no delivery no-such-id/);
+  });
+});
