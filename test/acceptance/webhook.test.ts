@@ -95,6 +95,12 @@ describe('webhooks end to end (real HTTP, signed fixtures, fake engine)', () => 
     rmSync(root, { recursive: true, force: true });
   });
 
+  it('answers /healthz', async () => {
+    const res = await fetch(daemon.webhookUrl.replace('/gh-webhook', '/healthz'));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ ok: true });
+  });
+
   it('answers ping with pong and stores nothing', async () => {
     const res = await sendDelivery(daemon.webhookUrl, SECRET, 'ping', fixture('ping'));
     expect(res).toMatchObject({ status: 200, text: 'pong' });
@@ -199,6 +205,13 @@ describe('webhooks end to end (real HTTP, signed fixtures, fake engine)', () => 
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/the daemon \(pid \d+\) runs it — following/);
     expect(run.stdout).toMatch(/✔ turn 1 succeeded/);
+  });
+
+  it('stops cleanly on SIGTERM and releases the data dir', async () => {
+    expect(await daemon.stop()).toBe(0);
+    expect(daemon.output()).toMatch(/Stopped\./);
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(dataDir, 'dispatch.lock'))).toBe(false);
   });
 });
 
