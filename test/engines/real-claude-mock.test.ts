@@ -9,7 +9,6 @@
  * - a Bash tool call shows up as `assistant` (tool_use) → `user` (tool_result) → `assistant` (text);
  * - an API error exits 1 with a `<synthetic>` assistant message and `result.is_error: true`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { lastConversationMessage, startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi, MockStep, MockUsage, RecordedRequest } from '../fixtures/mock-apis/types.js';
+import { type EngineEvent, engineRunner, isRecord, type RunResult, usageNumbers } from './run-engine.js';
 
 const CLAUDE_BIN = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
 const TIMEOUT_MS = 60_000;
@@ -32,36 +32,7 @@ const REPLY_2 = 'You asked me to remember pelican.';
 const USAGE_1: MockUsage = { input: 3, output: 14, cacheRead: 0, cacheCreation: 5120 };
 const USAGE_2: MockUsage = { input: 9, output: 11, cacheRead: 5120, cacheCreation: 40 };
 
-interface ClaudeEvent {
-  type: string;
-  subtype?: string;
-  [key: string]: unknown;
-}
-
-interface RunResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  events: ClaudeEvent[];
-  ms: number;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function parseEvents(stdout: string): ClaudeEvent[] {
-  const events: ClaudeEvent[] = [];
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') continue;
-    const v: unknown = JSON.parse(line);
-    if (isRecord(v) && typeof v.type === 'string') events.push(v as ClaudeEvent);
-  }
-  return events;
-}
-
-function resultEvent(events: ClaudeEvent[]): ClaudeEvent {
+function resultEvent(events: EngineEvent[]): EngineEvent {
   const results = events.filter((e) => e.type === 'result');
   expect(results).toHaveLength(1);
   const r = results[0];
@@ -70,19 +41,18 @@ function resultEvent(events: ClaudeEvent[]): ClaudeEvent {
 }
 
 /** The four token counts of a `result` event's usage, in the mock's terms. */
-function resultUsage(result: ClaudeEvent): MockUsage {
-  const u = result.usage;
-  if (!isRecord(u)) throw new Error('result has no usage');
-  const num = (k: string): number => {
-    const v = u[k];
-    if (typeof v !== 'number') throw new Error(`usage.${k} is not a number`);
-    return v;
-  };
+function resultUsage(result: EngineEvent): MockUsage {
+  const u = usageNumbers(result.usage, [
+    'input_tokens',
+    'output_tokens',
+    'cache_read_input_tokens',
+    'cache_creation_input_tokens',
+  ]);
   return {
-    input: num('input_tokens'),
-    output: num('output_tokens'),
-    cacheRead: num('cache_read_input_tokens'),
-    cacheCreation: num('cache_creation_input_tokens'),
+    input: u.input_tokens,
+    output: u.output_tokens,
+    cacheRead: u.cache_read_input_tokens,
+    cacheCreation: u.cache_creation_input_tokens,
   };
 }
 
@@ -129,7 +99,7 @@ function requestMessages(req: RecordedRequest | undefined): WireMessage[] {
   }));
 }
 
-const children = new Set<ChildProcess>();
+const claude = engineRunner(CLAUDE_BIN, TIMEOUT_MS - 5_000);
 const roots: string[] = [];
 
 interface Env {
@@ -154,42 +124,10 @@ async function setUp(script: MockStep[]): Promise<Env> {
   return { mock, cwd, env };
 }
 
-function runClaude(e: Env, args: string[]): Promise<RunResult> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLAUDE_BIN, args, { cwd: e.cwd, env: e.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS - 5_000);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      children.delete(child);
-      reject(err);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      children.delete(child);
-      try {
-        resolve({ code, signal, stdout, stderr, events: parseEvents(stdout), ms: Date.now() - started });
-      } catch (err) {
-        reject(new Error(`unparsable stdout (${String(err)}):\n${stdout}\nstderr:\n${stderr}`));
-      }
-    });
-  });
-}
-
 const mocks: MockApi[] = [];
 
 afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  claude.killAll();
   await Promise.all(mocks.map((m) => m.close()));
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
@@ -206,8 +144,8 @@ describe('real claude CLI against the mock Anthropic API: two turns', () => {
       { kind: 'text', text: REPLY_2, usage: USAGE_2 },
     ]);
     mocks.push(e.mock);
-    turn1 = await runClaude(e, [...BASE_ARGS, '--session-id', sessionId, '--', PROMPT_1]);
-    turn2 = await runClaude(e, [...BASE_ARGS, '--resume', sessionId, '--', PROMPT_2]);
+    turn1 = await claude.run(e, [...BASE_ARGS, '--session-id', sessionId, '--', PROMPT_1]);
+    turn2 = await claude.run(e, [...BASE_ARGS, '--resume', sessionId, '--', PROMPT_2]);
   }, 2 * TIMEOUT_MS);
 
   it('both turns succeed in the same session', () => {
@@ -261,7 +199,7 @@ describe('real claude CLI against the mock Anthropic API: Bash tool and API erro
       ]);
       mocks.push(e.mock);
       const args = [...BASE_ARGS, '--dangerously-skip-permissions', '--session-id', randomUUID()];
-      const run = await runClaude(e, [...args, '--', 'Run: echo fixture-tool-ok']);
+      const run = await claude.run(e, [...args, '--', 'Run: echo fixture-tool-ok']);
       expect(run.code, run.stderr).toBe(0);
       const toolResult = run.events.find((ev) => ev.type === 'user');
       expect(JSON.stringify(toolResult)).toContain('fixture-tool-ok');
@@ -283,7 +221,7 @@ describe('real claude CLI against the mock Anthropic API: Bash tool and API erro
     async () => {
       const e = await setUp([{ kind: 'error', status: 500, message: 'mock internal failure' }]);
       mocks.push(e.mock);
-      const run = await runClaude(e, [...BASE_ARGS, '--session-id', randomUUID(), '--', 'Say hello']);
+      const run = await claude.run(e, [...BASE_ARGS, '--session-id', randomUUID(), '--', 'Say hello']);
       expect(run.code).toBe(1);
       const result = resultEvent(run.events);
       expect(result.is_error).toBe(true);

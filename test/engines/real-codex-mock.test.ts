@@ -8,7 +8,6 @@
  * - `turn.completed.usage` is the thread's running total (input/cached/output/reasoning summed over
  *   every model request of the thread, across processes), not the turn's own figures.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,9 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareCodexHome } from '../fixtures/engine-homes/codex.js';
 import { startOpenAIMock } from '../fixtures/mock-apis/openai.js';
 import type { MockApi, MockUsage } from '../fixtures/mock-apis/types.js';
+import { type EngineEvent, engineRunner, isRecord, type RunResult, usageNumbers } from './run-engine.js';
 
 const CODEX_BIN = fileURLToPath(new URL('../../node_modules/.bin/codex', import.meta.url));
 const TIMEOUT_MS = 60_000;
+const codex = engineRunner(CODEX_BIN, TIMEOUT_MS - 5_000);
 
 const PROMPT_1 = 'Say hello and remember the word pelican.';
 const REPLY_1 = 'Hello! I will remember pelican.';
@@ -28,19 +29,6 @@ const REPLY_2 = 'You asked me to remember pelican.';
 const USAGE_1: MockUsage = { input: 1200, output: 40, cacheRead: 0, reasoning: 12 };
 const USAGE_2: MockUsage = { input: 1500, output: 25, cacheRead: 1152, reasoning: 0 };
 
-interface CodexEvent {
-  type: string;
-  [key: string]: unknown;
-}
-
-interface RunResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  events: CodexEvent[];
-}
-
 interface CodexUsage {
   input_tokens: number;
   cached_input_tokens: number;
@@ -48,35 +36,15 @@ interface CodexUsage {
   reasoning_output_tokens: number;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function parseEvents(stdout: string): CodexEvent[] {
-  const events: CodexEvent[] = [];
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') continue;
-    const v: unknown = JSON.parse(line);
-    if (isRecord(v) && typeof v.type === 'string') events.push(v as CodexEvent);
-  }
-  return events;
-}
-
-function turnUsage(events: CodexEvent[]): CodexUsage {
+function turnUsage(events: EngineEvent[]): CodexUsage {
   const done = events.find((e) => e.type === 'turn.completed');
-  if (done === undefined || !isRecord(done.usage)) throw new Error('no turn.completed with usage');
-  const u = done.usage;
-  const num = (k: string): number => {
-    const v = u[k];
-    if (typeof v !== 'number') throw new Error(`usage.${k} is not a number`);
-    return v;
-  };
-  return {
-    input_tokens: num('input_tokens'),
-    cached_input_tokens: num('cached_input_tokens'),
-    output_tokens: num('output_tokens'),
-    reasoning_output_tokens: num('reasoning_output_tokens'),
-  };
+  if (done === undefined) throw new Error('no turn.completed');
+  return usageNumbers(done.usage, [
+    'input_tokens',
+    'cached_input_tokens',
+    'output_tokens',
+    'reasoning_output_tokens',
+  ]);
 }
 
 function asCodexUsage(u: MockUsage): CodexUsage {
@@ -88,7 +56,7 @@ function asCodexUsage(u: MockUsage): CodexUsage {
   };
 }
 
-function agentMessages(events: CodexEvent[]): string[] {
+function agentMessages(events: EngineEvent[]): string[] {
   const out: string[] = [];
   for (const e of events) {
     if (e.type !== 'item.completed' || !isRecord(e.item)) continue;
@@ -117,33 +85,7 @@ describe('real codex CLI against the mock OpenAI Responses API', () => {
   let root: string;
   let cwd: string;
   let childEnv: Record<string, string>;
-  const running = new Set<ChildProcess>();
-
-  function runCodex(args: string[]): Promise<RunResult> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(CODEX_BIN, args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-      running.add(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout?.setEncoding('utf8').on('data', (c: string) => {
-        stdout += c;
-      });
-      child.stderr?.setEncoding('utf8').on('data', (c: string) => {
-        stderr += c;
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS - 5_000);
-      child.on('error', (err) => {
-        clearTimeout(timer);
-        running.delete(child);
-        reject(err);
-      });
-      child.on('close', (code, signal) => {
-        clearTimeout(timer);
-        running.delete(child);
-        resolve({ code, signal, stdout, stderr, events: parseEvents(stdout) });
-      });
-    });
-  }
+  const runCodex = (args: string[]): Promise<RunResult> => codex.run({ cwd, env: childEnv }, args);
 
   beforeAll(async () => {
     mock = await startOpenAIMock({
@@ -164,10 +106,7 @@ describe('real codex CLI against the mock OpenAI Responses API', () => {
   }, TIMEOUT_MS);
 
   afterAll(async () => {
-    for (const child of running) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
-    running.clear();
+    codex.killAll();
     await mock?.close();
     if (root !== undefined) rmSync(root, { recursive: true, force: true });
   }, TIMEOUT_MS);

@@ -6,7 +6,6 @@
  * reported during that one process (per turn, not cumulative across a resumed session; router side
  * calls are included, the mock reports zero usage for them).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,48 +15,22 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { prepareGeminiHome } from '../fixtures/engine-homes/gemini.js';
 import { startGeminiMock } from '../fixtures/mock-apis/gemini.js';
 import type { MockApi, MockOptions, MockUsage } from '../fixtures/mock-apis/types.js';
+import { type EngineEvent, engineRunner, isRecord, type RunResult } from './run-engine.js';
 
 const GEMINI = fileURLToPath(new URL('../../node_modules/.bin/gemini', import.meta.url));
 const BASE_ARGS = ['--output-format', 'stream-json', '--yolo', '--skip-trust'];
 const RUN_TIMEOUT_MS = 60_000;
 
-type Event = Record<string, unknown>;
-
-interface RunResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  events: Event[];
-  ms: number;
-}
-
 const tempRoots: string[] = [];
 const mocks: MockApi[] = [];
-const running = new Set<ChildProcess>();
+// GEMINI_CLI_NO_RELAUNCH: there is no relaunched child, so killing the process we started is enough.
+const gemini = engineRunner(GEMINI, RUN_TIMEOUT_MS);
 
 afterAll(async () => {
-  for (const child of running) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-  running.clear();
+  gemini.killAll();
   await Promise.all(mocks.map((m) => m.close()));
   for (const root of tempRoots) rmSync(root, { recursive: true, force: true });
 });
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function parseEvents(stdout: string): Event[] {
-  const events: Event[] = [];
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') continue;
-    const parsed: unknown = JSON.parse(line);
-    if (isRecord(parsed)) events.push(parsed);
-  }
-  return events;
-}
 
 async function setup(options: MockOptions) {
   const mock = await startGeminiMock(options);
@@ -72,48 +45,17 @@ async function setup(options: MockOptions) {
     ...env,
     [credentialEnv]: 'fixture-key',
   };
-  const run = (args: string[]): Promise<RunResult> =>
-    new Promise((resolve, reject) => {
-      const started = Date.now();
-      const child = spawn(GEMINI, args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-      running.add(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-        stdout += d;
-      });
-      child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-        stderr += d;
-      });
-      const timer = setTimeout(() => {
-        // Only the process this test started (GEMINI_CLI_NO_RELAUNCH: there is no relaunched child).
-        child.kill('SIGKILL');
-      }, RUN_TIMEOUT_MS);
-      child.on('error', (err) => {
-        clearTimeout(timer);
-        running.delete(child);
-        reject(err);
-      });
-      child.on('close', (code, signal) => {
-        clearTimeout(timer);
-        running.delete(child);
-        try {
-          resolve({ code, signal, stdout, stderr, events: parseEvents(stdout), ms: Date.now() - started });
-        } catch (err) {
-          reject(new Error(`unparseable stdout: ${String(err)}\n${stdout}\n--- stderr ---\n${stderr}`));
-        }
-      });
-    });
+  const run = (args: string[]): Promise<RunResult> => gemini.run({ cwd, env: childEnv }, args);
   return { mock, run };
 }
 
-function resultEvent(r: RunResult): Event {
+function resultEvent(r: RunResult): EngineEvent {
   const result = r.events.find((e) => e.type === 'result');
   if (!result) throw new Error(`no result event (exit ${r.code})\n${r.stdout}\n--- stderr ---\n${r.stderr}`);
   return result;
 }
 
-function stats(result: Event): Record<string, unknown> {
+function stats(result: EngineEvent): Record<string, unknown> {
   const s = result.stats;
   if (!isRecord(s)) throw new Error('result without stats');
   return s;
