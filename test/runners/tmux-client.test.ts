@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Tmux } from '../../src/runners/tmux/tmux.js';
+
+// A private server per test file (`tmux -L <unique>`); killed at the end, never the default one.
+const socket = `the-loop-test-${randomUUID().slice(0, 8)}`;
+const tmux = new Tmux({ socket });
+afterAll(async () => {
+  await tmux.run(['kill-server']);
+});
+
+describe('tmux client (real tmux, private socket)', () => {
+  it('reports its version', async () => {
+    const v = await tmux.version();
+    expect(v?.major).toBeGreaterThanOrEqual(3);
+  });
+
+  it('creates, finds, captures and kills a session by exact name', async () => {
+    const target = 'loop-github-acme-widgets-15';
+    const created = await tmux.run([
+      'new-session',
+      '-d',
+      '-s',
+      target,
+      '-x',
+      '80',
+      '-y',
+      '20',
+      '--',
+      'sh',
+      '-c',
+      'echo ready; sleep 30',
+    ]);
+    expect(created.ok).toBe(true);
+    expect(await tmux.hasSession(target)).toBe(true);
+    // Exact match: a prefix of the name is not the session.
+    expect(await tmux.hasSession('loop-github-acme-widgets-1')).toBe(false);
+    expect(await tmux.listSessions()).toContain(target);
+    let screen = '';
+    for (let i = 0; i < 50 && !screen.includes('ready'); i++) {
+      screen = await tmux.capturePane(target);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(screen).toContain('ready');
+    expect(await tmux.paneInMode(target)).toBe(false);
+    await tmux.run(['copy-mode', '-t', `=${target}:`]);
+    expect(await tmux.paneInMode(target)).toBe(true);
+    expect(await tmux.killSession(target)).toBe(true);
+    expect(await tmux.hasSession(target)).toBe(false);
+    // Already gone: reported, not thrown.
+    expect(await tmux.killSession(target)).toBe(false);
+  });
+
+  it('refuses targets that are not ours or could be parsed as tmux syntax', async () => {
+    for (const bad of ['loop-x:1', 'loop-x.0', 'other', 'loop-$(id)', 'loop-', '=loop-x']) {
+      await expect(tmux.hasSession(bad)).rejects.toThrow(/unsafe tmux target/);
+    }
+    expect(() => new Tmux({ socket: 'a b' })).toThrow(/tmux.socket/);
+  });
+});
