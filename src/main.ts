@@ -56,9 +56,10 @@ export function createApp(options: AppOptions): App {
   const loaded = loadConfig(options);
   const scrubber = new SecretScrubber();
   for (const value of loaded.secretValues) scrubber.add(value);
+  const logSink = fileSink(loaded.logFile);
   const logger = createLogger({
     level: loaded.config.log.level,
-    sinks: [fileSink(loaded.logFile)],
+    sinks: [logSink],
     scrub: scrubber.scrub,
     fields: { pid: process.pid },
   });
@@ -108,6 +109,7 @@ export function createApp(options: AppOptions): App {
     turns,
     dispose: () => {
       if (db.open) db.close();
+      logSink.close?.();
     },
   };
 }
@@ -188,7 +190,8 @@ export async function startDaemon(app: App): Promise<Daemon> {
           maxBodyBytes: config.server.maxBodyBytes,
           inbox: app.inbox,
           logger: app.logger,
-          onAccepted: () => dispatcher.notify(),
+          onAccepted: () => dispatcher.notifySoon(),
+          route: (event, payload) => routeEvent(event, payload, config),
         }),
         '/healthz': (_req, res) =>
           reply(

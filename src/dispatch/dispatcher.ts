@@ -91,6 +91,17 @@ export class Dispatcher {
     }
   }
 
+  private soon = false;
+  /** Coalesce wake-ups: a burst of accepted deliveries costs one pump, on the next turn of the loop. */
+  notifySoon(): void {
+    if (this.soon || this.stopped) return;
+    this.soon = true;
+    setImmediate(() => {
+      this.soon = false;
+      this.notify();
+    });
+  }
+
   notify(): void {
     if (this.stopped) return;
     if (this.pumping) {
@@ -101,7 +112,8 @@ export class Dispatcher {
     try {
       do {
         this.again = false;
-        this.pump();
+        if (this.deps.inbox.batch) this.deps.inbox.batch(() => this.pump());
+        else this.pump();
       } while (this.again && !this.stopped);
     } finally {
       this.pumping = false;

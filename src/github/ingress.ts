@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Inbox } from '../inbox/types.js';
+import type { Inbox, NewDelivery } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
+import type { RouteResult } from './route.js';
 import { verifySignature } from './verify.js';
 
 export interface IngressOptions {
@@ -10,6 +11,8 @@ export interface IngressOptions {
   logger: Logger;
   /** Called after a new delivery is committed (wakes the dispatcher). */
   onAccepted: (deliveryId: string) => void;
+  /** The pure router: when given, deliveries are stored already routed. */
+  route?: (event: string, payload: unknown) => RouteResult;
 }
 
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
@@ -63,7 +66,32 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null | 
  * and a one-line reason. The work happens after the answer (invariant 5).
  */
 export function createIngressHandler(options: IngressOptions) {
-  const { logger } = options;
+  const { logger, inbox } = options;
+  // Group commit: deliveries whose bodies completed in the same turn of the event loop are committed
+  // in one transaction (one WAL commit), then each is answered. Nothing is answered before its commit.
+  type Pending = {
+    d: NewDelivery;
+    resolve: (v: 'accepted' | 'duplicate') => void;
+    reject: (e: unknown) => void;
+  };
+  let queue: Pending[] = [];
+  const flush = () => {
+    const items = queue;
+    queue = [];
+    try {
+      const out = (inbox.batch as NonNullable<Inbox['batch']>)(() => items.map((i) => inbox.accept(i.d)));
+      items.forEach((i, k) => i.resolve(out[k] as 'accepted' | 'duplicate'));
+    } catch (error) {
+      for (const i of items) i.reject(error);
+    }
+  };
+  const accept = (d: NewDelivery): Promise<'accepted' | 'duplicate'> =>
+    inbox.batch
+      ? new Promise((resolve, reject) => {
+          queue.push({ d, resolve, reject });
+          if (queue.length === 1) setImmediate(flush);
+        })
+      : Promise.resolve(inbox.accept(d));
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: use POST', { allow: 'POST' });
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -118,7 +146,20 @@ export function createIngressHandler(options: IngressOptions) {
         : null;
     let outcome: 'accepted' | 'duplicate';
     try {
-      outcome = options.inbox.accept({ id: delivery, source: 'github', event, action, body: json });
+      let route: NewDelivery['route'];
+      if (options.route) {
+        try {
+          const r = options.route(event, payload);
+          route = {
+            action: r.action,
+            workItem: ('workItem' in r && r.workItem) || null,
+            reason: 'reason' in r ? r.reason : null,
+          };
+        } catch {
+          route = undefined; // the dispatcher routes it later, as before
+        }
+      }
+      outcome = await accept({ id: delivery, source: 'github', event, action, body: json, route });
     } catch (error) {
       // Not stored, so not acknowledged: GitHub will show the failure and can redeliver.
       logger.error('could not store a delivery', { delivery, error });
@@ -126,7 +167,7 @@ export function createIngressHandler(options: IngressOptions) {
     }
     if (outcome === 'duplicate') return reply(res, 200, 'duplicate');
     reply(res, 202, 'accepted');
-    logger.info('delivery accepted', { delivery, event, action });
+    logger.debug('delivery accepted', { delivery, event, action });
     options.onAccepted(delivery);
   };
 }

@@ -42,14 +42,20 @@ const toRecord = (r: Row): DeliveryRecord => ({
 /** The inbox on SQLite: the unique delivery id makes a redelivery a no-op, even when concurrent. */
 export class SqliteInbox implements Inbox {
   private readonly insert;
+  private readonly stmts = new Map<string, import('better-sqlite3').Statement>();
+  private q(sql: string): import('better-sqlite3').Statement {
+    let st = this.stmts.get(sql);
+    if (!st) this.stmts.set(sql, (st = this.db.prepare(sql)));
+    return st;
+  }
 
   constructor(
     private readonly db: Db,
     private readonly options: { now?: () => Date; scrub?: (text: string) => string } = {},
   ) {
     this.insert = db.prepare(
-      `INSERT INTO deliveries (id, source, event, action, received_at, body, status, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'queued', ?) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO deliveries (id, source, event, action, received_at, body, status, route, work_item, reason, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     );
   }
 
@@ -57,21 +63,38 @@ export class SqliteInbox implements Inbox {
     return (this.options.now?.() ?? new Date()).toISOString();
   }
 
+  batch<T>(fn: () => T): T {
+    return this.db.inTransaction ? fn() : this.db.transaction(fn)();
+  }
+
   accept(d: NewDelivery): 'accepted' | 'duplicate' {
     const at = this.now();
-    const info = this.insert.run(d.id, d.source, d.event, d.action, at, d.body, at);
+    const r = d.route;
+    const status = r?.action === 'ignore' ? 'ignored' : r?.action === 'reject' ? 'rejected' : 'queued';
+    const reason = r?.reason == null ? null : (this.options.scrub?.(r.reason) ?? r.reason);
+    const info = this.insert.run(
+      d.id,
+      d.source,
+      d.event,
+      d.action,
+      at,
+      d.body,
+      status,
+      r?.action ?? null,
+      r?.workItem ?? null,
+      reason,
+      at,
+    );
     return info.changes === 1 ? 'accepted' : 'duplicate';
   }
 
   get(id: string): DeliveryRecord | undefined {
-    const row = this.db.prepare(`SELECT ${COLUMNS} FROM deliveries WHERE id = ?`).get(id) as Row | undefined;
+    const row = this.q(`SELECT ${COLUMNS} FROM deliveries WHERE id = ?`).get(id) as Row | undefined;
     return row && toRecord(row);
   }
 
   body(id: string): string | undefined {
-    return (
-      this.db.prepare('SELECT body FROM deliveries WHERE id = ?').get(id) as { body: string } | undefined
-    )?.body;
+    return (this.q('SELECT body FROM deliveries WHERE id = ?').get(id) as { body: string } | undefined)?.body;
   }
 
   list(filter: { status?: DeliveryStatus; workItem?: string; limit?: number } = {}): DeliveryRecord[] {
@@ -86,33 +109,29 @@ export class SqliteInbox implements Inbox {
       args.push(filter.workItem);
     }
     const sql = `SELECT ${COLUMNS} FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...args, filter.limit ?? 100) as Row[]).map(toRecord);
+    return (this.q(sql).all(...args, filter.limit ?? 100) as Row[]).map(toRecord);
   }
 
   pending(): DeliveryRecord[] {
     return (
-      this.db
-        .prepare(`SELECT ${COLUMNS} FROM deliveries WHERE status IN ('queued', 'running') ORDER BY seq`)
-        .all() as Row[]
+      this.q(
+        `SELECT ${COLUMNS} FROM deliveries WHERE status IN ('queued', 'running') ORDER BY seq`,
+      ).all() as Row[]
     ).map(toRecord);
   }
 
   setRoute(id: string, route: RouteAction, workItem: string | null, reason: string | null): void {
     const final = route === 'ignore' ? 'ignored' : route === 'reject' ? 'rejected' : null;
     const scrubbed = reason === null ? null : (this.options.scrub?.(reason) ?? reason);
-    this.db
-      .prepare(
-        `UPDATE deliveries SET route = ?, work_item = ?, reason = ?, status = COALESCE(?, status), updated_at = ? WHERE id = ?`,
-      )
-      .run(route, workItem, scrubbed, final, this.now(), id);
+    this.q(
+      `UPDATE deliveries SET route = ?, work_item = ?, reason = ?, status = COALESCE(?, status), updated_at = ? WHERE id = ?`,
+    ).run(route, workItem, scrubbed, final, this.now(), id);
   }
 
   markRunning(id: string): void {
-    this.db
-      .prepare(
-        "UPDATE deliveries SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'",
-      )
-      .run(this.now(), id);
+    this.q(
+      "UPDATE deliveries SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'",
+    ).run(this.now(), id);
   }
 
   finish(
@@ -120,11 +139,9 @@ export class SqliteInbox implements Inbox {
     result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },
   ): void {
     const error = result.error === null ? null : (this.options.scrub?.(result.error) ?? result.error);
-    this.db
-      .prepare(
-        'UPDATE deliveries SET status = ?, turn_id = COALESCE(?, turn_id), error = ?, updated_at = ? WHERE id = ?',
-      )
-      .run(result.status, result.turnId, error, this.now(), id);
+    this.q(
+      'UPDATE deliveries SET status = ?, turn_id = COALESCE(?, turn_id), error = ?, updated_at = ? WHERE id = ?',
+    ).run(result.status, result.turnId, error, this.now(), id);
   }
 
   retry(id: string): DeliveryRecord {
@@ -133,15 +150,17 @@ export class SqliteInbox implements Inbox {
     if (d.status !== 'failed') {
       throw new LoopError('usage', `delivery ${id} is ${d.status}; only failed deliveries can be retried`);
     }
-    this.db
-      .prepare("UPDATE deliveries SET status = 'queued', error = NULL, updated_at = ? WHERE id = ?")
-      .run(this.now(), id);
+    this.q("UPDATE deliveries SET status = 'queued', error = NULL, updated_at = ? WHERE id = ?").run(
+      this.now(),
+      id,
+    );
     return this.get(id) as DeliveryRecord;
   }
 
   requeue(id: string): void {
-    this.db
-      .prepare("UPDATE deliveries SET status = 'queued', updated_at = ? WHERE id = ? AND status = 'running'")
-      .run(this.now(), id);
+    this.q("UPDATE deliveries SET status = 'queued', updated_at = ? WHERE id = ? AND status = 'running'").run(
+      this.now(),
+      id,
+    );
   }
 }

@@ -24,6 +24,8 @@ export interface NewDelivery {
   event: string;
   action: string | null;
   body: string;
+  /** Routed on arrival (the router is pure): stored with the row, so no second write. */
+  route?: { action: RouteAction; workItem: string | null; reason: string | null } | undefined;
 }
 
 /** The durable inbox as the core sees it. */
@@ -35,6 +37,8 @@ export interface Inbox {
   list(filter?: { status?: DeliveryStatus; workItem?: string; limit?: number }): DeliveryRecord[];
   /** Queued and running deliveries in arrival order. */
   pending(): DeliveryRecord[];
+  /** Run fn in one transaction (one commit for many small writes). */
+  batch?<T>(fn: () => T): T;
   setRoute(id: string, route: RouteAction, workItem: string | null, reason: string | null): void;
   markRunning(id: string): void;
   finish(

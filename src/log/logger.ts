@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -16,6 +16,7 @@ export interface Logger {
 
 export interface LogSink {
   write(line: string): void;
+  close?(): void;
 }
 
 /** Keys whose values are never written, whatever they hold (an env, a credential, a header). */
@@ -64,7 +65,17 @@ export class SecretScrubber {
 
 export function fileSink(path: string): LogSink {
   mkdirSync(dirname(path), { recursive: true });
-  return { write: (line) => appendFileSync(path, line, { mode: 0o600 }) };
+  // Opened once (not per line): the daemon logs on every delivery.
+  let fd: number | null = openSync(path, 'a', 0o600);
+  return {
+    write: (line) => {
+      if (fd !== null) writeSync(fd, line);
+    },
+    close: () => {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    },
+  };
 }
 
 export const memorySink = (): LogSink & { lines: string[] } => {

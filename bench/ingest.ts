@@ -1,0 +1,409 @@
+/**
+ * Webhook ingress throughput and latency (request sent → `202` received) against the floor: a bare
+ * `node:http` server that reads the body, checks `X-Hub-Signature-256` (HMAC-SHA256, timingSafeEqual)
+ * and answers `202`, measured side by side in the same run, in alternating rounds.
+ *
+ *   npm run bench:ingest      (builds dist/ first: the daemon child runs bin/the-loop.js)
+ *
+ * Two pairs, each compared with its own floor:
+ *   in-process   the daemon's ingress built as the daemon builds it (openDb + SqliteInbox +
+ *                createIngressHandler + startHttpServer, nullLogger, no dispatcher), served from this
+ *                process, versus the floor served from this process;
+ *   child        the real daemon, `node bin/the-loop.js serve --port 0` (file logger, dispatcher,
+ *                routing: every delivery is `issues.opened` without a mention, so it routes to
+ *                `ignore` and no engine runs), versus the floor in a child process of its own.
+ *
+ * Load: test/fixtures/github/issues.opened.json compacted (what GitHub sends), a unique delivery id
+ * per request, a keep-alive agent, BENCH_CONCURRENCY requests in flight, BENCH_REQUESTS per round,
+ * BENCH_ROUNDS rounds after a warm-up of BENCH_WARMUP per server. The client always runs in a child
+ * process of its own, so on a 2-core machine the server and the client each get one core and the
+ * client's CPU never competes inside the event loop it measures (its own CPU use is printed: near 100%
+ * means a round was client-bound, so the gap to a faster server is understated). The floor child runs
+ * this file under tsx (its loader thread is idle once loaded); the daemon runs the compiled dist/.
+ * SQLite lives under os.tmpdir(); other load on the machine skews every figure, so the load average
+ * before the run is printed with them.
+ * BENCH_CPU_PROF=<dir> writes --cpu-prof profiles of the daemon and floor children to <dir>/daemon and
+ * <dir>/floor (the largest file of each is its main thread).
+ */
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+const ROOT = join(import.meta.dirname, '..');
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
+const CPU_PROF = process.env.BENCH_CPU_PROF;
+
+// ---------------------------------------------------------------------------------------------------
+// The floor: read the body, verify the HMAC in constant time, answer 202.
+
+function startFloor(secret: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => parts.push(chunk));
+    req.on('end', () => {
+      const header = req.headers['x-hub-signature-256'];
+      const given = typeof header === 'string' ? Buffer.from(header.slice(7), 'hex') : Buffer.alloc(0);
+      const expected = createHmac('sha256', secret).update(Buffer.concat(parts)).digest();
+      const ok = given.length === expected.length && timingSafeEqual(given, expected);
+      const text = ok ? 'accepted\n' : 'bad signature\n';
+      res.writeHead(ok ? 202 : 401, {
+        'content-type': 'text/plain; charset=utf-8',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The client (a child process): N requests, C in flight, latency to the response head.
+
+interface LoadJob {
+  url: string;
+  count: number;
+  concurrency: number;
+  body: string;
+  signature: string;
+  idPrefix: string;
+}
+interface LoadResult {
+  ms: number;
+  /** CPU time the client itself used: near `ms`, the client (not the server) was the bottleneck. */
+  clientCpuMs: number;
+  latencies: number[];
+  errors: string[];
+}
+
+async function runLoad(job: LoadJob): Promise<LoadResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency });
+  const body = Buffer.from(job.body);
+  const latencies = new Array<number>(job.count);
+  const errors: string[] = [];
+  let next = 0;
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const req = request(
+        job.url,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': body.length,
+            'user-agent': 'GitHub-Hookshot/bench',
+            'x-github-event': 'issues',
+            'x-github-delivery': `${job.idPrefix}-${i}`,
+            'x-hub-signature-256': job.signature,
+          },
+        },
+        (res) => {
+          latencies[i] = performance.now() - started;
+          if (res.statusCode !== 202 && errors.length < 5) errors.push(`HTTP ${res.statusCode}`);
+          res.resume();
+          res.on('end', () => resolve());
+          res.on('error', () => resolve());
+        },
+      );
+      req.on('error', (error) => {
+        latencies[i] = Number.NaN;
+        if (errors.length < 5) errors.push(error.message);
+        resolve();
+      });
+      req.end(body);
+    });
+  const start = performance.now();
+  const cpu = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: job.concurrency }, async () => {
+      while (next < job.count) await one(next++);
+    }),
+  );
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  agent.destroy();
+  return { ms, clientCpuMs: (used.user + used.system) / 1000, latencies, errors };
+}
+
+function clientRole(): void {
+  process.on('message', (job: LoadJob) => {
+    runLoad(job).then((result) => process.send?.(result));
+  });
+  process.on('disconnect', () => process.exit(0));
+}
+
+async function floorRole(): Promise<void> {
+  const secret = process.env.BENCH_SECRET ?? '';
+  const server = await startFloor(secret);
+  process.send?.({ port: (server.address() as AddressInfo).port });
+  process.on('disconnect', () => server.close(() => process.exit(0)));
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The orchestrator.
+
+interface Target {
+  name: string;
+  url: string;
+  rounds: LoadResult[];
+}
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? Number.NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+function once<T>(child: ChildProcess, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`${what} exited (${code}) before answering`));
+    child.once('exit', onExit);
+    child.once('message', (m) => {
+      child.off('exit', onExit);
+      resolve(m as T);
+    });
+  });
+}
+
+function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', ms = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+async function main(): Promise<void> {
+  const loadBefore = loadavg()[0] ?? 0; // other work on the machine skews every figure: shown with them
+  const bin = join(ROOT, 'bin/the-loop.js');
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` first (npm run bench:ingest does)');
+  }
+  const fixture = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/github/issues.opened.json'), 'utf8'));
+  const body = JSON.stringify(fixture);
+  if (body.includes('@the-loop')) throw new Error('the payload must not mention @the-loop (it would run)');
+  const secret = randomBytes(24).toString('hex');
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  const runId = randomBytes(4).toString('hex');
+  const tmp = mkdtempSync(join(tmpdir(), 'the-loop-bench-ingest-'));
+  const children: ChildProcess[] = [];
+  const closers: Array<() => Promise<void> | void> = [];
+  const onSignal = () => {
+    for (const c of children) c.kill('SIGKILL');
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  // One directory per child: node names each thread's profile itself (tsx's loader thread has one too).
+  const profArgs = (name: string) => (CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', join(CPU_PROF, name)] : []);
+
+  try {
+    // The client: a child process of its own.
+    const client = fork(import.meta.filename, ['client'], {
+      cwd: ROOT,
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    children.push(client);
+
+    // In-process: the floor and the daemon's ingress, both served from this process.
+    const floorIn = await startFloor(secret);
+    closers.push(() => new Promise<void>((r) => floorIn.close(() => r())));
+    const { openDb } = await import('../src/store/db.js');
+    const { SqliteInbox } = await import('../src/inbox/sqlite-inbox.js');
+    const { createIngressHandler } = await import('../src/github/ingress.js');
+    const { startHttpServer } = await import('../src/web/server.js');
+    const { nullLogger } = await import('../src/log/logger.js');
+    const db = openDb(join(tmp, 'in-process/the-loop.db'));
+    closers.push(() => {
+      if (db.open) db.close();
+    });
+    const inbox = new SqliteInbox(db);
+    const handler = createIngressHandler({
+      secret,
+      maxBodyBytes: 25 * 1024 * 1024,
+      inbox,
+      logger: nullLogger,
+      onAccepted: () => {},
+    });
+    const ingressIn = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      routes: { '/gh-webhook': handler },
+      logger: nullLogger,
+    });
+    closers.push(() => ingressIn.close());
+
+    // Child processes: the floor, and the real daemon.
+    const floorChild = fork(import.meta.filename, ['floor'], {
+      cwd: ROOT,
+      execArgv: ['--import', 'tsx', ...profArgs('floor')],
+      env: { ...process.env, BENCH_SECRET: secret },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    children.push(floorChild);
+    const { port: floorPort } = await once<{ port: number }>(floorChild, 'the floor child');
+
+    const daemonDir = join(tmp, 'daemon');
+    mkdirSync(daemonDir, { recursive: true });
+    const configPath = join(daemonDir, 'config.yaml');
+    writeFileSync(
+      configPath,
+      [
+        `webhook:`,
+        `  secret: ${secret}`,
+        `repos:`,
+        `  acme/widgets:`,
+        `    path: ${JSON.stringify(daemonDir)}`,
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    );
+    const env: NodeJS.ProcessEnv = { ...process.env, THE_LOOP_CONFIG: configPath };
+    delete env.THE_LOOP_DATA_DIR;
+    const daemon = spawn(process.execPath, [...profArgs('daemon'), bin, 'serve', '--port', '0'], {
+      cwd: daemonDir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(daemon);
+    let daemonOut = '';
+    daemon.stderr.on('data', (d: Buffer) => {
+      daemonOut += d.toString();
+    });
+    const daemonUrl = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the daemon did not start:\n${daemonOut}`)), 30_000);
+      daemon.once('exit', (code) => reject(new Error(`the daemon exited (${code}):\n${daemonOut}`)));
+      daemon.stdout.on('data', (d: Buffer) => {
+        daemonOut += d.toString();
+        const url = /webhook\s+(http:\/\/127\.0\.0\.1:\d+\/gh-webhook)/.exec(daemonOut)?.[1];
+        if (url && daemonOut.includes('Ready.')) {
+          clearTimeout(timer);
+          resolve(url);
+        }
+      });
+    });
+
+    const targets: Target[] = [
+      {
+        name: 'floor   in-process',
+        url: `http://127.0.0.1:${(floorIn.address() as AddressInfo).port}/`,
+        rounds: [],
+      },
+      { name: 'ingress in-process', url: `${ingressIn.url}/gh-webhook`, rounds: [] },
+      { name: 'floor   child', url: `http://127.0.0.1:${floorPort}/`, rounds: [] },
+      { name: 'daemon  child', url: daemonUrl, rounds: [] },
+    ];
+    let jobs = 0;
+    const run = async (t: Target, count: number): Promise<LoadResult> => {
+      const result = once<LoadResult>(client, 'the client');
+      client.send({
+        url: t.url,
+        count,
+        concurrency: CONCURRENCY,
+        body,
+        signature,
+        idPrefix: `${runId}-${jobs++}`,
+      } satisfies LoadJob);
+      const r = await result;
+      if (r.errors.length > 0) throw new Error(`${t.name.trim()}: ${r.errors.join('; ')}`);
+      return r;
+    };
+
+    // Warm up every server (JIT, SQLite page cache, connections), then alternate rounds; the order
+    // rotates each round so drift does not always favour the same server.
+    for (const t of targets) await run(t, WARMUP);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let k = 0; k < targets.length; k++) {
+        const t = targets[(k + r) % targets.length] as Target;
+        t.rounds.push(await run(t, REQUESTS));
+      }
+    }
+
+    // Stop the daemon, then check what it stored (every delivery once, routed to `ignore`).
+    await stopChild(daemon, 'SIGTERM');
+    await stopChild(floorChild, 'SIGTERM');
+    const { default: Database } = await import('better-sqlite3');
+    const check = new Database(join(daemonDir, 'the-loop.db'), { readonly: true });
+    const statuses = check.prepare('SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status').all() as {
+      status: string;
+      n: number;
+    }[];
+    check.close();
+    const inProcessRows = (db.prepare('SELECT COUNT(*) AS n FROM deliveries').get() as { n: number }).n;
+
+    // Report.
+    const stats = (t: Target) => {
+      const all = t.rounds
+        .flatMap((r) => r.latencies)
+        .filter((x) => Number.isFinite(x))
+        .sort((x, y) => x - y);
+      const rps = t.rounds.map((r) => (REQUESTS / r.ms) * 1000);
+      return {
+        rps: median(rps),
+        min: Math.min(...rps),
+        max: Math.max(...rps),
+        p50: percentile(all, 50),
+        p99: percentile(all, 99),
+        clientCpu: median(t.rounds.map((r) => r.clientCpuMs / r.ms)),
+      };
+    };
+    const s = targets.map(stats);
+    console.log(
+      `payload: issues.opened compacted, ${(Buffer.byteLength(body) / 1024).toFixed(1)} KiB; ${CONCURRENCY} in flight, keep-alive; ` +
+        `${ROUNDS} rounds × ${REQUESTS.toLocaleString()} requests per server after ${WARMUP.toLocaleString()} warm-up; ` +
+        `client in its own process; ${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before the run; node ${process.version}`,
+    );
+    console.log(
+      'req/s: median of rounds [min–max]; latency request → 202 head, pooled over rounds; client CPU near 100%: client-bound',
+    );
+    targets.forEach((t, i) => {
+      const x = s[i] as ReturnType<typeof stats>;
+      console.log(
+        `${t.name}  ${x.rps.toFixed(0).padStart(6)} req/s [${x.min.toFixed(0)}–${x.max.toFixed(0)}]` +
+          `  p50 ${x.p50.toFixed(2).padStart(6)} ms  p99 ${x.p99.toFixed(2).padStart(6)} ms` +
+          `  (client CPU ${(x.clientCpu * 100).toFixed(0)}%)`,
+      );
+    });
+    const ratio = (label: string, ours: ReturnType<typeof stats>, floor: ReturnType<typeof stats>) =>
+      console.log(
+        `ratio   ${label}  throughput ${(ours.rps / floor.rps).toFixed(2)}× the floor's (floor ${(floor.rps / ours.rps).toFixed(2)}× faster)` +
+          `  p50 ${(ours.p50 / floor.p50).toFixed(2)}×  p99 ${(ours.p99 / floor.p99).toFixed(2)}×   (goal: within 1.5×)`,
+      );
+    ratio('ingress/floor in-process', s[1] as ReturnType<typeof stats>, s[0] as ReturnType<typeof stats>);
+    ratio('daemon/floor  child     ', s[3] as ReturnType<typeof stats>, s[2] as ReturnType<typeof stats>);
+    console.log(
+      `stored: in-process inbox ${inProcessRows.toLocaleString()} rows; daemon inbox ${statuses.map((x) => `${x.n.toLocaleString()} ${x.status}`).join(', ')}` +
+        ` (sent ${(WARMUP + ROUNDS * REQUESTS).toLocaleString()} each)`,
+    );
+    client.disconnect();
+    await stopChild(client);
+  } finally {
+    for (const close of closers.reverse()) await close();
+    for (const c of children) c.kill('SIGKILL');
+    rmSync(tmp, { recursive: true, force: true });
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+const role = process.argv[2];
+if (role === 'client') clientRole();
+else if (role === 'floor') await floorRole();
+else await main();
