@@ -9,6 +9,7 @@ import { routeEvent } from './github/route.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
+import { processStartTime } from './runners/process/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
@@ -29,6 +30,8 @@ export interface App {
   db: Db;
   store: SessionStore;
   inbox: Inbox;
+  /** Turns found lost when this app started (their engines may still run). */
+  lostTurns: LostTurn[];
   runners: Record<string, Runner>;
   turns: TurnService;
   dispose(): void;
@@ -67,17 +70,9 @@ export function createApp(options: AppOptions): App {
   const store = new SqliteSessionStore(db, { scrub: scrubber.scrub });
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   // A turn whose owning process died is lost. Its engine may still run (it leads its own process
-  // group, which outlives us): stop it, so a re-run never races a ghost of itself.
-  const lost = store.recoverLostTurns(pidAlive, (turn) => {
-    if (turn.pid !== null && pidAlive(turn.pid)) {
-      try {
-        process.kill(-turn.pid, 'SIGKILL');
-        logger.warn('stopped the engine of a lost turn', { turn: turn.id, pid: turn.pid });
-      } catch {
-        // Gone already, or not ours.
-      }
-    }
-  });
+  // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
+  const lostTurns: LostTurn[] = [];
+  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn));
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const runners: Record<string, Runner> = { process: new ProcessRunner() };
   const { defaults, limits } = loaded.config;
@@ -105,6 +100,7 @@ export function createApp(options: AppOptions): App {
     db,
     store,
     inbox,
+    lostTurns,
     runners,
     turns,
     dispose: () => {
@@ -115,6 +111,33 @@ export function createApp(options: AppOptions): App {
 }
 
 export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
+
+export interface LostTurn {
+  id: number;
+  pid: number | null;
+  startedAt: string;
+}
+
+/**
+ * Stop the engines of lost turns that still run — only a process started around the turn's start
+ * (checked against its start time), so a reused pid never gets another program killed. Call it while
+ * holding the dispatcher lock, before a lost delivery runs again.
+ */
+export function stopOrphanEngines(app: App): void {
+  for (const turn of app.lostTurns) {
+    if (turn.pid === null) continue;
+    const started = processStartTime(turn.pid);
+    const turnStart = Date.parse(turn.startedAt);
+    if (!started || Math.abs(started.getTime() - turnStart) > 10_000) continue;
+    try {
+      process.kill(-turn.pid, 'SIGKILL');
+      app.logger.warn('stopped the engine of a lost turn', { turn: turn.id, pid: turn.pid });
+    } catch {
+      // Gone already.
+    }
+  }
+  app.lostTurns.length = 0;
+}
 
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
@@ -171,12 +194,20 @@ export async function startDaemon(app: App): Promise<Daemon> {
     });
   }
   app.scrubber.add(secret);
-  const lock = acquireLock(lockPath(dataDir));
+  const lock = acquireLock(lockPath(dataDir), 'daemon');
   if ('heldBy' in lock) {
-    throw new LoopError('session-busy', `another the-loop daemon (pid ${lock.heldBy}) is using ${dataDir}`, {
-      hint: 'Stop it first, or give this one another --data-dir.',
+    const who =
+      lock.heldBy.kind === 'run'
+        ? `a \`the-loop run\` (pid ${lock.heldBy.pid})`
+        : `another the-loop daemon (pid ${lock.heldBy.pid})`;
+    throw new LoopError('session-busy', `${who} is dispatching from ${dataDir}`, {
+      hint:
+        lock.heldBy.kind === 'run'
+          ? 'Wait for it to finish, then start the daemon.'
+          : 'Stop it first, or give this one another --data-dir.',
     });
   }
+  stopOrphanEngines(app);
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   try {

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import { acquireLock } from '../dispatch/lock.js';
+import { acquireLock, currentHolder } from '../dispatch/lock.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
-import { type App, createDispatcher, lockPath } from '../main.js';
+import { type App, createDispatcher, lockPath, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
 import { formatCost, formatDuration, formatTokens, oneLine, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
@@ -98,29 +98,33 @@ export async function runCommand(
   process.once('SIGTERM', onSignal);
   const started = Date.now();
   try {
-    const lock = acquireLock(lockPath(app.loaded.dataDir));
-    if ('release' in lock) {
-      const dispatcher = createDispatcher(app, {
-        only: workItem,
-        onEvent: printEvent,
-        onSession: printSession,
-        pollMs: 100,
-      });
-      try {
-        dispatcher.start();
-        controller.signal.addEventListener('abort', () => void dispatcher.stop(0), { once: true });
-        while (!isSettled(app, deliveryId) && !controller.signal.aborted) await sleep(25);
-        await dispatcher.stop(0);
-      } finally {
-        lock.release();
+    let announced = false;
+    for (;;) {
+      const lock = acquireLock(lockPath(app.loaded.dataDir), 'run');
+      if ('release' in lock) {
+        await dispatchOwn(
+          app,
+          workItem,
+          deliveryId,
+          printEvent,
+          printSession,
+          controller.signal,
+          lock.release,
+        );
+        break;
       }
-    } else {
-      if (!options.json)
-        io.out(`  queued as ${deliveryId}; the daemon (pid ${lock.heldBy}) runs it — following…\n`);
-      await follow(app, deliveryId, printSession, printEvent, controller.signal);
-      if (controller.signal.aborted && !isSettled(app, deliveryId)) {
+      if (!announced && !options.json) {
+        const who = lock.heldBy.kind === 'run' ? 'another `the-loop run`' : 'the daemon';
+        io.out(`  queued as ${deliveryId}; ${who} (pid ${lock.heldBy.pid}) dispatches it — following…\n`);
+      }
+      announced = true;
+      // Follow until it settles — or until nobody holds the lock any more (the holder finished or
+      // died): then take over and dispatch it here.
+      const outcome = await follow(app, deliveryId, printSession, printEvent, controller.signal);
+      if (outcome === 'settled') break;
+      if (outcome === 'aborted') {
         io.err(
-          `the-loop: stopped following; the daemon still runs ${deliveryId} (see \`the-loop events show ${deliveryId}\`)\n`,
+          `the-loop: stopped following; ${deliveryId} stays queued (see \`the-loop events show ${deliveryId}\`)\n`,
         );
         return EXIT.failed;
       }
@@ -129,6 +133,37 @@ export async function runCommand(
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+async function dispatchOwn(
+  app: App,
+  workItem: string,
+  deliveryId: string,
+  onEvent: (e: TurnEvent) => void,
+  onSession: (s: SessionRecord, created: boolean) => void,
+  signal: AbortSignal,
+  release: () => void,
+): Promise<void> {
+  stopOrphanEngines(app);
+  // Only this work item, and nothing that arrived after this delivery: later deliveries are left
+  // for whoever dispatches next, so stopping here never cancels someone else's turn.
+  const dispatcher = createDispatcher(app, {
+    only: workItem,
+    upTo: deliveryId,
+    onEvent,
+    onSession,
+    pollMs: 100,
+  });
+  try {
+    dispatcher.start();
+    const onAbort = () => void dispatcher.stop(0);
+    signal.addEventListener('abort', onAbort, { once: true });
+    while (!isSettled(app, deliveryId) && !signal.aborted) await sleep(25);
+    signal.removeEventListener('abort', onAbort);
+    await dispatcher.stop(0);
+  } finally {
+    release();
   }
 }
 
@@ -143,13 +178,12 @@ async function follow(
   onSession: (s: SessionRecord, created: boolean) => void,
   onEvent: (e: TurnEvent) => void,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<'settled' | 'aborted' | 'unlocked'> {
   let turn: TurnRecord | undefined;
   let seen = 0;
   for (;;) {
     const settled = isSettled(app, deliveryId);
-    const turns = app.store.turnsForDelivery(deliveryId);
-    const latest = turns.at(-1);
+    const latest = app.store.turnsForDelivery(deliveryId).at(-1);
     if (latest && latest.id !== turn?.id) {
       turn = latest;
       seen = 0;
@@ -157,10 +191,13 @@ async function follow(
       if (session) onSession(session, latest.seq === 1);
     }
     if (turn) {
-      for (const e of app.store.events(turn.id).slice(seen)) onEvent(e.event);
-      seen = app.store.events(turn.id).length;
+      const events = app.store.events(turn.id);
+      for (const e of events.slice(seen)) onEvent(e.event);
+      seen = events.length;
     }
-    if (settled || signal.aborted) return;
+    if (settled) return 'settled';
+    if (signal.aborted) return 'aborted';
+    if (!currentHolder(lockPath(app.loaded.dataDir))) return 'unlocked';
     await sleep(200);
   }
 }

@@ -48,6 +48,10 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path =
 }
 
 /** Replace every `env:NAME` string by the variable's value; report unset ones by key path. */
+/** Config keys whose values are secrets: engine environments and the webhook secret. */
+export const isSecretPath = (path: Path): boolean =>
+  (path[0] === 'engines' && path[2] === 'env') || (path[0] === 'webhook' && path[1] === 'secret');
+
 export function resolveEnvRefs(
   value: unknown,
   env: Readonly<Record<string, string | undefined>>,
@@ -67,7 +71,9 @@ export function resolveEnvRefs(
       errors.push(`${formatPath(path)}: environment variable ${name} is not set (referenced as env:${name})`);
       return '';
     }
-    secrets.push(resolved);
+    // Credentials and the webhook secret are secrets; a path or a model name read from the
+    // environment is not (scrubbing it would blank out ordinary output).
+    if (isSecretPath(path)) secrets.push(resolved);
     return resolved;
   }
   if (Array.isArray(value)) return value.map((v, i) => resolveEnvRefs(v, env, secrets, errors, [...path, i]));
@@ -210,5 +216,23 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       ? config.log.file
       : resolve(baseDir, config.log.file)
     : resolve(dataDir, 'the-loop.log');
+  // Every engine a route may pick must exist: say so now, with the key, not at the first delivery.
+  const engineRefs: Array<[string, string | undefined]> = [
+    ['routing.engine', config.routing.engine],
+    ...Object.entries(config.repos).map(([name, repo]): [string, string | undefined] => [
+      `repos.${name}.engine`,
+      repo.engine,
+    ]),
+  ];
+  for (const [key, engine] of engineRefs) {
+    if (engine !== undefined && !Object.hasOwn(engines, engine)) {
+      throw new LoopError('config-invalid', `${where}: ${key}: "${engine}" is not a known engine`, {
+        hint: `Known engines: ${[...names].join(', ')}.`,
+      });
+    }
+  }
+  // Relative paths are relative to the config file, like dataDir.
+  if (config.defaults.cwd) config.defaults.cwd = resolve(baseDir, config.defaults.cwd);
+  for (const repo of Object.values(config.repos)) repo.path = resolve(baseDir, repo.path);
   return { path: found, config, dataDir, logFile, engines, secretValues };
 }

@@ -32,8 +32,16 @@ export interface DispatcherDeps {
   /** Observe turn events of running deliveries (`the-loop run` following its own). */
   onEvent?: TurnRequest['onEvent'];
   onSession?: TurnRequest['onSession'];
-  /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around). */
+  /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around)… */
   only?: string | undefined;
+  /** …and none that arrived after this one (later ones are left for whoever dispatches next). */
+  upTo?: string | undefined;
+}
+
+interface Claim {
+  deliveryId: string;
+  workItem: string;
+  action: string;
 }
 
 interface Running {
@@ -71,9 +79,9 @@ export class Dispatcher {
       if (d.status !== 'running') continue;
       if (this.deps.only && d.workItem !== this.deps.only) continue;
       const turns = this.deps.store.turnsForDelivery(d.id);
-      const finished = turns.filter((t) => t.status === 'succeeded' || t.status === 'failed');
-      const last = finished.at(-1);
-      if (last && last.endReason !== 'lost') {
+      // Judge by the newest attempt only: an older finished attempt says nothing about the last one.
+      const last = turns.at(-1);
+      if (last && last.status !== 'running' && last.endReason !== 'lost') {
         // The turn ran to its end; only the bookkeeping was interrupted.
         this.deps.inbox.finish(d.id, {
           status: last.status === 'succeeded' ? 'done' : 'failed',
@@ -112,18 +120,27 @@ export class Dispatcher {
     try {
       do {
         this.again = false;
-        if (this.deps.inbox.batch) this.deps.inbox.batch(() => this.pump());
-        else this.pump();
+        // Claim inside one transaction; start engines only after it committed, so no engine ever
+        // runs for a claim that a crash could roll back.
+        const claims = this.deps.inbox.batch ? this.deps.inbox.batch(() => this.pump()) : this.pump();
+        for (const claim of claims) this.launch(claim);
       } while (this.again && !this.stopped);
+    } catch (error) {
+      // Called from timers and I/O callbacks: an error here must not take the process down. The
+      // inbox is unchanged (the transaction rolled back); the next wake-up tries again.
+      this.deps.logger.error('dispatch pass failed; will retry', { error });
     } finally {
       this.pumping = false;
     }
     if (this.running.size === 0) this.flushIdle();
   }
 
-  private pump(): void {
+  private pump(): Claim[] {
+    const claims: Claim[] = [];
     const blocked = new Set(this.running.keys());
-    for (const d of this.deps.inbox.pending()) {
+    const pending = this.deps.inbox.pending();
+    const limit = this.deps.upTo ? pending.find((d) => d.id === this.deps.upTo)?.seq : undefined;
+    for (const d of pending) {
       if (d.status === 'running') {
         if (d.workItem) blocked.add(d.workItem);
         continue;
@@ -133,14 +150,18 @@ export class Dispatcher {
       const action = route?.action ?? d.route;
       if (action === 'ignore' || action === 'reject' || !workItem) continue;
       if (this.deps.only && workItem !== this.deps.only) continue;
+      if (limit !== undefined && d.seq > limit) continue;
       if (blocked.has(workItem)) {
-        if (action === 'close') this.armCloseGrace(workItem);
+        if (action === 'close') this.closeWhenFree(workItem, d.seq, pending);
         continue;
       }
       blocked.add(workItem);
-      if (this.running.size >= this.deps.concurrency) continue;
-      this.launch(d.id, workItem, action ?? 'deliver');
+      if (this.running.size + claims.length >= this.deps.concurrency) continue;
+      // Claim it: if another dispatcher already did, leave it.
+      if (this.deps.inbox.markRunning(d.id))
+        claims.push({ deliveryId: d.id, workItem, action: action ?? 'deliver' });
     }
+    return claims;
   }
 
   private routeDelivery(d: DeliveryRecord): RouteResult {
@@ -159,6 +180,25 @@ export class Dispatcher {
     return route;
   }
 
+  /**
+   * A close is waiting behind this work item's turn: deliveries queued before the close will not
+   * start a new turn on a closing session (they are settled as ignored, with the reason), and the
+   * running turn gets the grace period before it is cancelled.
+   */
+  private closeWhenFree(workItem: string, closeSeq: number, pending: DeliveryRecord[]): void {
+    for (const d of pending) {
+      if (
+        d.workItem === workItem &&
+        d.status === 'queued' &&
+        d.seq < closeSeq &&
+        (d.route === 'start' || d.route === 'deliver')
+      ) {
+        this.deps.inbox.setRoute(d.id, 'ignore', workItem, 'the work item closed before this delivery ran');
+      }
+    }
+    this.armCloseGrace(workItem);
+  }
+
   private armCloseGrace(workItem: string): void {
     const running = this.running.get(workItem);
     if (!running || running.graceTimer) return;
@@ -170,10 +210,9 @@ export class Dispatcher {
     }, this.deps.closeGraceMs);
   }
 
-  private launch(deliveryId: string, workItem: string, action: string): void {
+  private launch({ deliveryId, workItem, action }: Claim): void {
     const controller = new AbortController();
     this.running.set(workItem, { deliveryId, controller });
-    this.deps.inbox.markRunning(deliveryId);
     const task = this.execute(deliveryId, workItem, action, controller.signal)
       .catch((error: unknown) => {
         this.deps.logger.error('dispatch failed', { delivery: deliveryId, error });
@@ -199,13 +238,10 @@ export class Dispatcher {
     const { inbox, store, logger } = this.deps;
     if (action === 'close') {
       const session = store.findActive(workItem);
-      if (!session) {
-        inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
-        return;
-      }
-      store.close(session.id, 'work item closed on GitHub');
+      if (session) store.close(session.id, 'work item closed on GitHub');
+      // Always: a worktree may outlive its session (closed by hand, or a crash after the close).
       const note = await this.deps.onClose?.(workItem);
-      logger.info('session closed', { workItem, session: session.id, note });
+      logger.info('work item closed', { workItem, session: session?.id, note });
       inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
       return;
     }
@@ -237,6 +273,13 @@ export class Dispatcher {
         onEvent: this.deps.onEvent,
         onSession: this.deps.onSession,
       });
+      if (this.stopped && signal.aborted) {
+        // Cancelled because the dispatcher is stopping (a restart), not because of the work: it runs
+        // again, in its place, when dispatching resumes.
+        inbox.requeue(deliveryId);
+        logger.info('delivery interrupted by shutdown; queued again', { delivery: deliveryId });
+        return;
+      }
       inbox.finish(deliveryId, {
         status: result.turn.status === 'succeeded' ? 'done' : 'failed',
         turnId: result.turn.id,

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 
 const alive = (pid: number): boolean => {
   try {
@@ -9,36 +9,82 @@ const alive = (pid: number): boolean => {
   }
 };
 
+export type LockHolder = { pid: number; kind: 'daemon' | 'run' };
+
+function readHolder(path: string): LockHolder | 'missing' | 'unreadable' {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return 'missing';
+  }
+  const [pid, kind] = text.trim().split(/\s+/);
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0) return 'unreadable';
+  return { pid: n, kind: kind === 'run' ? 'run' : 'daemon' };
+}
+
 /**
- * One dispatcher per data directory: the daemon holds `<dataDir>/dispatch.lock` (its pid) for its
- * lifetime; `the-loop run` takes it only when no daemon is running. A lock whose pid is dead is stale
- * and taken over.
+ * One dispatcher per data directory: the daemon holds `<dataDir>/dispatch.lock` for its lifetime;
+ * `the-loop run` takes it only when nobody holds it. The lock file appears atomically with its
+ * content (written aside, then hard-linked into place), so a reader never sees it empty. A holder
+ * that is dead — or is this very process id from an earlier life (pid 1 in a container) — is stale.
  */
-export function acquireLock(path: string): { release: () => void } | { heldBy: number } {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return {
-        release: () => {
-          try {
-            if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path);
-          } catch {
-            // Already gone.
-          }
-        },
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && alive(holder)) return { heldBy: holder };
+export function acquireLock(
+  path: string,
+  kind: LockHolder['kind'],
+): { release: () => void } | { heldBy: LockHolder } {
+  const aside = `${path}.${process.pid}.${Date.now()}`;
+  writeFileSync(aside, `${process.pid} ${kind}\n`, { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        unlinkSync(path);
-      } catch {
-        // Someone else took it over first; try again.
+        linkSync(aside, path);
+        return {
+          release: () => {
+            const holder = readHolder(path);
+            if (typeof holder === 'object' && holder.pid === process.pid) {
+              try {
+                unlinkSync(path);
+              } catch {
+                // Already gone.
+              }
+            }
+          },
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = readHolder(path);
+      if (holder === 'missing') continue;
+      if (holder === 'unreadable') {
+        // Not ours to judge: an older writer, or a file edited by hand. Report it held by nobody known.
+        return { heldBy: { pid: 0, kind: 'daemon' } };
+      }
+      if (holder.pid !== process.pid && alive(holder.pid)) return { heldBy: holder };
+      // Stale: remove it only if it is still the same stale file.
+      const again = readHolder(path);
+      if (typeof again === 'object' && again.pid === holder.pid) {
+        try {
+          unlinkSync(path);
+        } catch {
+          // Someone else cleared it first.
+        }
       }
     }
+    throw new Error(`cannot take the dispatcher lock ${path}`);
+  } finally {
+    try {
+      unlinkSync(aside);
+    } catch {
+      // Nothing to clean.
+    }
   }
-  throw new Error(`cannot take the dispatcher lock ${path}`);
+}
+
+/** Who holds the lock now, if that process is alive. */
+export function currentHolder(path: string): LockHolder | null {
+  const holder = readHolder(path);
+  if (typeof holder !== 'object') return null;
+  return holder.pid !== process.pid && alive(holder.pid) ? holder : null;
 }

@@ -224,7 +224,7 @@ function candidateFor(
       return {
         ...common,
         action: 'start',
-        event: `${kind} labeled "${label ?? ''}"`,
+        event: `${kind} labeled "${sanitizeLine(label ?? '', 100)}"`,
         actor: p.sender,
         association: senderStanding,
         trigger: label && triggers.labels.includes(label) ? `label ${label}` : null,
@@ -235,7 +235,7 @@ function candidateFor(
       return {
         ...common,
         action: 'start',
-        event: `${kind} assigned to ${assignee ?? '?'}`,
+        event: `${kind} assigned to ${sanitizeLine(assignee ?? '?', 100)}`,
         actor: p.sender,
         association: senderStanding,
         trigger: assignee && triggers.assignees.includes(assignee) ? `assignee ${assignee}` : null,

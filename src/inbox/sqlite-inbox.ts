@@ -64,7 +64,9 @@ export class SqliteInbox implements Inbox {
   }
 
   batch<T>(fn: () => T): T {
-    return this.db.inTransaction ? fn() : this.db.transaction(fn)();
+    // IMMEDIATE: take the write lock up front, so a write after a read never fails with
+    // SQLITE_BUSY_SNAPSHOT when another process (a CLI) committed in between; busy_timeout waits.
+    return this.db.inTransaction ? fn() : this.db.transaction(fn).immediate();
   }
 
   accept(d: NewDelivery): 'accepted' | 'duplicate' {
@@ -128,10 +130,11 @@ export class SqliteInbox implements Inbox {
     ).run(route, workItem, scrubbed, final, this.now(), id);
   }
 
-  markRunning(id: string): void {
-    this.q(
+  markRunning(id: string): boolean {
+    const info = this.q(
       "UPDATE deliveries SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'",
     ).run(this.now(), id);
+    return info.changes === 1;
   }
 
   finish(

@@ -40,7 +40,8 @@ export interface Inbox {
   /** Run fn in one transaction (one commit for many small writes). */
   batch?<T>(fn: () => T): T;
   setRoute(id: string, route: RouteAction, workItem: string | null, reason: string | null): void;
-  markRunning(id: string): void;
+  /** queued → running; false when it was not queued (someone else took it). */
+  markRunning(id: string): boolean;
   finish(
     id: string,
     result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },

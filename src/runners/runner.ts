@@ -15,6 +15,8 @@ export interface RunTurnInput {
   killGraceMs: number;
   maxLineBytes: number;
   signal?: AbortSignal | undefined;
+  /** Removes known secret values from engine output, applied to whole lines before parsing. */
+  scrub?: ((text: string) => string) | undefined;
   onEvent: (event: TurnEvent) => void;
   onSpawn?: ((pid: number) => void) | undefined;
 }

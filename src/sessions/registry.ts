@@ -355,24 +355,27 @@ export class SqliteSessionStore implements SessionStore {
 
   recoverLostTurns(
     isAlive: (pid: number) => boolean,
-    onLost?: (turn: { id: number; pid: number | null }) => void,
+    onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
   ): number {
     const running = this.db
-      .prepare("SELECT id, owner_pid, pid FROM turns WHERE status = 'running'")
+      .prepare("SELECT id, owner_pid, pid, started_at FROM turns WHERE status = 'running'")
       .all() as {
       id: number;
       owner_pid: number | null;
       pid: number | null;
+      started_at: string;
     }[];
     let lost = 0;
     for (const turn of running) {
-      if (turn.owner_pid !== null && isAlive(turn.owner_pid)) continue;
-      onLost?.({ id: turn.id, pid: turn.pid });
+      // Our own pid is never a live owner here: this process has not begun a turn yet, so a match
+      // is an earlier life of the same pid (a restarted container).
+      if (turn.owner_pid !== null && turn.owner_pid !== process.pid && isAlive(turn.owner_pid)) continue;
       this.db
         .prepare(
           "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
         )
         .run(this.now(), 'the process running this turn ended without recording its end', turn.id);
+      onLost?.({ id: turn.id, pid: turn.pid, startedAt: turn.started_at });
       lost += 1;
     }
     return lost;

@@ -75,7 +75,9 @@ export interface TurnServiceDeps {
 
 const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const digest = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
-const MAX_PROMPT_BYTES = 1024 * 1024;
+// Linux caps one argv element at 128 KiB (MAX_ARG_STRLEN) and the turn text is one element, with
+// room left for a prompt flag around it. Longer context belongs in files in the working directory.
+const MAX_PROMPT_BYTES = 120 * 1024;
 
 /**
  * Runs one turn of a work item's session: finds or creates the session, builds the engine's
@@ -137,7 +139,9 @@ export class TurnService {
     const promptBytes = Buffer.byteLength(request.prompt, 'utf8');
     if (request.prompt.trim() === '') throw new LoopError('usage', 'the prompt is empty');
     if (promptBytes > MAX_PROMPT_BYTES) {
-      throw new LoopError('usage', `the prompt is ${promptBytes} bytes; the limit is ${MAX_PROMPT_BYTES}`);
+      throw new LoopError('usage', `the prompt is ${promptBytes} bytes; the limit is ${MAX_PROMPT_BYTES}`, {
+        hint: 'Put long context in a file in the working directory and refer to it in the prompt.',
+      });
     }
     const strict = request.strict ?? true;
     const session = store.findActive(workItem);
@@ -247,8 +251,13 @@ export class TurnService {
         };
       }
       events.push(event);
-      if (event.type === 'session')
-        this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
+      if (event.type === 'session') {
+        try {
+          this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
+        } catch (error) {
+          log.error('could not record the engine session id', { error });
+        }
+      }
       try {
         store.appendEvent(turn.id, event);
       } catch (error) {
@@ -270,41 +279,39 @@ export class TurnService {
         killGraceMs: defaults.killGraceMs,
         maxLineBytes: defaults.maxLineBytes,
         signal: request.signal,
+        scrub: this.deps.scrub,
         onEvent,
         onSpawn: (pid) => store.setTurnPid(turn.id, pid),
       });
     } catch (error) {
       // A runner bug must still leave a consistent registry: the turn is recorded failed.
-      const message = error instanceof Error ? error.message : String(error);
-      store.finishTurn(turn.id, {
-        status: 'failed',
-        endReason: 'error',
-        endedAt: new Date().toISOString(),
-        exitCode: null,
-        exitSignal: null,
-        model: null,
-        usage: null,
-        costUsd: null,
-        error: message,
-      });
+      this.failTurn(turn.id, error);
       throw error;
     }
 
-    const fresh = store.get(session.id) ?? session;
-    const usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
-    for (const warning of usage.warnings) log.warn(warning);
-    if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
-    const finished = store.finishTurn(turn.id, {
-      status: outcome.ok ? 'succeeded' : 'failed',
-      endReason: outcome.endReason,
-      endedAt: outcome.endedAt.toISOString(),
-      exitCode: outcome.exitCode,
-      exitSignal: outcome.exitSignal,
-      model: usage.model,
-      usage: usage.usage,
-      costUsd: usage.costUsd,
-      error: outcome.error,
-    });
+    let finished: TurnRecord;
+    let fresh: SessionRecord;
+    try {
+      fresh = store.get(session.id) ?? session;
+      const usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
+      for (const warning of usage.warnings) log.warn(warning);
+      if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
+      finished = store.finishTurn(turn.id, {
+        status: outcome.ok ? 'succeeded' : 'failed',
+        endReason: outcome.endReason,
+        endedAt: outcome.endedAt.toISOString(),
+        exitCode: outcome.exitCode,
+        exitSignal: outcome.exitSignal,
+        model: usage.model,
+        usage: usage.usage,
+        costUsd: usage.costUsd,
+        error: outcome.error,
+      });
+    } catch (error) {
+      // Never leave a turn `running` with a live owner: that would wedge its session.
+      this.failTurn(turn.id, error);
+      throw error;
+    }
     log.info('turn ended', {
       status: finished.status,
       endReason: finished.endReason,
@@ -313,6 +320,25 @@ export class TurnService {
       metered: finished.usage !== null,
     });
     return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
+  }
+
+  /** Best-effort: record a turn as failed after an unexpected error. */
+  private failTurn(turnId: number, error: unknown): void {
+    try {
+      this.deps.store.finishTurn(turnId, {
+        status: 'failed',
+        endReason: 'error',
+        endedAt: new Date().toISOString(),
+        exitCode: null,
+        exitSignal: null,
+        model: null,
+        usage: null,
+        costUsd: null,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    } catch (inner) {
+      this.deps.logger.error('could not record a failed turn', { turn: turnId, error: inner });
+    }
   }
 
   private onSessionEvent(session: SessionRecord, id: string, preassigned: boolean, log: Logger): void {

@@ -203,7 +203,7 @@ describe('webhooks end to end (real HTTP, signed fixtures, fake engine)', () => 
     });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/the daemon \(pid \d+\) runs it — following/);
+    expect(run.stdout).toMatch(/the daemon \(pid \d+\) dispatches it — following/);
     expect(run.stdout).toMatch(/✔ turn 1 succeeded/);
   });
 

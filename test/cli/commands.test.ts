@@ -194,6 +194,21 @@ describe('secrets an engine echoes', () => {
   });
   afterAll(() => project.cleanup());
 
+  it('are scrubbed before output is cut, so no part of a key survives a truncation', async () => {
+    const canary = 'sk-ant-canary-cut-0123456789abcdef';
+    const res = await runCli(['run', 'github:o/r#10', 'mode:long-secret'], {
+      cwd: project.dir,
+      env: { ANTHROPIC_API_KEY: canary },
+    });
+    expect(res.code).toBe(0);
+    const logs = await runCli(['sessions', 'logs', 'github:o/r#10', '--json'], { cwd: project.dir });
+    expect(logs.stdout).toMatch(/KEY=\[sec/);
+    const prefix = canary.slice(0, 12);
+    for (const out of [res.stdout, logs.stdout]) expect(out).not.toContain(prefix);
+    const db = readFileSync(join(project.dir, '.the-loop', 'the-loop.db'));
+    expect(db.includes(prefix)).toBe(false);
+  });
+
   it('are scrubbed from the output, the registry and the log', async () => {
     const canary = 'sk-ant-canary-echo-0123456789';
     const res = await runCli(['run', 'github:o/r#9', 'mode:echo-secret'], {

@@ -190,12 +190,13 @@ describe('the-loop run: bad input is a clear error and changes nothing', () => {
     expect(sessionsInDb()).toBe(0);
   });
 
-  it('rejects a prompt over 1 MB without starting anything', async () => {
+  it('rejects a prompt over one argv element (120 KiB) without starting anything', async () => {
     const big = join(project.dir, 'big.txt');
-    writeFileSync(big, 'a'.repeat(1024 * 1024 + 1));
+    writeFileSync(big, 'ü'.repeat(61_441));
     const res = await cli(['run', 'github:o/r#2', '--prompt-file', big]);
     expect(res.code).toBe(2);
-    expect(res.stderr).toMatch(/the prompt is 1048577 bytes; the limit is 1048576/);
+    expect(res.stderr).toMatch(/the prompt is 122882 bytes; the limit is 122880/);
+    expect(res.stderr).toMatch(/Put long context in a file/);
   });
 
   it('reads the prompt from stdin with --prompt-file -', async () => {

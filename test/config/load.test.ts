@@ -375,3 +375,46 @@ describe('configJsonSchema', () => {
     expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
   });
 });
+
+describe('references checked at load, secrets scoped', () => {
+  it('names an unknown engine under routing or repos by its key', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'the-loop-cfg-refs-'));
+    try {
+      const file = join(dir, 'c.yaml');
+      writeFileSync(file, 'repos:\n  acme/widgets:\n    path: ./widgets\n    engine: claud\n');
+      expect(() => loadConfig({ cwd: dir, env: {}, configPath: file })).toThrow(
+        /repos\.acme\/widgets\.engine: "claud" is not a known engine/,
+      );
+      writeFileSync(file, 'routing:\n  engine: nope\n');
+      expect(() => loadConfig({ cwd: dir, env: {}, configPath: file })).toThrow(
+        /routing\.engine: "nope" is not a known engine/,
+      );
+      writeFileSync(file, 'repos:\n  acme/widgets:\n    path: ./widgets\n');
+      expect(loadConfig({ cwd: '/', env: {}, configPath: file }).config.repos['acme/widgets']?.path).toBe(
+        join(dir, 'widgets'),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('treats engine environments and the webhook secret as secrets, not every env: value', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'the-loop-cfg-sec-'));
+    try {
+      const file = join(dir, 'c.yaml');
+      writeFileSync(
+        file,
+        'defaults:\n  cwd: env:WORK\nwebhook:\n  secret: env:HOOK\nengines:\n  claude:\n    env:\n      ANTHROPIC_API_KEY: env:KEY\n',
+      );
+      const loaded = loadConfig({
+        cwd: dir,
+        env: { WORK: '/srv/work', HOOK: 'hook-secret-0123456789', KEY: 'sk-key-0123456789' },
+        configPath: file,
+      });
+      expect(loaded.secretValues.sort()).toEqual(['hook-secret-0123456789', 'sk-key-0123456789']);
+      expect(loaded.config.defaults.cwd).toBe('/srv/work');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -48,14 +48,18 @@ function reason(result: RouteResult): string {
 }
 
 /** The untrusted data block of a prompt: its marker and exactly what sits between the marker lines. */
-function dataBlock(prompt: string): { marker: string; body: string } {
+/** The data block of a default-template prompt: `Title: <title>`, a blank line, then the body. */
+function dataBlock(prompt: string): { marker: string; title: string; body: string } {
   const open = /^<<<UNTRUSTED (\S+)$/m.exec(prompt);
   if (!open?.[1]) throw new Error(`no opening marker in:\n${prompt}`);
   const marker = open[1];
   const start = open.index + open[0].length + 1;
   const end = prompt.indexOf(`\nUNTRUSTED ${marker}>>>`, start - 1);
   if (end < 0) throw new Error(`no closing marker ${marker}`);
-  return { marker, body: prompt.slice(start, end) };
+  const block = prompt.slice(start, end);
+  const title = /^Title: (.*)\n\n/.exec(block);
+  if (!title) throw new Error(`no title line in the data block:\n${block.slice(0, 200)}`);
+  return { marker, title: title[1] ?? '', body: block.slice(title[0].length) };
 }
 
 /** The untrusted characters invariant 4 says never reach a terminal. */
@@ -683,7 +687,7 @@ describe('prompts: outside text is data (invariant 4)', () => {
     const note = body.slice(UNTRUSTED_LIMIT);
     expect(UNTRUSTED_LIMIT).toBeLessThanOrEqual(64 * 1024);
     expect(body.startsWith('@the-loop aaaa')).toBe(true);
-    expect(note).toMatch(/^\n\[… \d+ more characters not shown\]$/);
+    expect(note).toMatch(/^\n\[… \d+ more bytes not shown\]$/);
     expect(note).toContain(String(5 * 1024 * 1024 + 10 - UNTRUSTED_LIMIT));
     expect(r.prompt.length).toBeLessThan(UNTRUSTED_LIMIT + 2048);
   });
@@ -728,9 +732,10 @@ describe('prompts: outside text is data (invariant 4)', () => {
     expect(body).toContain('red');
     expect(body).toContain('end');
     expect(body.split('\n').length).toBeGreaterThanOrEqual(3);
-    // The title stays on one line.
-    expect(r.prompt.split('\n')[0]).toContain('Title');
-    expect(r.prompt.split('\n')[0]).toContain('cleared');
+    // The title stays on one line, inside the data block.
+    expect(dataBlock(r.prompt).title).toBe('Title  cleared');
+    // …and no longer in the operator's lines above the data block.
+    expect(r.prompt.split('<<<UNTRUSTED')[0]).not.toContain('cleared');
   });
 
   it('the same holds for an issue body that starts work', () => {
@@ -771,7 +776,7 @@ describe('prompts: outside text is data (invariant 4)', () => {
     p.issue.title = 'T {{body}} {{url}}';
     const r = run(routeEvent('issue_comment', p, config));
     expect(dataBlock(r.prompt).body).toBe('@the-loop {{body}} {{marker}} {{author}} {{title}}');
-    expect(r.prompt).toContain('"T {{body}} {{url}}"');
+    expect(dataBlock(r.prompt).title).toBe('T {{body}} {{url}}');
     // One copy of the body only: it was not substituted into itself.
     expect(r.prompt.split('@the-loop {{body}}')).toHaveLength(2);
   });

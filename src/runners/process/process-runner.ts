@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { StringDecoder } from 'node:string_decoder';
 import { buildHeadlessArgv } from '../../engines/args.js';
 import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
 import { LineReader } from '../../engines/protocols/line-reader.js';
@@ -66,11 +65,13 @@ export class ProcessRunner implements Runner {
       child.once('exit', (code, signal) => resolve({ code, signal }));
     });
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+    const stdioClosed = new Promise<void>((resolve) => child.once('close', () => resolve()));
 
     let stderrTail = '';
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
-      stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
+      // Twice the tail is kept, scrubbed whole, then cut (see below): no secret is split at the cut.
+      stderrTail = (stderrTail + chunk).slice(-2 * STDERR_TAIL_BYTES);
     });
 
     let turnEnd: Extract<TurnEvent, { type: 'turn-end' }> | undefined;
@@ -89,15 +90,22 @@ export class ProcessRunner implements Runner {
           );
           resultSeen?.();
         }
-        input.onEvent(event);
+        try {
+          input.onEvent(event);
+        } catch {
+          // A failing observer must not break the turn or escape from a stream callback.
+        }
       }
     };
 
     const parser = protocol.create();
-    if (protocol.framing === 'jsonl') {
+    // Secrets are scrubbed from each whole line before anything parses, cuts or summarises it (a
+    // key split by a truncation or a chunk boundary would escape the scrubber).
+    const scrub = input.scrub ?? ((text: string) => text);
+    {
       const reader = new LineReader({
         maxLineBytes: input.maxLineBytes,
-        onLine: (line) => emit(parser.push(line)),
+        onLine: (line) => emit(parser.push(protocol.framing === 'jsonl' ? scrub(line) : `${scrub(line)}\n`)),
         onOversized: (bytes) =>
           emit([
             {
@@ -111,13 +119,15 @@ export class ProcessRunner implements Runner {
         reader.end();
         emit(parser.end());
       });
-    } else {
-      const decoder = new StringDecoder('utf8');
-      child.stdout?.on('data', (chunk: Buffer) => emit(parser.push(decoder.write(chunk))));
-      child.stdout?.on('end', () => emit([...parser.push(decoder.end()), ...parser.end()]));
     }
 
-    if (child.pid !== undefined) input.onSpawn?.(child.pid);
+    if (child.pid !== undefined) {
+      try {
+        input.onSpawn?.(child.pid);
+      } catch {
+        // Recording the pid is best effort; the turn goes on (and is stopped like any other).
+      }
+    }
 
     // The backstop is unref'd: it must never be what keeps a process alive (the child is, while it
     // runs); every path below clears it.
@@ -176,12 +186,13 @@ export class ProcessRunner implements Runner {
     if (onAbort) input.signal?.removeEventListener('abort', onAbort);
 
     const exit = child.pid === undefined ? { code: null, signal: null } : await exited;
-    // Let the stdout 'end' handler flush the last line before deciding anything from it.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // 'exit' can come before the last stdout data is read (under load, it often does): wait for the
+    // pipes to close — bounded, as a grandchild may hold them open — before judging the turn.
+    if (child.pid !== undefined) await raceTimeout(stdioClosed, input.killGraceMs);
 
     if (!ended) {
       // The process exited before any result event.
-      const tail = summarize(stderrTail.trim(), 1000);
+      const tail = summarize(scrub(stderrTail).slice(-STDERR_TAIL_BYTES).trim(), 1000);
       if (protocol.hasResultEvent) {
         settle(
           'error',

@@ -18,8 +18,9 @@ export async function raceTimeout<T>(promise: Promise<T>, ms: number): Promise<T
   }
 }
 
-const never = new Promise<never>(() => {});
-const sleep = (ms: number) => raceTimeout(never, ms);
+// A plain timer (ref'd: it is awaited). Racing a shared never-settling promise would leak a
+// reaction on it per call in a long-lived daemon.
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** True while any process of the group led by `pgid` exists. */
 export function groupAlive(pgid: number): boolean {
