@@ -15,7 +15,9 @@ main(process.argv).then(
     process.exitCode = code;
   },
   (error) => {
-    process.stderr.write(`the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.stderr.write(
+      `the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`,
+    );
     process.exitCode = 70;
   },
 );

@@ -150,7 +150,7 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
       (k) => k.toLowerCase() === `${item.owner}/${item.repo}`.toLowerCase(),
     );
     const repo = key === undefined ? undefined : config.repos[key];
-    if (!repo || repo.workspace !== 'worktree') return undefined;
+    if (repo?.workspace !== 'worktree') return undefined;
     return { repoPath: repo.path, dir: worktreeDir(dataDir, workItemSlug(item)) };
   };
   return new Dispatcher({

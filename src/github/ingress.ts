@@ -80,7 +80,7 @@ export function createIngressHandler(options: IngressOptions) {
     queue = [];
     try {
       const out = (inbox.batch as NonNullable<Inbox['batch']>)(() => items.map((i) => inbox.accept(i.d)));
-      items.forEach((i, k) => i.resolve(out[k] as 'accepted' | 'duplicate'));
+      for (const [k, item] of items.entries()) item.resolve(out[k] as 'accepted' | 'duplicate');
     } catch (error) {
       for (const i of items) i.reject(error);
     }

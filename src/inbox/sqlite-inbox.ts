@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import { LoopError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import type { DeliveryRecord, DeliveryStatus, Inbox, NewDelivery, RouteAction } from './types.js';
@@ -42,11 +43,15 @@ const toRecord = (r: Row): DeliveryRecord => ({
 /** The inbox on SQLite: the unique delivery id makes a redelivery a no-op, even when concurrent. */
 export class SqliteInbox implements Inbox {
   private readonly insert;
-  private readonly stmts = new Map<string, import('better-sqlite3').Statement>();
-  private q(sql: string): import('better-sqlite3').Statement {
-    let st = this.stmts.get(sql);
-    if (!st) this.stmts.set(sql, (st = this.db.prepare(sql)));
-    return st;
+  /** Statements compiled once each (the daemon runs them for every delivery). */
+  private readonly stmts = new Map<string, Statement>();
+  private q(sql: string): Statement {
+    let statement = this.stmts.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.stmts.set(sql, statement);
+    }
+    return statement;
   }
 
   constructor(
