@@ -107,37 +107,47 @@ export async function runTwoTurns(
     }),
   );
   const env = { [home.credentialEnv]: canary, THE_LOOP_CONFIG: configPath };
-  const outputs: { stdout: string; stderr: string }[] = [];
-  const turnRequests: number[] = [];
-  const wi = `github:acme/${e.engine}-demo#7`;
-  for (const [i, prompt] of prompts.entries()) {
-    const args = i === 0 ? ['run', wi, '--cwd', workdir, '--', prompt] : ['run', wi, '--', prompt];
-    const res = await runCli(args, { cwd: root, env, timeoutMs: 150_000 });
-    outputs.push({ stdout: res.stdout, stderr: res.stderr });
-    expect(res.stderr, `turn ${i + 1} stderr`).toBe('');
-    expect(res.code, `turn ${i + 1} exit code; stdout:\n${res.stdout}`).toBe(0);
-    turnRequests.push(mock.reported.length);
+  try {
+    return await twoTurns();
+  } catch (error) {
+    // A failed run must not leave its temp dir and mock behind.
+    await mock.close();
+    rmSync(root, { recursive: true, force: true });
+    throw error;
   }
-  const shown = await runCli(['sessions', 'show', wi, '--json'], { cwd: root, env });
-  outputs.push({ stdout: shown.stdout, stderr: shown.stderr });
-  const list = await runCli(['sessions', 'list', '--all', '--json'], { cwd: root, env });
-  outputs.push({ stdout: list.stdout, stderr: list.stderr });
-  expect(JSON.parse(list.stdout)).toHaveLength(1);
-  return {
-    root,
-    workdir,
-    dataDir: join(root, 'data'),
-    mock,
-    canary,
-    argvFile,
-    outputs,
-    turnRequests,
-    show: JSON.parse(shown.stdout) as TwoTurnRun['show'],
-    cleanup: async () => {
-      await mock.close();
-      rmSync(root, { recursive: true, force: true });
-    },
-  };
+  async function twoTurns(): Promise<TwoTurnRun> {
+    const outputs: { stdout: string; stderr: string }[] = [];
+    const turnRequests: number[] = [];
+    const wi = `github:acme/${e.engine}-demo#7`;
+    for (const [i, prompt] of prompts.entries()) {
+      const args = i === 0 ? ['run', wi, '--cwd', workdir, '--', prompt] : ['run', wi, '--', prompt];
+      const res = await runCli(args, { cwd: root, env, timeoutMs: 150_000 });
+      outputs.push({ stdout: res.stdout, stderr: res.stderr });
+      expect(res.stderr, `turn ${i + 1} stderr`).toBe('');
+      expect(res.code, `turn ${i + 1} exit code; stdout:\n${res.stdout}`).toBe(0);
+      turnRequests.push(mock.reported.length);
+    }
+    const shown = await runCli(['sessions', 'show', wi, '--json'], { cwd: root, env });
+    outputs.push({ stdout: shown.stdout, stderr: shown.stderr });
+    const list = await runCli(['sessions', 'list', '--all', '--json'], { cwd: root, env });
+    outputs.push({ stdout: list.stdout, stderr: list.stderr });
+    expect(JSON.parse(list.stdout)).toHaveLength(1);
+    return {
+      root,
+      workdir,
+      dataDir: join(root, 'data'),
+      mock,
+      canary,
+      argvFile,
+      outputs,
+      turnRequests,
+      show: JSON.parse(shown.stdout) as TwoTurnRun['show'],
+      cleanup: async () => {
+        await mock.close();
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  }
 }
 
 /** The canary must appear in none of: the engine's argv, the data dir (DB, WAL, logs), any CLI output. */
