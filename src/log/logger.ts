@@ -64,7 +64,7 @@ export class SecretScrubber {
 }
 
 export function fileSink(path: string): LogSink {
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   // Opened once (not per line): the daemon logs on every delivery.
   let fd: number | null = openSync(path, 'a', 0o600);
   return {

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { LoopError } from '../core/errors.js';
@@ -16,6 +16,8 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
   let db: Db;
   try {
     db = new Database(path);
+    // Turn events and prompts are private: 0600 (SQLite gives -wal/-shm the same mode).
+    if (path !== ':memory:') chmodSync(path, 0o600);
   } catch (cause) {
     throw new LoopError('store-failed', `cannot open the registry at ${path}`, { cause });
   }
