@@ -9,7 +9,7 @@ import { routeEvent } from './github/route.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
-import { processStartTime } from './runners/process/proc.js';
+import { pidAlive, processStartTime } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
@@ -45,15 +45,6 @@ export interface AppOptions {
 }
 
 export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
-
-const pidAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 export function createApp(options: AppOptions): App {
   const loaded = loadConfig(options);

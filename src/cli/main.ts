@@ -23,6 +23,18 @@ const USAGE_CODES = new Set([
   'engine-unknown',
 ]);
 
+/** Commander parser for a whole-number option within bounds, with a clear usage error. */
+const intOption = (name: string, min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new LoopError(
+      'usage',
+      `${name} takes a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`,
+    );
+  }
+  return n;
+};
+
 interface GlobalOptions {
   config?: string;
   dataDir?: string;
@@ -112,12 +124,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .command('logs')
     .description("a session's recorded turn events")
     .argument('<session>', 'work item or session id')
-    .option('-t, --turn <n>', 'only this turn', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1)
-        throw new LoopError('usage', `--turn takes a turn number, not ${JSON.stringify(v)}`);
-      return n;
-    })
+    .option('-t, --turn <n>', 'only this turn', intOption('--turn', 1, 1_000_000))
     .option('--json', 'JSON lines output')
     .action(async (ref: string, opts, cmd: Command) =>
       withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)),
@@ -149,12 +156,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       },
     )
     .option('-w, --work-item <ref>', 'only this work item')
-    .option('-n, --limit <n>', 'at most this many (default 50)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 100000)
-        throw new LoopError('usage', `--limit takes 1-100000, not ${JSON.stringify(v)}`);
-      return n;
-    })
+    .option('-n, --limit <n>', 'at most this many (default 50)', intOption('--limit', 1, 100_000))
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) =>
       withApp(cmd, (app) =>
@@ -208,12 +210,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('serve')
     .description('the daemon: GitHub webhook ingress, durable inbox, dispatcher (runs until Ctrl-C)')
-    .option('--port <port>', 'listen on this port (default: server.port)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65535)
-        throw new LoopError('usage', `--port takes 0-65535, not ${JSON.stringify(v)}`);
-      return n;
-    })
+    .option('--port <port>', 'listen on this port (default: server.port)', intOption('--port', 0, 65535))
     .option('--host <host>', 'listen on this address (default: server.host)')
     .option('--once', 'start, print the status, and stop (a readiness check)')
     .action(async (opts, cmd: Command) => {

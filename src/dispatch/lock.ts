@@ -1,13 +1,5 @@
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
+import { pidAlive } from '../os/proc.js';
 
 export type LockHolder = { pid: number; kind: 'daemon' | 'run' };
 
@@ -61,7 +53,7 @@ export function acquireLock(
         // Not ours to judge: an older writer, or a file edited by hand. Report it held by nobody known.
         return { heldBy: { pid: 0, kind: 'daemon' } };
       }
-      if (holder.pid !== process.pid && alive(holder.pid)) return { heldBy: holder };
+      if (holder.pid !== process.pid && pidAlive(holder.pid)) return { heldBy: holder };
       // Stale: remove it only if it is still the same stale file.
       const again = readHolder(path);
       if (typeof again === 'object' && again.pid === holder.pid) {
@@ -86,5 +78,5 @@ export function acquireLock(
 export function currentHolder(path: string): LockHolder | null {
   const holder = readHolder(path);
   if (typeof holder !== 'object') return null;
-  return holder.pid !== process.pid && alive(holder.pid) ? holder : null;
+  return holder.pid !== process.pid && pidAlive(holder.pid) ? holder : null;
 }

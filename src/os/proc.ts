@@ -1,5 +1,15 @@
 import { readFileSync } from 'node:fs';
 
+/** Whether a process with this pid exists (EPERM: it exists, but is not ours to signal). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * When a process started, from /proc (Linux): field 22 of /proc/<pid>/stat is its start time in
  * clock ticks after boot, and /proc/stat's btime is the boot time. Null when unknown (not Linux,
