@@ -45,7 +45,11 @@ export function summarize(value: unknown, limit = SUMMARY_LIMIT): string {
       .join('\n');
   } else if (value === undefined || value === null) text = '';
   else text = safeStringify(value);
-  return text.length > limit ? `${text.slice(0, limit)}… [${text.length - limit} more chars]` : text;
+  if (text.length <= limit) return text;
+  // A V8 slice keeps its whole parent string alive; copy the excerpt so a kept summary does not pin
+  // a huge tool output in memory.
+  const excerpt = Buffer.from(text.slice(0, limit), 'utf8').toString('utf8');
+  return `${excerpt}… [${text.length - limit} more chars]`;
 }
 
 const num = (value: unknown): number =>
