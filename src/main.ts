@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type LoadedConfig, loadConfig } from './config/load.js';
 import { LoopError } from './core/errors.js';
 import { parseWorkItem, workItemSlug } from './core/work-item.js';
@@ -12,6 +13,8 @@ import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logge
 import { pidAlive, processStartTime } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
+import { Tmux } from './runners/tmux/tmux.js';
+import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { SessionStore } from './sessions/types.js';
@@ -65,7 +68,19 @@ export function createApp(options: AppOptions): App {
   const lostTurns: LostTurn[] = [];
   const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn));
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
-  const runners: Record<string, Runner> = { process: new ProcessRunner() };
+  const runners: Record<string, Runner> = {
+    process: new ProcessRunner(),
+    tmux: new TmuxRunner({
+      tmux: new Tmux({ socket: loaded.config.tmux.socket }),
+      stateRoot: join(loaded.dataDir, 'sessions'),
+      hookScript: fileURLToPath(new URL('../bin/the-loop-hook.js', import.meta.url)),
+      launcher: fileURLToPath(new URL('../bin/the-loop-launch.js', import.meta.url)),
+      width: loaded.config.tmux.width,
+      height: loaded.config.tmux.height,
+      readyMs: loaded.config.tmux.readySeconds * 1000,
+      logger,
+    }),
+  };
   const { defaults, limits } = loaded.config;
   const turns = new TurnService({
     store,
@@ -157,9 +172,11 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
       if (route.workspace !== 'worktree') return route.repoPath;
       return ensureWorktree(route.repoPath, dataDir, workItemSlug(parseWorkItem(route.workItem)));
     },
-    onClose: async (workItem) => {
+    onClose: async (workItem, session) => {
+      const runner = session ? app.runners[session.runner] : undefined;
+      const runnerNote = session && runner?.closeSession ? await runner.closeSession(session) : undefined;
       const wt = worktreeOf(workItem);
-      if (!wt) return undefined;
+      if (!wt) return runnerNote;
       const result = await removeWorktree(wt.repoPath, wt.dir);
       if (!result.removed) app.logger.warn('worktree kept', { workItem, dir: wt.dir, reason: result.reason });
       return result.removed ? `worktree ${wt.dir} removed` : `worktree ${wt.dir} kept: ${result.reason}`;

@@ -10,9 +10,10 @@ import { listEvents, parseStatus, retryEvent, showEvent } from './events.js';
 import { EXIT, type Io, processIo } from './io.js';
 import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
-import { closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
+import { attachSession, closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
 
 const USAGE_CODES = new Set([
+  'engine-unsupported',
   'usage',
   'cwd-missing',
   'config-invalid',
@@ -87,7 +88,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       '--cwd <dir>',
       'working directory for a new session (default: defaults.cwd or the current directory)',
     )
-    .addOption(new Option('--runner <runner>', 'runner for a new session').choices(['process']))
+    .addOption(new Option('--runner <runner>', 'runner for a new session').choices(['process', 'tmux']))
     .option('--prompt-file <path>', 'read the turn text from a file (- for stdin)')
     .option('--json', 'emit JSON lines: the session, every event, then the turn')
     .action(async (workItem: string, words: string[], opts, cmd: Command) => {
@@ -130,12 +131,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)),
     );
   sessions
+    .command('attach')
+    .description('join a tmux-runner session in this terminal (tmux attach; detach with C-b d)')
+    .argument('<session>', 'work item or session id')
+    .option('-r, --read-only', 'watch without typing')
+    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => attachSession(app, ref, opts)));
+  sessions
     .command('close')
     .description('end a session (its history is kept)')
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, (app) => closeSession(app.store, io, ref, opts)),
+      withApp(cmd, (app) => closeSession(app.store, app.runners, io, ref, opts)),
     );
 
   const events = program

@@ -1,6 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { addUsage } from '../ledger/usage.js';
+import type { App } from '../main.js';
+import type { Runner } from '../runners/runner.js';
+import { Tmux } from '../runners/tmux/tmux.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
 import { formatCost, formatDuration, formatTokens, table, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
@@ -89,11 +93,12 @@ export function listSessions(
   }
   io.out(
     table(
-      ['WORK ITEM', 'ENGINE', 'RUNNER', 'STATUS', 'TURNS', 'TOKENS', 'LAST TURN', 'ID'],
+      ['WORK ITEM', 'ENGINE', 'RUNNER', 'TMUX', 'STATUS', 'TURNS', 'TOKENS', 'LAST TURN', 'ID'],
       rows.map(({ session: s, summary: m }) => [
         s.workItem,
         s.engine,
         s.runner,
+        s.tmuxTarget ?? '-',
         m.running ? 'running' : s.status,
         String(m.turns),
         m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
@@ -166,7 +171,13 @@ export function sessionLogs(
   return EXIT.ok;
 }
 
-export function closeSession(store: SessionStore, io: Io, ref: string, options: { json?: boolean }): number {
+export async function closeSession(
+  store: SessionStore,
+  runners: Record<string, Runner>,
+  io: Io,
+  ref: string,
+  options: { json?: boolean },
+): Promise<number> {
   const session = findSession(store, ref);
   if (session.status === 'closed') {
     if (options.json) io.out(`${JSON.stringify({ closed: false, alreadyClosed: true, session })}\n`);
@@ -182,10 +193,52 @@ export function closeSession(store: SessionStore, io: Io, ref: string, options: 
     });
   }
   const closed = store.close(session.id, 'closed by hand');
-  if (options.json) io.out(`${JSON.stringify({ closed: true, session: closed })}\n`);
+  // Best effort: the runner's own resources (a tmux session) end too; "already gone" is reported, not failed.
+  const runner = Object.hasOwn(runners, closed.runner) ? runners[closed.runner] : undefined;
+  const note = runner?.closeSession ? await runner.closeSession(closed) : undefined;
+  if (options.json) io.out(`${JSON.stringify({ closed: true, session: closed, note: note ?? null })}\n`);
   else
     io.out(
-      `${closed.workItem}: session ${closed.id.slice(0, 8)} closed. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`,
+      `${closed.workItem}: session ${closed.id.slice(0, 8)} closed${note ? ` (${note})` : ''}. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`,
     );
   return EXIT.ok;
+}
+
+/** `sessions attach`: exec `tmux attach-session [-r] -t <target>` on the configured socket. */
+export async function attachSession(app: App, ref: string, options: { readOnly?: boolean }): Promise<number> {
+  const session = findSession(app.store, ref);
+  if (session.runner !== 'tmux' || !session.tmuxTarget) {
+    throw new LoopError(
+      'usage',
+      `${session.workItem} runs on the ${session.runner} runner: there is no terminal to attach to`,
+      {
+        hint: 'Follow it with `the-loop sessions logs` instead, or start tmux sessions with --runner tmux.',
+      },
+    );
+  }
+  const tmux = new Tmux({ socket: app.loaded.config.tmux.socket });
+  if (!(await tmux.hasSession(session.tmuxTarget))) {
+    throw new LoopError(
+      'session-missing',
+      `tmux session ${session.tmuxTarget} is gone (${session.status} session)`,
+      {
+        hint: 'See `the-loop sessions list --all`; the next turn on this work item starts a new TUI.',
+      },
+    );
+  }
+  const result = spawnSync(
+    'tmux',
+    [
+      ...tmux.baseArgs(),
+      'attach-session',
+      ...(options.readOnly ? ['-r'] : []),
+      '-t',
+      `=${session.tmuxTarget}`,
+    ],
+    {
+      stdio: 'inherit',
+    },
+  );
+  if (result.error) throw new LoopError('binary-missing', `cannot run tmux: ${result.error.message}`);
+  return result.status === 0 ? EXIT.ok : EXIT.failed;
 }

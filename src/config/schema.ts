@@ -12,7 +12,7 @@ export const engineOverrideSchema = presetObjectSchema
   .partial()
   .strict();
 
-export const RUNNERS = ['process'] as const;
+export const RUNNERS = ['process', 'tmux'] as const;
 
 const login = z.string().min(1).max(100);
 const ASSOCIATIONS = [
@@ -131,7 +131,12 @@ export const configSchema = z
     defaults: z
       .object({
         engine: z.string().min(1).default('claude').describe('Engine for new sessions.'),
-        runner: z.enum(RUNNERS).default('process').describe('How engines are run: process (headless child).'),
+        runner: z
+          .enum(RUNNERS)
+          .default('process')
+          .describe(
+            'How engines are run: process (headless child per turn) or tmux (the TUI in a tmux session).',
+          ),
         cwd: z.string().min(1).optional().describe('Working directory for new sessions when none is given.'),
         backstopSeconds: z
           .number()
@@ -213,6 +218,26 @@ export const configSchema = z
       )
       .default({})
       .describe('Repositories the daemon acts on; events from any other repository are rejected.'),
+    tmux: z
+      .object({
+        socket: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{1,100}$/, 'a tmux socket name (tmux -L <name>)')
+          .optional()
+          .describe(
+            "tmux server socket (-L). Default: the user's default server, so `tmux attach -t loop-…` just works.",
+          ),
+        width: z.number().int().min(40).max(1000).default(200),
+        height: z.number().int().min(10).max(500).default(50),
+        readySeconds: z
+          .number()
+          .min(1)
+          .max(600)
+          .default(60)
+          .describe('How long a new TUI may take to report it is ready (SessionStart).'),
+      })
+      .strict()
+      .prefault({}),
     dispatch: z
       .object({
         concurrency: z

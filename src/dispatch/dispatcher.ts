@@ -4,7 +4,7 @@ import type { RouteResult } from '../github/route.js';
 import type { DeliveryRecord, Inbox } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
 import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
-import type { SessionStore } from '../sessions/types.js';
+import type { SessionRecord, SessionStore } from '../sessions/types.js';
 
 /** What a manual delivery (`the-loop run`) carries in its body. */
 export interface ManualBody {
@@ -28,7 +28,7 @@ export interface DispatcherDeps {
   /** Resolve a session's working directory for a routed event (checkout, or a per-item worktree). */
   workspace?: (route: Extract<RouteResult, { action: 'start' | 'deliver' }>) => Promise<string>;
   /** Called when a session closes (remove its worktree...). Returns a note for the log. */
-  onClose?: (workItem: string) => Promise<string | undefined>;
+  onClose?: (workItem: string, session: SessionRecord | undefined) => Promise<string | undefined>;
   /** Observe turn events of running deliveries (`the-loop run` following its own). */
   onEvent?: TurnRequest['onEvent'];
   onSession?: TurnRequest['onSession'];
@@ -240,7 +240,7 @@ export class Dispatcher {
       const session = store.findActive(workItem);
       if (session) store.close(session.id, 'work item closed on GitHub');
       // Always: a worktree may outlive its session (closed by hand, or a crash after the close).
-      const note = await this.deps.onClose?.(workItem);
+      const note = await this.deps.onClose?.(workItem, session);
       logger.info('work item closed', { workItem, session: session?.id, note });
       inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
       return;

@@ -10,7 +10,7 @@ export interface HeadlessTurnArgs {
 }
 
 const fill = (template: string, values: Record<string, string | undefined>): string =>
-  template.replace(/\{(sessionId|model)\}/g, (whole, key: string) => {
+  template.replace(/\{(sessionId|model|settingsFile)\}/g, (whole, key: string) => {
     const value = values[key];
     if (value === undefined) throw new LoopError('internal', `argv placeholder ${whole} has no value`);
     return value;
@@ -52,8 +52,14 @@ export function buildHeadlessArgv(preset: EnginePreset, turn: HeadlessTurnArgs):
 }
 
 /** The argv (without the binary) of the interactive TUI. */
-export function buildInteractiveArgv(preset: EnginePreset, engineSessionId: string): string[] {
+export function buildInteractiveArgv(
+  preset: EnginePreset,
+  engineSessionId: string,
+  settingsFile?: string,
+): string[] {
   if (!preset.interactive)
     throw new LoopError('engine-unsupported', 'this engine declares no interactive mode');
-  return preset.interactive.args.map((a) => fill(a, { sessionId: engineSessionId, model: preset.model }));
+  return preset.interactive.args.map((a) =>
+    fill(a, { sessionId: engineSessionId, model: preset.model, settingsFile }),
+  );
 }

@@ -10,7 +10,7 @@ export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const envName = z.string().regex(ENV_NAME, 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)');
 
 /** The placeholders an argv template may use. Anything else in braces is left as literal text. */
-export const PLACEHOLDERS = ['{sessionId}', '{model}'] as const;
+export const PLACEHOLDERS = ['{sessionId}', '{model}', '{settingsFile}'] as const;
 
 export const PROTOCOLS = ['claude-stream-json', 'codex-json', 'gemini-stream-json', 'text'] as const;
 export type ProtocolName = (typeof PROTOCOLS)[number];
@@ -72,10 +72,35 @@ export const presetObjectSchema = z
         "turn: reported usage is the turn's; thread: it is the session's running total (the turn's is the difference).",
       ),
     interactive: z
-      .object({ args: argv })
+      .object({
+        args: argv.describe(
+          'Arguments of the TUI; {sessionId} pins the session, {settingsFile} is the generated hooks file.',
+        ),
+        hooks: z
+          .enum(['claude-settings'])
+          .optional()
+          .describe(
+            "How the TUI reports its turns: 'claude-settings' = Claude Code command hooks in a --settings file.",
+          ),
+        transcript: z
+          .enum(['claude-jsonl'])
+          .optional()
+          .describe(
+            "Where usage and tool events come from in the TUI: 'claude-jsonl' = Claude Code's transcript file.",
+          ),
+        submitDelayMs: z
+          .number()
+          .int()
+          .min(0)
+          .max(5000)
+          .default(200)
+          .describe(
+            'Pause between pasting a prompt and pressing Enter (an Enter right after a paste can be swallowed).',
+          ),
+      })
       .strict()
       .optional()
-      .describe('Arguments of the interactive TUI (for the tmux runner).'),
+      .describe('The interactive TUI (for the tmux runner).'),
     credentials: z.array(credentialSchema).max(32).default([]),
     passEnv: z
       .array(envName)

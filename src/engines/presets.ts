@@ -32,7 +32,13 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     },
     sessionId: 'assign',
     usageScope: 'turn',
-    interactive: { args: ['--session-id', '{sessionId}'] },
+    // In tmux: turns end on the Stop/StopFailure hooks; usage and tools come from the transcript.
+    interactive: {
+      args: ['--session-id', '{sessionId}', '--settings', '{settingsFile}'],
+      hooks: 'claude-settings',
+      transcript: 'claude-jsonl',
+      submitDelayMs: 200,
+    },
     credentials: [
       { env: 'ANTHROPIC_API_KEY', kind: 'api-key' },
       { env: 'ANTHROPIC_AUTH_TOKEN', kind: 'api-key' },

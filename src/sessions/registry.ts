@@ -29,6 +29,7 @@ interface SessionRow {
   usage_baseline: string | null;
   credential_kind: CredentialKind | null;
   credential_env: string | null;
+  tmux_target: string | null;
   created_at: string;
   updated_at: string;
   closed_at: string | null;
@@ -75,6 +76,7 @@ const toSession = (r: SessionRow): SessionRecord => ({
   usageBaseline: r.usage_baseline ? (JSON.parse(r.usage_baseline) as Usage) : null,
   credentialKind: r.credential_kind,
   credentialEnv: r.credential_env,
+  tmuxTarget: r.tmux_target,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   closedAt: r.closed_at,
@@ -166,8 +168,8 @@ export class SqliteSessionStore implements SessionStore {
       this.db
         .prepare(
           `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
-             credential_kind, credential_env, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+             credential_kind, credential_env, tmux_target, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`,
         )
         .run(
           id,
@@ -179,6 +181,7 @@ export class SqliteSessionStore implements SessionStore {
           input.cwd,
           input.credentialKind,
           input.credentialEnv,
+          input.tmuxTarget ?? null,
           at,
           at,
         );

@@ -185,7 +185,8 @@ export class TurnService {
     const engineName = request.engine ?? defaults.engine;
     const preset = this.preset(engineName);
     const runnerName = request.runner ?? defaults.runner;
-    this.runner(runnerName);
+    // An engine this runner cannot drive is refused before anything is registered (invariant 7).
+    this.runner(runnerName).supports?.(preset, engineName);
     const cwd = resolve(request.cwd ?? defaults.cwd);
     this.checkCwd(cwd);
     const env = buildEngineEnv(preset, this.deps.env);
@@ -197,6 +198,10 @@ export class TurnService {
     const { store, defaults, logger } = this.deps;
     const plan = this.preflight(request);
     const { workItem, promptBytes, preset, env } = plan;
+    // Every turn re-checks the runner's tools (tmux removed under a running daemon): a clear error,
+    // never a silent fallback to another runner.
+    const planned = this.runner(plan.runnerName);
+    await planned.check?.();
     let session = plan.session;
     let created = false;
     if (!session) {
@@ -210,6 +215,7 @@ export class TurnService {
         cwd: plan.cwd,
         credentialKind: env.credential?.kind ?? null,
         credentialEnv: env.credential?.env ?? null,
+        tmuxTarget: planned.targetFor?.(workItemSlug(plan.item)) ?? null,
       });
       created = true;
       logger.info('session created', {
@@ -270,6 +276,7 @@ export class TurnService {
     try {
       outcome = await runner.runTurn({
         preset,
+        session: { id: session.id, slug: session.slug, tmuxTarget: session.tmuxTarget },
         engineSessionId: session.engineSessionId ?? undefined,
         first,
         prompt: request.prompt,

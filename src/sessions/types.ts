@@ -9,7 +9,7 @@ export type TurnStatus = 'running' | 'succeeded' | 'failed';
  * `backstop`: our timer ended a wedged turn; `cancel`: someone cancelled it; `lost`: the process
  * that ran it died without recording an end (found on the next start).
  */
-export type EndReason = 'result' | 'exit' | 'error' | 'backstop' | 'cancel' | 'lost';
+export type EndReason = 'result' | 'exit' | 'error' | 'backstop' | 'cancel' | 'lost' | 'untracked';
 export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'none';
 
 export interface SessionRecord {
@@ -26,6 +26,8 @@ export interface SessionRecord {
   usageBaseline: Usage | null;
   credentialKind: CredentialKind | null;
   credentialEnv: string | null;
+  /** tmux runner: the tmux session name (`loop-<slug>`), stored at creation. */
+  tmuxTarget: string | null;
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
@@ -63,6 +65,7 @@ export interface StoredEvent {
 }
 
 export interface NewSession {
+  tmuxTarget?: string | null | undefined;
   workItem: string;
   slug: string;
   engine: string;

@@ -168,7 +168,12 @@ describe('the-loop run: bad input is a clear error and changes nothing', () => {
       /working directory does not exist/,
       /--cwd/,
     ],
-    [['run', 'github:o/r#1', '--runner', 'tmux', 'x'], /Allowed choices are process/, /--help/],
+    [['run', 'github:o/r#1', '--runner', 'screen', 'x'], /Allowed choices are process, tmux/, /--help/],
+    [
+      ['run', 'github:o/r#1', '--engine', 'codex', '--runner', 'tmux', 'x'],
+      /the codex engine cannot run in tmux/,
+      /Use --runner process/,
+    ],
     [['run', 'github:o/r#1', '   '], /no prompt given/, /the-loop run/],
   ])('%j', async (args, message, hint) => {
     const res = await cli(args);

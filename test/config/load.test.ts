@@ -370,7 +370,7 @@ describe('configJsonSchema', () => {
       properties: Record<string, { default?: unknown; enum?: unknown }>;
     };
     expect(defaults.properties.engine?.default).toBe('claude');
-    expect(defaults.properties.runner?.enum).toEqual(['process']);
+    expect(defaults.properties.runner?.enum).toEqual(['process', 'tmux']);
     expect(properties.engines?.type).toBe('object');
     expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
   });

@@ -378,7 +378,14 @@ describe('buildHeadlessArgv', () => {
   });
 
   it('buildInteractiveArgv pins the id; an engine without a TUI is an error', () => {
-    expect(buildInteractiveArgv(builtin('claude'), ID)).toEqual(['--session-id', ID]);
+    expect(buildInteractiveArgv(builtin('claude'), ID, '/s/claude-settings.json')).toEqual([
+      '--session-id',
+      ID,
+      '--settings',
+      '/s/claude-settings.json',
+    ]);
+    // A placeholder with no value is an error, never an empty argument.
+    expect(thrown(() => buildInteractiveArgv(builtin('claude'), ID)).code).toBe('internal');
     expect(buildInteractiveArgv(builtin('codex'), ID)).toEqual([]);
     expect(thrown(() => buildInteractiveArgv(builtin('ollama'), ID)).code).toBe('engine-unsupported');
   });

@@ -29,6 +29,7 @@ async function run(prompt: string, overrides: Partial<RunTurnInput> = {}) {
   let pid: number | undefined;
   const outcome = await runner.runTurn({
     preset: fake,
+    session: { id: 's', slug: 'github-o-r-1', tmuxTarget: null },
     engineSessionId: `s-${Math.random().toString(36).slice(2)}`,
     first: true,
     prompt,

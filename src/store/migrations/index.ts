@@ -103,4 +103,12 @@ ALTER TABLE turns ADD COLUMN delivery_id TEXT;
 CREATE INDEX turns_delivery ON turns (delivery_id);
 `,
   },
+  {
+    version: 3,
+    name: 'tmux-target',
+    sql: `
+-- The tmux session of a tmux-runner session: stored when created, never re-derived.
+ALTER TABLE sessions ADD COLUMN tmux_target TEXT;
+`,
+  },
 ];

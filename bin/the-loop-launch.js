@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// Starts an engine inside tmux without putting its environment anywhere visible: tmux runs
+// `node the-loop-launch.js <env-file> <binary> <args…>`; this reads the engine's environment from
+// the 0600 file the daemon wrote, deletes the file, then runs the engine with that environment (and
+// nothing else), attached to the pane's terminal. Its exit status is the engine's.
+import { spawn } from 'node:child_process';
+import { readFileSync, unlinkSync } from 'node:fs';
+
+const [envFile, binary, ...args] = process.argv.slice(2);
+if (!envFile || !binary) {
+  process.stderr.write('the-loop-launch: usage: the-loop-launch.js <env-file> <binary> [args…]\n');
+  process.exit(64);
+}
+let env;
+try {
+  env = JSON.parse(readFileSync(envFile, 'utf8'));
+} catch (error) {
+  process.stderr.write(`the-loop-launch: cannot read the engine environment: ${error.code ?? 'invalid'}\n`);
+  process.exit(66);
+} finally {
+  try {
+    unlinkSync(envFile);
+  } catch {
+    // Already gone.
+  }
+}
+const child = spawn(binary, args, { stdio: 'inherit', env });
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+child.on('error', (error) => {
+  process.stderr.write(`the-loop-launch: cannot start ${binary}: ${error.code ?? error.message}\n`);
+  process.exit(127);
+});
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));

@@ -1,0 +1,173 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { Tmux } from '../../src/runners/tmux/tmux.js';
+import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
+import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
+import type { MockApi } from '../fixtures/mock-apis/types.js';
+import { runCli } from '../helpers/cli.js';
+import { ARGV_RECORDER, realBinary } from './helpers.js';
+
+const socket = `the-loop-tui-${randomUUID().slice(0, 8)}`;
+const tmux = new Tmux({ socket });
+const WI = 'github:acme/tui#7';
+const TARGET = 'loop-github-acme-tui-7';
+
+/** Every file under a directory, as bytes. */
+function allFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...allFiles(path));
+    else out.push(path);
+  }
+  return out;
+}
+
+describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, metered from the transcript', () => {
+  let root: string;
+  let mock: MockApi;
+  let canary: string;
+  const outputs: string[] = [];
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'the-loop-tui-'));
+    mkdirSync(join(root, 'work'));
+    mock = await startAnthropicMock({
+      script: [
+        {
+          kind: 'text',
+          text: 'Noted: PAPAYA-88.',
+          usage: { input: 410, output: 11, cacheRead: 0, cacheCreation: 5 },
+        },
+        {
+          kind: 'text',
+          text: 'It was PAPAYA-88.',
+          usage: { input: 520, output: 13, cacheRead: 300, cacheCreation: 0 },
+        },
+      ],
+    });
+    const home = prepareClaudeHome(join(root, 'engine'), mock.url);
+    canary = `canary-tui-${randomUUID()}`;
+    writeFileSync(
+      join(root, 'config.yaml'),
+      stringify({
+        dataDir: 'data',
+        defaults: { engine: 'claude', backstopSeconds: 90 },
+        tmux: { socket, readySeconds: 60 },
+        engines: {
+          claude: {
+            binary: ARGV_RECORDER,
+            // The folder-trust dialog is pre-answered by CLAUDE_CODE_SANDBOXED (see docs/engines.md).
+            env: {
+              ...home.env,
+              CLAUDE_CODE_SANDBOXED: '1',
+              REAL_BINARY: realBinary('claude'),
+              ARGV_RECORD_FILE: join(root, 'argv.jsonl'),
+            },
+          },
+        },
+      }),
+    );
+    // The TUI takes a bearer token without the "custom API key" dialog.
+    env = { THE_LOOP_CONFIG: join(root, 'config.yaml'), ANTHROPIC_AUTH_TOKEN: canary };
+  }, 60_000);
+
+  afterAll(async () => {
+    await tmux.run(['kill-server']);
+    rmSync(join(process.env.TMUX_TMPDIR ?? tmpdir(), `tmux-${process.getuid?.() ?? 0}`, socket), {
+      force: true,
+    });
+    await mock?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('runs two turns in one attachable TUI and records them', async () => {
+    const first = await runCli(
+      ['run', WI, '--cwd', join(root, 'work'), '--runner', 'tmux', '--', 'Remember the word PAPAYA-88.'],
+      {
+        cwd: root,
+        env,
+        timeoutMs: 150_000,
+      },
+    );
+    outputs.push(first.stdout, first.stderr);
+    expect(first.stderr).toBe('');
+    expect(first.code, first.stdout).toBe(0);
+    expect(await tmux.hasSession(TARGET)).toBe(true);
+    const second = await runCli(['run', WI, '--', 'What was the word?'], {
+      cwd: root,
+      env,
+      timeoutMs: 150_000,
+    });
+    outputs.push(second.stdout, second.stderr);
+    expect(second.code, second.stdout).toBe(0);
+
+    const turns = mock.modelTurns();
+    expect(turns.length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(turns.at(-1)?.body)).toContain('Noted: PAPAYA-88.');
+
+    const show = await runCli(['sessions', 'show', WI, '--json'], { cwd: root, env });
+    outputs.push(show.stdout);
+    const shown = JSON.parse(show.stdout) as {
+      session: { runner: string; tmuxTarget: string };
+      turns: Array<{
+        status: string;
+        endReason: string;
+        usage: { inputTokens: number; outputTokens: number } | null;
+      }>;
+    };
+    expect(shown.session).toMatchObject({ runner: 'tmux', tmuxTarget: TARGET });
+    expect(shown.turns.map((t) => [t.status, t.endReason])).toEqual([
+      ['succeeded', 'result'],
+      ['succeeded', 'result'],
+    ]);
+    expect(shown.turns.map((t) => t.usage?.inputTokens)).toEqual([410, 520]);
+    expect(shown.turns.map((t) => t.usage?.outputTokens)).toEqual([11, 13]);
+
+    const screen = await tmux.capturePane(TARGET, { history: true });
+    expect(screen).toContain('It was PAPAYA-88.');
+    const list = await runCli(['sessions', 'list'], { cwd: root, env });
+    expect(list.stdout).toMatch(new RegExp(`tmux\\s+${TARGET}`));
+  }, 300_000);
+
+  it('keeps the canary credential out of argv, the pane, the data dir and the output', async () => {
+    const scrollback = await tmux.capturePane(TARGET, { history: true });
+    expect(scrollback).not.toContain(canary);
+    const panePid = (
+      await tmux.must(['list-panes', '-t', `=${TARGET}:`, '-F', '#{pane_pid}'], 'list-panes')
+    ).trim();
+    const ps = execFileSync('ps', ['-eo', 'pid,ppid,args'], { encoding: 'utf8' });
+    expect(ps).toContain(panePid);
+    expect(ps).not.toContain(canary);
+    expect(readFileSync(join(root, 'argv.jsonl'), 'utf8')).not.toContain(canary);
+    for (const file of allFiles(join(root, 'data'))) {
+      expect(readFileSync(file).includes(canary), file).toBe(false);
+    }
+    for (const out of outputs) expect(out).not.toContain(canary);
+    // The launcher deleted the environment file it was given.
+    expect(allFiles(join(root, 'data')).filter((f) => /env-.*\.json$/.test(f))).toEqual([]);
+  });
+
+  it('pastes outside text as inert text: a bracketed-paste end marker cannot run a command', async () => {
+    const marker = join(root, 'pwned');
+    const res = await runCli(['run', WI, '--', `hello \u001b[201~\ntouch ${marker}\n`], {
+      cwd: root,
+      env,
+      timeoutMs: 150_000,
+    });
+    expect(res.code, res.stdout).toBe(0);
+    expect(() => statSync(marker)).toThrow();
+  }, 200_000);
+
+  it('closing the session ends its tmux session', async () => {
+    const res = await runCli(['sessions', 'close', WI], { cwd: root, env });
+    expect(res.stdout).toMatch(/tmux session loop-github-acme-tui-7 ended/);
+    expect(await tmux.hasSession(TARGET)).toBe(false);
+  });
+});
