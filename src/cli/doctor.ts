@@ -1,8 +1,12 @@
 import { execFile } from 'node:child_process';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
+import { Tmux } from '../runners/tmux/tmux.js';
 import { table } from './format.js';
 import { EXIT, type Io } from './io.js';
+
+export const TMUX_INSTALL =
+  'install tmux ≥ 3.2: `apt-get install tmux` (Debian/Ubuntu), `dnf install tmux` (Fedora), `brew install tmux` (macOS)';
 
 export interface EngineCheck {
   engine: string;
@@ -73,13 +77,23 @@ export async function doctorCommand(
   const checks = await checkEngines(engines, io.env, io.cwd);
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 20;
   const defaultFound = checks.find((c) => c.engine === defaultEngine)?.path != null;
+  const tmuxVersion = await new Tmux().version();
+  const tmux = {
+    version: tmuxVersion?.text ?? null,
+    ok:
+      tmuxVersion !== null && (tmuxVersion.major > 3 || (tmuxVersion.major === 3 && tmuxVersion.minor >= 2)),
+    install: TMUX_INSTALL,
+  };
   if (options.json) {
     io.out(
-      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, engines: checks }, null, 2)}\n`,
+      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, tmux, engines: checks }, null, 2)}\n`,
     );
     return defaultFound && nodeOk ? EXIT.ok : EXIT.failed;
   }
-  io.out(`Node.js ${process.versions.node} ${nodeOk ? '✓' : '✗ (the-loop needs Node.js 20 or newer)'}\n\n`);
+  io.out(`Node.js ${process.versions.node} ${nodeOk ? '✓' : '✗ (the-loop needs Node.js 20 or newer)'}\n`);
+  io.out(
+    `tmux    ${tmux.version ? `${tmux.version} ${tmux.ok ? '✓' : '✗ (the tmux runner needs 3.2 or newer)'}` : `missing (only needed for the tmux runner) — ${TMUX_INSTALL}`}\n\n`,
+  );
   io.out(
     table(
       ['ENGINE', 'STATUS', 'VERSION / PROBLEM', 'RESUME', 'METER'],

@@ -10,7 +10,14 @@ import { listEvents, parseStatus, retryEvent, showEvent } from './events.js';
 import { EXIT, type Io, processIo } from './io.js';
 import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
-import { attachSession, closeSession, listSessions, sessionLogs, showSession } from './sessions.js';
+import {
+  attachSession,
+  closeSession,
+  keysCommand,
+  listSessions,
+  sessionLogs,
+  showSession,
+} from './sessions.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -136,6 +143,26 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<session>', 'work item or session id')
     .option('-r, --read-only', 'watch without typing')
     .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => attachSession(app, ref, opts)));
+  sessions
+    .command('keys')
+    .description(
+      'press keys in a tmux-runner session (named keys like Escape Up Enter C-c; other words typed as text)',
+    )
+    .argument('<session>', 'work item or session id')
+    .argument('<keys...>', 'keys, e.g. Escape Up y Enter')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, keys: string[], opts, cmd: Command) =>
+      withApp(cmd, (app) => keysCommand(app, io, ref, keys, opts)),
+    );
+  sessions
+    .command('send')
+    .description("send text to a work item's session as its next turn (queued like a webhook)")
+    .argument('<session>', 'work item')
+    .argument('<text...>', 'the text')
+    .option('--json', 'JSON lines output')
+    .action(async (ref: string, words: string[], opts, cmd: Command) =>
+      withApp(cmd, (app) => runCommand(app, io, ref, words.join(' '), { json: opts.json })),
+    );
   sessions
     .command('close')
     .description('end a session (its history is kept)')

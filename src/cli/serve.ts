@@ -24,6 +24,14 @@ export async function serveCommand(
   try {
     if (options.port !== undefined) app.loaded.config.server.port = options.port;
     if (options.host !== undefined) app.loaded.config.server.host = options.host;
+    // A daemon that may start tmux sessions refuses to start without tmux (no silent fallback).
+    const { config } = app.loaded;
+    const usesTmux = [
+      config.defaults.runner,
+      config.routing.runner,
+      ...Object.values(config.repos).map((r) => r.runner),
+    ].includes('tmux');
+    if (usesTmux) await app.runners.tmux?.check?.();
     const daemon = await startDaemon(app);
     const { loaded } = app;
     const repos = Object.keys(loaded.config.repos);

@@ -242,3 +242,59 @@ export async function attachSession(app: App, ref: string, options: { readOnly?:
   if (result.error) throw new LoopError('binary-missing', `cannot run tmux: ${result.error.message}`);
   return result.status === 0 ? EXIT.ok : EXIT.failed;
 }
+
+/** tmux key names `sessions keys` sends as keys; anything else is typed as literal text. */
+const NAMED_KEY =
+  /^(Escape|Enter|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PPage|NPage|DC|IC|F[1-9]|F1[0-2]|[CM]-[a-z0-9])$/;
+
+/**
+ * `sessions keys <wi> Escape Up y Enter C-c`: keystrokes into a tmux-runner session's TUI — named
+ * keys with `send-keys`, other words as literal text (`send-keys -l`), each as its own argv element.
+ * A session with no terminal is a clear error, never a silent no-op (invariant 7).
+ */
+export async function keysCommand(
+  app: App,
+  io: Io,
+  ref: string,
+  keys: string[],
+  options: { json?: boolean },
+): Promise<number> {
+  const session = findSession(app.store, ref);
+  if (session.runner !== 'tmux' || !session.tmuxTarget) {
+    throw new LoopError(
+      'usage',
+      `${session.workItem} runs on the ${session.runner} runner: its engine has no terminal to type into`,
+      {
+        hint: 'Keys reach engines in the tmux runner (--runner tmux). To send text as a turn, use `the-loop sessions send`.',
+      },
+    );
+  }
+  if (keys.length === 0)
+    throw new LoopError('usage', 'no keys given', {
+      hint: 'e.g. the-loop sessions keys github:o/r#1 Escape',
+    });
+  const tmux = new Tmux({ socket: app.loaded.config.tmux.socket });
+  if (!(await tmux.hasSession(session.tmuxTarget))) {
+    throw new LoopError('session-missing', `tmux session ${session.tmuxTarget} is gone`, {
+      hint: 'See `the-loop sessions list --all`.',
+    });
+  }
+  const sent: Array<{ key: string; literal: boolean }> = [];
+  for (const key of keys) {
+    const literal = !NAMED_KEY.test(key);
+    // Literal text is stripped of control characters: a keystroke is what is typed, not a sequence.
+    const text = literal ? key.replace(/[\u0000-\u001f\u007f-\u009f]/g, '') : key;
+    if (literal && text === '') continue;
+    await tmux.must(
+      ['send-keys', '-t', `=${session.tmuxTarget}:`, ...(literal ? ['-l', text] : [text])],
+      'send-keys',
+    );
+    sent.push({ key: text, literal });
+  }
+  if (options.json) io.out(`${JSON.stringify({ target: session.tmuxTarget, sent })}\n`);
+  else
+    io.out(
+      `sent to ${session.tmuxTarget}: ${sent.map((k) => (k.literal ? JSON.stringify(k.key) : k.key)).join(' ')}\n`,
+    );
+  return EXIT.ok;
+}

@@ -84,7 +84,8 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
       force: true,
     });
     await mock?.close();
-    rmSync(root, { recursive: true, force: true });
+    // The TUI may still be writing its config for a moment after its session ended.
+    rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
 
   it('runs two turns in one attachable TUI and records them', async () => {
@@ -164,6 +165,19 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
     expect(res.code, res.stdout).toBe(0);
     expect(() => statSync(marker)).toThrow();
   }, 200_000);
+
+  it('types keys into the TUI: literal text with -l, named keys as keys', async () => {
+    const typed = await runCli(['sessions', 'keys', WI, 'hello-keys'], { cwd: root, env });
+    expect(typed.code, typed.stderr).toBe(0);
+    let screen = '';
+    for (let i = 0; i < 50 && !screen.includes('hello-keys'); i++) {
+      screen = await tmux.capturePane(TARGET);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(screen).toContain('hello-keys');
+    const cleared = await runCli(['sessions', 'keys', WI, 'C-u'], { cwd: root, env });
+    expect(cleared.stdout).toMatch(/sent to loop-github-acme-tui-7: C-u/);
+  });
 
   it('closing the session ends its tmux session', async () => {
     const res = await runCli(['sessions', 'close', WI], { cwd: root, env });

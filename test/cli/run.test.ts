@@ -123,6 +123,13 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     expect(all.map((s) => s.status).sort()).toEqual(['active', 'closed']);
   });
 
+  it('refuses keys for a session without a terminal, saying why', async () => {
+    const res = await cli(['sessions', 'keys', WI, 'Escape']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/runs on the process runner: its engine has no terminal/);
+    expect(res.stderr).toMatch(/--runner tmux/);
+  });
+
   it('keeps the registry consistent: one active session per work item, turns one at a time', () => {
     const db = new Database(join(project.dir, '.the-loop/the-loop.db'), { readonly: true });
     const active = db
