@@ -10,12 +10,27 @@ import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { runCli } from '../helpers/cli.js';
+import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
+import { sessionProcesses, stopTmuxServer, waitGone } from '../helpers/tmux.js';
 import { ARGV_RECORDER, realBinary } from './helpers.js';
 
 const socket = `the-loop-tui-${randomUUID().slice(0, 8)}`;
 const tmux = new Tmux({ socket });
 const WI = 'github:acme/tui#7';
 const TARGET = 'loop-github-acme-tui-7';
+
+/** The TUI may still write its config for a few seconds after its tmux server is gone. */
+async function removeWhenQuiet(dir: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (error) {
+      if (i >= 50) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
 
 /** Every file under a directory, as bytes. */
 function allFiles(dir: string): string[] {
@@ -79,13 +94,9 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
   }, 60_000);
 
   afterAll(async () => {
-    await tmux.run(['kill-server']);
-    rmSync(join(process.env.TMUX_TMPDIR ?? tmpdir(), `tmux-${process.getuid?.() ?? 0}`, socket), {
-      force: true,
-    });
+    await stopTmuxServer(tmux);
     await mock?.close();
-    // The TUI may still be writing its config for a moment after its session ended.
-    rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    await removeWhenQuiet(root);
   });
 
   it('runs two turns in one attachable TUI and records them', async () => {
@@ -180,8 +191,91 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
   });
 
   it('closing the session ends its tmux session', async () => {
+    const processes = await sessionProcesses(tmux, TARGET);
+    expect(processes.length).toBeGreaterThan(0);
     const res = await runCli(['sessions', 'close', WI], { cwd: root, env });
+    // The engine and everything it started end with the tmux session.
+    expect(await waitGone(processes)).toBe(true);
     expect(res.stdout).toMatch(/tmux session loop-github-acme-tui-7 ended/);
     expect(await tmux.hasSession(TARGET)).toBe(false);
   });
+});
+
+describe('tmux runner driven by webhooks (routing.runner: tmux)', () => {
+  const hookSocket = `the-loop-tuiwh-${randomUUID().slice(0, 8)}`;
+  const hookTmux = new Tmux({ socket: hookSocket });
+  const SECRET = 'webhook-secret-for-tmux-0123456789';
+  let root: string;
+  let mock: MockApi;
+  let daemon: DaemonProcess;
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'the-loop-tuiwh-'));
+    mkdirSync(join(root, 'widgets'));
+    mock = await startAnthropicMock({
+      script: [
+        { kind: 'text', text: 'On it: issue 15.', usage: { input: 600, output: 9 } },
+        { kind: 'text', text: 'Fixed the empty state.', usage: { input: 700, output: 12 } },
+      ],
+    });
+    const home = prepareClaudeHome(join(root, 'engine'), mock.url);
+    writeFileSync(
+      join(root, 'config.yaml'),
+      stringify({
+        dataDir: 'data',
+        webhook: { secret: SECRET },
+        defaults: { engine: 'claude', backstopSeconds: 90 },
+        routing: { runner: 'tmux', triggers: { labels: ['the-loop'] } },
+        repos: { 'acme/widgets': { path: join(root, 'widgets') } },
+        tmux: { socket: hookSocket, readySeconds: 60 },
+        engines: {
+          claude: { binary: realBinary('claude'), env: { ...home.env, CLAUDE_CODE_SANDBOXED: '1' } },
+        },
+      }),
+    );
+    daemon = await startDaemonProcess({
+      cwd: root,
+      env: { THE_LOOP_CONFIG: join(root, 'config.yaml'), ANTHROPIC_AUTH_TOKEN: 'token-for-the-tui-test' },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await stopTmuxServer(hookTmux);
+    await mock?.close();
+    await removeWhenQuiet(root);
+  });
+
+  it('starts the TUI on the first webhook and pastes the second as the next turn', async () => {
+    const first = await sendDelivery(daemon.webhookUrl, SECRET, 'issues', fixture('issues.labeled'));
+    const second = await sendDelivery(
+      daemon.webhookUrl,
+      SECRET,
+      'issue_comment',
+      fixture('issue_comment.created'),
+    );
+    expect([first.status, second.status]).toEqual([202, 202]);
+    const env = { THE_LOOP_CONFIG: join(root, 'config.yaml') };
+    let events: Array<{ id: string; status: string }> = [];
+    for (let i = 0; i < 600; i++) {
+      const list = await runCli(['events', 'list', '--json'], { cwd: root, env });
+      events = JSON.parse(list.stdout) as Array<{ id: string; status: string }>;
+      if (events.every((e) => e.status === 'done' || e.status === 'failed')) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(events.map((e) => e.status)).toEqual(['done', 'done']);
+    const show = JSON.parse(
+      (await runCli(['sessions', 'show', 'github:acme/widgets#15', '--json'], { cwd: root, env })).stdout,
+    ) as {
+      session: { runner: string; tmuxTarget: string };
+      turns: Array<{ endReason: string; usage: { inputTokens: number } | null }>;
+    };
+    expect(show.session).toMatchObject({ runner: 'tmux', tmuxTarget: 'loop-github-acme-widgets-15' });
+    expect(show.turns.map((t) => [t.endReason, t.usage?.inputTokens])).toEqual([
+      ['result', 600],
+      ['result', 700],
+    ]);
+    const screen = await hookTmux.capturePane('loop-github-acme-widgets-15', { history: true });
+    expect(screen).toContain('Fixed the empty state.');
+  }, 300_000);
 });

@@ -1,18 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Tmux } from '../../src/runners/tmux/tmux.js';
+import { stopTmuxServer } from '../helpers/tmux.js';
 
 // A private server per test file (`tmux -L <unique>`); killed at the end, never the default one.
 const socket = `the-loop-test-${randomUUID().slice(0, 8)}`;
 const tmux = new Tmux({ socket });
 afterAll(async () => {
-  await tmux.run(['kill-server']);
-  // kill-server leaves the socket file behind: remove ours.
-  const dir = join(process.env.TMUX_TMPDIR ?? tmpdir(), `tmux-${process.getuid?.() ?? 0}`);
-  rmSync(join(dir, socket), { force: true });
+  await stopTmuxServer(tmux);
 });
 
 describe('tmux client (real tmux, private socket)', () => {
