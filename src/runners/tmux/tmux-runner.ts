@@ -11,7 +11,7 @@ import { sanitizeUntrusted } from '../../github/prompt.js';
 import type { Logger } from '../../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
 import { claudeHookSettings, HookEventsTail, writeSettingsFile } from './claude-hooks.js';
-import { checkTarget, type Tmux } from './tmux.js';
+import { checkBuffer, checkTarget, type Tmux } from './tmux.js';
 
 export interface TmuxRunnerOptions {
   tmux: Tmux;
@@ -294,10 +294,34 @@ export class TmuxRunner implements Runner {
     const buffer = `the-loop-${randomUUID().slice(0, 8)}`;
     writeFileSync(file, text, { mode: 0o600 });
     try {
-      if (await tmux.paneInMode(target))
-        await tmux.must(['send-keys', '-t', `=${target}:`, '-X', 'cancel'], 'leave copy mode');
-      await tmux.must(['load-buffer', '-b', buffer, file], 'load-buffer');
-      await tmux.must(['paste-buffer', '-p', '-d', '-b', buffer, '-t', `=${target}:`], 'paste-buffer');
+      // One tmux process for the three steps (each tmux call costs ~4 ms): leave copy mode if the pane
+      // is in it (if-shell -F tests a format, no shell involved; the only text tmux parses there is the
+      // validated target), load the buffer from the file, paste it bracketed and delete it.
+      const pane = `=${target}:`;
+      await tmux.must(
+        [
+          'if-shell',
+          '-F',
+          '-t',
+          pane,
+          '#{pane_in_mode}',
+          `send-keys -t ${pane} -X cancel`,
+          ';',
+          'load-buffer',
+          '-b',
+          checkBuffer(buffer),
+          file,
+          ';',
+          'paste-buffer',
+          '-p',
+          '-d',
+          '-b',
+          buffer,
+          '-t',
+          pane,
+        ],
+        'paste',
+      );
     } finally {
       rmSync(file, { force: true });
     }
