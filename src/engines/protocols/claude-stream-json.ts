@@ -10,7 +10,8 @@ import type { TurnEvent } from './types.js';
 
 // Strict-enough schemas that keep only the fields we read: validating does not copy the rest of a
 // large event (tool lists in system/init, file contents in tool results).
-const contentBlock = z.object({
+/** A content block of a Claude message (stream-json events and transcript records share it). */
+export const contentBlock = z.object({
   type: z.string(),
   text: z.string().optional(),
   id: z.string().optional(),
@@ -18,7 +19,7 @@ const contentBlock = z.object({
   input: z.unknown().optional(),
   tool_use_id: z.string().optional(),
   content: z.unknown().optional(),
-  is_error: z.boolean().optional(),
+  is_error: z.boolean().nullish(),
 });
 const usageSchema = z
   .object({

@@ -15,7 +15,9 @@
  * `mapTranscriptRecord` / `mapTranscriptLine` are pure: the de-duplication state is passed in and the
  * key to add to it is returned. `readTranscriptFrom` is the I/O edge: it reads a file incrementally.
  */
+
 import { z } from 'zod';
+import { contentBlock } from '../protocols/claude-stream-json.js';
 import { nonNegative, summarize } from '../protocols/protocol.js';
 import type { TurnEvent, Usage } from '../protocols/types.js';
 import { readCompleteLines } from './jsonl-file.js';
@@ -54,16 +56,6 @@ export interface MappedRecord {
 
 const INTERRUPT_PREFIX = '[Request interrupted by user';
 
-const contentBlock = z.object({
-  type: z.string(),
-  text: z.string().optional(),
-  id: z.string().optional(),
-  name: z.string().optional(),
-  input: z.unknown().optional(),
-  tool_use_id: z.string().optional(),
-  content: z.unknown().optional(),
-  is_error: z.boolean().nullish(),
-});
 const content = z.union([z.string(), z.array(contentBlock)]).nullish();
 // Usage fields are read leniently (nonNegative): an odd value costs that figure, not the record.
 const usageSchema = z.record(z.string(), z.unknown()).nullish();
