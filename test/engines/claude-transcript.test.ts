@@ -677,3 +677,39 @@ describe('a 200 MB transcript', () => {
     expect(growth).toBeLessThan(80 * 1024 * 1024);
   });
 });
+
+describe('secrets in transcripts', () => {
+  it('are scrubbed from each whole line before a tool result is summarised and cut', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { readTranscriptFrom } = await import('../../src/engines/transcripts/claude-transcript.js');
+    const dir = mkdtempSync(join(tmpdir(), 'the-loop-transcript-secret-'));
+    try {
+      const key = 'sk-ant-transcript-canary-0123456789';
+      const record = {
+        type: 'user',
+        uuid: 'u1',
+        message: {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't1', content: `${'x'.repeat(1990)}KEY=${key}` }],
+        },
+      };
+      const file = join(dir, 't.jsonl');
+      writeFileSync(file, `${JSON.stringify(record)}\n`);
+      const read = await readTranscriptFrom(
+        file,
+        { offset: 0, seenMessageIds: [] },
+        {
+          maxLineBytes: 1024 * 1024,
+          scrub: (line) => line.split(key).join('[secret]'),
+        },
+      );
+      const text = JSON.stringify(read.events);
+      expect(text).toContain('KEY=[sec');
+      expect(text).not.toContain(key.slice(0, 12));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

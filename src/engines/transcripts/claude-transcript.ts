@@ -267,6 +267,8 @@ export interface ReadTranscriptOptions {
   maxLineBytes: number;
   /** Stop after about this many bytes; `more` says when to read again. Unbounded when absent. */
   maxReadBytes?: number | undefined;
+  /** Removes known secret values from each whole line before it is parsed, cut or summarised. */
+  scrub?: ((line: string) => string) | undefined;
 }
 
 export interface TranscriptRead {
@@ -315,7 +317,7 @@ export async function readTranscriptFrom(
     maxLineBytes: options.maxLineBytes,
     maxReadBytes: options.maxReadBytes,
     onLine(line, at) {
-      const mapped = mapTranscriptLine(line, seen);
+      const mapped = mapTranscriptLine(options.scrub ? options.scrub(line) : line, seen);
       if (mapped.uuid !== undefined) {
         // The same record twice (a copied or replayed line): the first one counts.
         if (uuids.has(mapped.uuid)) {

@@ -357,7 +357,10 @@ export class TmuxRunner implements Runner {
       state.transcript?.path === transcriptPath ? state.transcript.state : { offset: 0, seenMessageIds: [] };
     const deadline = Date.now() + (failed ? 500 : TRANSCRIPT_GRACE_MS);
     for (;;) {
-      const read = await readTranscriptFrom(transcriptPath, current, { maxLineBytes: input.maxLineBytes });
+      const read = await readTranscriptFrom(transcriptPath, current, {
+        maxLineBytes: input.maxLineBytes,
+        scrub: input.scrub,
+      });
       for (const warning of read.warnings) this.options.logger.warn('transcript', { warning });
       for (const event of read.events) input.onEvent(event as TurnEvent);
       current = read.state;
