@@ -10,8 +10,8 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { signBody } from '../../src/github/verify.js';
-import { BIN, pidAlive, ROOT } from '../helpers/cli.js';
-
+import { prng } from '../helpers/check.js';
+import { BIN, fakeEngineConfig, pidAlive, ROOT } from '../helpers/cli.js';
 export const SECRET = 'fault-test-secret-5e0b7d2a91c4';
 export const FAULT_ENGINE = join(ROOT, 'test/fixtures/bin/fault-engine.mjs');
 export const TOTAL = Number(process.env.FAULT_TOTAL ?? 2000);
@@ -32,18 +32,6 @@ export const SEND_PHASE_MS = 240_000;
 export const DRAIN_MS = 150_000;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Small seeded PRNG (mulberry32) for the plan: which item, which duplicates, which bad signatures. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function shuffle<T>(list: T[], rnd: () => number): T[] {
   for (let i = list.length - 1; i > 0; i--) {
@@ -170,19 +158,12 @@ export function faultConfig(repoDir: string, port: number, engineLog: string): R
     // pollSeconds: requeued work is also picked up without a new delivery to wake the dispatcher.
     dispatch: { concurrency: CONCURRENCY, pollSeconds: 0.2, closeGraceSeconds: 2 },
     defaults: { engine: 'fault', backstopSeconds: 60, killGraceSeconds: 0.5 },
+    // The fake engine's declaration, with the fault engine's binary and log.
     engines: {
-      fault: {
-        binary: FAULT_ENGINE,
-        protocol: 'claude-stream-json',
-        sessionId: 'assign',
-        headless: {
-          args: ['-p', '--output-format', 'stream-json'],
-          start: ['--session-id', '{sessionId}'],
-          resume: ['--resume', '{sessionId}'],
-          promptPrefix: ['--'],
-        },
-        env: { FAULT_ENGINE_LOG: engineLog },
-      },
+      fault: (
+        fakeEngineConfig('', { binary: FAULT_ENGINE, env: { FAULT_ENGINE_LOG: engineLog } })
+          .engines as Record<string, unknown>
+      ).fake,
     },
   };
 }

@@ -175,6 +175,16 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
     });
     expect(res.code, res.stdout).toBe(0);
     expect(() => statSync(marker)).toThrow();
+    // The whole text arrived as ONE prompt: an end-of-paste marker that survived would have ended the
+    // paste, and the newline after it would have submitted "hello" alone as a separate turn.
+    const last = mock.modelTurns().at(-1)?.body as { messages?: Array<{ role: string; content: unknown }> };
+    const userTexts = (last.messages ?? [])
+      .filter((m) => m.role === 'user')
+      .map((m) => JSON.stringify(m.content));
+    const prompt = userTexts.at(-1) ?? '';
+    expect(prompt).toContain('hello');
+    expect(prompt).toContain(`touch ${marker}`);
+    expect(prompt).not.toContain('\\u001b');
   }, 200_000);
 
   it('types keys into the TUI: literal text with -l, named keys as keys', async () => {

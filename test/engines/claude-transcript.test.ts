@@ -37,6 +37,7 @@ import {
   type TranscriptState,
 } from '../../src/engines/transcripts/claude-transcript.js';
 import type { MockUsage } from '../fixtures/mock-apis/types.js';
+import { prng } from '../helpers/check.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/transcripts/claude/', import.meta.url));
 const NAMES = ['two-turn', 'tool-use', 'tui-interrupt'] as const;
@@ -149,16 +150,7 @@ function splitTurns(lines: readonly string[]): string[][] {
 }
 
 /** Deterministic pseudo-random numbers (mulberry32), so a failing split can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = prng;
 
 let dir: string;
 let fileCount = 0;

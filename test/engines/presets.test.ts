@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { LoopError } from '../../src/core/errors.js';
 import { buildHeadlessArgv, buildInteractiveArgv } from '../../src/engines/args.js';
 import { BASE_ENV_ALLOW, buildEngineEnv } from '../../src/engines/env.js';
 import {
@@ -10,6 +9,7 @@ import {
   presetSchema,
 } from '../../src/engines/preset.js';
 import { BUILTIN_PRESETS } from '../../src/engines/presets.js';
+import { thrown } from '../helpers/check.js';
 
 const builtin = (name: string): EnginePreset => {
   const input = BUILTIN_PRESETS[name];
@@ -30,16 +30,6 @@ function issuesOf(input: unknown): { path: string; message: string }[] {
   const result = presetSchema.safeParse(input);
   if (result.success) return [];
   return result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-}
-
-function thrown(fn: () => unknown): LoopError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LoopError);
-    return error as LoopError;
-  }
-  throw new Error('expected a throw');
 }
 
 describe('built-in presets', () => {

@@ -2,12 +2,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LoopError } from '../../src/core/errors.js';
 import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { NewSession, TurnEnd } from '../../src/sessions/types.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
+import { thrown } from '../helpers/check.js';
 
 let dir: string;
 let dbPath: string;
@@ -66,16 +66,6 @@ const end = (fields: Partial<TurnEnd> = {}): TurnEnd => ({
   error: null,
   ...fields,
 });
-
-function thrown(fn: () => unknown): LoopError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LoopError);
-    return error as LoopError;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('openDb and migrations', () => {
   it('creates the file (and its directory), applies migration 1 once; reopening is idempotent', () => {
