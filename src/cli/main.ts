@@ -146,7 +146,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   sessions
     .command('keys')
     .description(
-      'press keys in a tmux-runner session (named keys like Escape Up Enter C-c; other words typed as text)',
+      'press keys in a tmux-runner session or the running turn of a pty engine (named keys like Escape Up Enter C-c; other words typed as text)',
     )
     .argument('<session>', 'work item or session id')
     .argument('<keys...>', 'keys, e.g. Escape Up y Enter')

@@ -289,12 +289,24 @@ describe('loadConfig: engines', () => {
       passEnv: [],
       env: {},
       extraArgs: [],
+      pty: false,
     });
     expect(capabilitiesOf(loaded.engines.aider as EnginePreset)).toMatchObject({
       resume: false,
       tmux: false,
       meter: 'none',
     });
+  });
+
+  it('pty is off by default and any engine can turn it on in config', () => {
+    writeConfig('engines:\n  claude:\n    pty: true\n');
+    const loaded = load();
+    expect(loaded.engines.claude?.pty).toBe(true);
+    // The rest of the built-in preset stays.
+    expect(loaded.engines.claude?.protocol).toBe('claude-stream-json');
+    expect(loaded.engines.codex?.pty).toBe(false);
+    writeConfig('engines:\n  claude:\n    pty: "yes"\n');
+    expect(loadError().message).toContain('engines.claude.pty');
   });
 
   it('an incomplete new engine → config-invalid listing the missing fields, with a hint', () => {

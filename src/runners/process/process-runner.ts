@@ -1,19 +1,40 @@
-import { spawn } from 'node:child_process';
+import { LoopError } from '../../core/errors.js';
 import { buildHeadlessArgv } from '../../engines/args.js';
+import type { EnginePreset } from '../../engines/preset.js';
 import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
 import { LineReader } from '../../engines/protocols/line-reader.js';
 import { summarize } from '../../engines/protocols/protocol.js';
 import type { TurnEvent } from '../../engines/protocols/types.js';
 import type { EndReason } from '../../sessions/types.js';
+import { NAMED_KEY, planKeys, type SentKey } from '../keys.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
+import { type EngineProcess, type OutputSinks, type SpawnRequest, spawnPipe } from './engine-process.js';
+import { type KeysServer, keysSocketPath, requestKeys, serveKeys, socketPathProblem } from './keys-socket.js';
+import { loadNodePty, spawnPty } from './pty-process.js';
 import { raceTimeout, terminateProcessGroup } from './terminate.js';
 
-/** How much of stderr we keep to explain a failure. */
+/** How much of stderr (on a PTY: of the merged output) we keep to explain a failure. */
 const STDERR_TAIL_BYTES = 8 * 1024;
 
 /**
+ * Pause after a bare Escape that more keys follow. A terminal program reads an ESC with more bytes
+ * right behind it as the start of a sequence (Meta+key, an arrow): Ink-based TUIs split by read, Node's
+ * readline waits for more. tmux send-keys has the same problem; a short gap avoids it.
+ */
+const ESCAPE_GAP_MS = 50;
+
+export interface ProcessRunnerOptions {
+  /**
+   * Where per-session state lives (`<dataDir>/sessions`): each PTY turn listens for keys on
+   * `<stateRoot>/<slug>/keys.sock`. Without it, PTY turns run but take no keys.
+   */
+  stateRoot?: string | undefined;
+}
+
+/**
  * The `process` runner: each turn is one headless engine process, spawned with an argv array (never
- * a shell), in its own process group so that everything it starts can be stopped with it.
+ * a shell), in its own process group so that everything it starts can be stopped with it — with
+ * pipes, or on a PTY for engines with `pty: true` (then people can press keys in it while it runs).
  *
  * One race decides how the turn ends, first writer wins: the engine's result event (`result`), the
  * process exiting (`exit`, or `error` when it failed), the backstop timer (`backstop`), or the
@@ -22,6 +43,8 @@ const STDERR_TAIL_BYTES = 8 * 1024;
  */
 export class ProcessRunner implements Runner {
   readonly name = 'process';
+
+  constructor(private readonly options: ProcessRunnerOptions = {}) {}
 
   async runTurn(input: RunTurnInput): Promise<RunOutcome> {
     const { preset } = input;
@@ -48,32 +71,10 @@ export class ProcessRunner implements Runner {
         stoppedBy: 'never-started',
       };
     }
-
-    const child = spawn(preset.binary, argv, {
-      cwd: input.cwd,
-      env: input.env,
-      // stdin is a pipe we close at once: a headless engine must not wait for input, and the close is
-      // the first step of the stop sequence for engines that read it.
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
-      windowsHide: true,
-    });
-    child.stdin?.on('error', () => {});
-    child.stdin?.end();
-
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-    const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
-    const stdioClosed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    // Loaded only for PTY engines: a machine without a working node-pty fails those alone, clearly.
+    const pty = preset.pty ? await loadNodePty() : undefined;
 
     let stderrTail = '';
-    child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (chunk: string) => {
-      // Twice the tail is kept, scrubbed whole, then cut (see below): no secret is split at the cut.
-      stderrTail = (stderrTail + chunk).slice(-2 * STDERR_TAIL_BYTES);
-    });
-
     let turnEnd: Extract<TurnEvent, { type: 'turn-end' }> | undefined;
     let resultSeen: (() => void) | undefined;
     const resultPromise = new Promise<void>((resolve) => {
@@ -102,122 +103,250 @@ export class ProcessRunner implements Runner {
     // Secrets are scrubbed from each whole line before anything parses, cuts or summarises it (a
     // key split by a truncation or a chunk boundary would escape the scrubber).
     const scrub = input.scrub ?? ((text: string) => text);
-    {
-      const reader = new LineReader({
-        maxLineBytes: input.maxLineBytes,
-        onLine: (line) => emit(parser.push(protocol.framing === 'jsonl' ? scrub(line) : `${scrub(line)}\n`)),
-        onOversized: (bytes) =>
-          emit([
-            {
-              type: 'diagnostic',
-              message: `skipped an output line of ${bytes} bytes (limit ${input.maxLineBytes})`,
-            },
-          ]),
-      });
-      child.stdout?.on('data', (chunk: Buffer) => reader.push(chunk));
-      child.stdout?.on('end', () => {
+    const reader = new LineReader({
+      maxLineBytes: input.maxLineBytes,
+      onLine: (line) => emit(parser.push(protocol.framing === 'jsonl' ? scrub(line) : `${scrub(line)}\n`)),
+      onOversized: (bytes) =>
+        emit([
+          {
+            type: 'diagnostic',
+            message: `skipped an output line of ${bytes} bytes (limit ${input.maxLineBytes})`,
+          },
+        ]),
+    });
+    const sinks: OutputSinks = {
+      onOutput: (chunk) => reader.push(chunk),
+      onOutputEnd: () => {
         reader.end();
         emit(parser.end());
+      },
+      onDiagnosticText: (text) => {
+        // Twice the tail is kept, scrubbed whole, then cut (see below): no secret is split at the cut.
+        stderrTail = (stderrTail + text).slice(-2 * STDERR_TAIL_BYTES);
+      },
+    };
+
+    const request: SpawnRequest = { binary: preset.binary, argv, cwd: input.cwd, env: input.env };
+    let started: EngineProcess | undefined;
+    // The keys socket listens before the engine starts, so it is there for the whole turn.
+    const keys = pty ? await this.serveKeysFor(input.session.slug, () => started, emit) : undefined;
+    try {
+      // Everything below is the same for both: what differs between pipes and a PTY is behind EngineProcess.
+      const child = pty ? spawnPty(pty, request, sinks) : spawnPipe(request, sinks);
+      started = child;
+      if (child.pid !== undefined) {
+        try {
+          input.onSpawn?.(child.pid);
+        } catch {
+          // Recording the pid is best effort; the turn goes on (and is stopped like any other).
+        }
+      }
+
+      // The backstop is unref'd: it must never be what keeps a process alive (the child is, while it
+      // runs); every path below clears it.
+      let backstopTimer: NodeJS.Timeout | undefined;
+      const backstop = new Promise<void>((resolve) => {
+        backstopTimer = setTimeout(resolve, input.backstopMs);
+        backstopTimer.unref();
+      });
+      let onAbort: (() => void) | undefined;
+      const aborted = new Promise<void>((resolve) => {
+        onAbort = () => resolve();
+        // Aborted while the turn was being set up (node-pty loading, the keys socket): no event comes.
+        if (input.signal?.aborted) resolve();
+        else input.signal?.addEventListener('abort', onAbort, { once: true });
+      });
+
+      // The race.
+      const first = await Promise.race([
+        resultPromise.then(() => 'result' as const),
+        child.exited.then(() => 'exit' as const),
+        child.spawnError.then(() => 'spawn-error' as const),
+        backstop.then(() => 'backstop' as const),
+        aborted.then(() => 'cancel' as const),
+      ]);
+      if (first === 'backstop') {
+        settle(
+          'backstop',
+          false,
+          `no end of turn after ${Math.round(input.backstopMs / 1000)} s; stopped by the backstop timer`,
+        );
+      } else if (first === 'cancel') {
+        settle('cancel', false, 'cancelled');
+      } else if (first === 'spawn-error') {
+        const error = await child.spawnError;
+        const code = (error as NodeJS.ErrnoException).code;
+        settle(
+          'error',
+          false,
+          code === 'ENOENT'
+            ? `engine binary not found: ${preset.binary}${preset.install ? ` (install: ${preset.install})` : ''}`
+            : `cannot start ${preset.binary}: ${error.message}`,
+        );
+      }
+      // The turn's end is decided: no more keys.
+      await keys?.close();
+
+      // Whatever ended the turn, the process must go: after a result event it normally exits on its
+      // own within the grace period; otherwise it is stopped in steps.
+      let stoppedBy: RunOutcome['stoppedBy'];
+      if (child.pid === undefined) {
+        stoppedBy = 'never-started';
+      } else if (first === 'result') {
+        await raceTimeout(child.exited, input.killGraceMs);
+        // Even a leader that exited may leave children behind (a server the agent started).
+        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs);
+      } else {
+        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs);
+      }
+      clearTimeout(backstopTimer);
+      if (onAbort) input.signal?.removeEventListener('abort', onAbort);
+
+      const exit = child.pid === undefined ? { code: null, signal: null } : await child.exited;
+      // 'exit' can come before the last output is read (under load, it often does): take what is
+      // left and wait for the output to close — bounded, as a grandchild may hold pipes open —
+      // before judging the turn.
+      child.finishOutput();
+      if (child.pid !== undefined) await raceTimeout(child.outputClosed, input.killGraceMs);
+
+      if (!ended) {
+        // The process exited before any result event.
+        const tail = summarize(scrub(stderrTail).slice(-STDERR_TAIL_BYTES).trim(), 1000);
+        if (protocol.hasResultEvent) {
+          settle(
+            'error',
+            false,
+            `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`}) without a result event${tail ? `: ${tail}` : ''}`,
+          );
+        } else if (exit.code === 0) {
+          settle('exit', true, null);
+        } else {
+          settle(
+            'error',
+            false,
+            `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`})${tail ? `: ${tail}` : ''}`,
+          );
+        }
+      }
+      const end = ended as NonNullable<typeof ended>;
+      return {
+        ok: end.ok,
+        endReason: end.reason,
+        endedAt: end.at,
+        exitCode: exit.code,
+        exitSignal: exit.signal,
+        error: end.error,
+        stoppedBy,
+      };
+    } finally {
+      // Idempotent; here for a turn that threw: its terminal and keys socket are released all the same.
+      started?.finishOutput();
+      await keys?.close();
+    }
+  }
+
+  /**
+   * Listen for keys for the PTY turn of `slug`. A turn whose keys socket cannot be set up still runs;
+   * it says why in a diagnostic event (and `sessions keys` finds no turn to type into).
+   */
+  private async serveKeysFor(
+    slug: string,
+    child: () => EngineProcess | undefined,
+    emit: (events: TurnEvent[]) => void,
+  ): Promise<{ close: () => Promise<void> } | undefined> {
+    const { stateRoot } = this.options;
+    if (!stateRoot) return undefined;
+    let server: KeysServer;
+    try {
+      server = await serveKeys(keysSocketPath(stateRoot, slug), async (keys) => {
+        const engine = child();
+        if (!engine?.write) throw new Error('the engine has not started yet');
+        for (const [i, key] of keys.entries()) {
+          try {
+            await engine.write(key.bytes);
+          } catch (error) {
+            throw new Error(
+              `${error instanceof Error ? error.message : String(error)}; ${i} of ${keys.length} keys were pressed`,
+            );
+          }
+          if (key.bytes === '\x1b' && i < keys.length - 1) {
+            await new Promise<void>((resolve) => setTimeout(resolve, ESCAPE_GAP_MS));
+          }
+        }
+      });
+    } catch (error) {
+      emit([
+        {
+          type: 'diagnostic',
+          message: `keys cannot be pressed during this turn: ${error instanceof Error ? error.message : String(error)}`,
+        },
+      ]);
+      return undefined;
+    }
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= server.close()) };
+  }
+
+  /**
+   * `the-loop sessions keys` for a process-runner session: the keys go to the keys socket of its
+   * running PTY turn (served by whichever process runs that turn — a daemon, a `the-loop run`).
+   * An engine not on a PTY, or no turn running, is a clear error (invariant 7).
+   */
+  async sendKeys(
+    session: { workItem: string; slug: string },
+    preset: EnginePreset | undefined,
+    words: readonly string[],
+  ): Promise<{ target: string; sent: SentKey[] }> {
+    if (!preset?.pty) {
+      throw new LoopError(
+        'usage',
+        `${session.workItem} runs on the process runner: its engine has no terminal to type into`,
+        {
+          hint: 'Keys reach engines in the tmux runner (--runner tmux), and process-runner engines on a PTY (pty: true under engines.<name> in the config) while a turn runs. To send text as a turn, use `the-loop sessions send`.',
+        },
+      );
+    }
+    const { stateRoot } = this.options;
+    if (!stateRoot) throw new LoopError('internal', 'this process runner has no state directory for keys');
+    const path = keysSocketPath(stateRoot, session.slug);
+    const problem = socketPathProblem(path);
+    if (problem) {
+      throw new LoopError('usage', `${problem}: keys cannot reach ${session.workItem}`, {
+        hint: 'Use a shorter data directory (--data-dir, THE_LOOP_DATA_DIR or dataDir in the config).',
       });
     }
-
-    if (child.pid !== undefined) {
-      try {
-        input.onSpawn?.(child.pid);
-      } catch {
-        // Recording the pid is best effort; the turn goes on (and is stopped like any other).
-      }
+    const planned = planKeys(words);
+    // Only stripping can turn a word into a key name: type it as it was meant, or not at all.
+    const renamed = planned.find((k) => k.literal && NAMED_KEY.test(k.key));
+    if (renamed) {
+      throw new LoopError('usage', `"${renamed.key}" (after removing control characters) is a key name`, {
+        hint: 'Name the keys you mean (Escape, C-c) and type text without control characters.',
+      });
     }
-
-    // The backstop is unref'd: it must never be what keeps a process alive (the child is, while it
-    // runs); every path below clears it.
-    let backstopTimer: NodeJS.Timeout | undefined;
-    const backstop = new Promise<void>((resolve) => {
-      backstopTimer = setTimeout(resolve, input.backstopMs);
-      backstopTimer.unref();
-    });
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = () => resolve();
-      input.signal?.addEventListener('abort', onAbort, { once: true });
-    });
-
-    // The race.
-    const first = await Promise.race([
-      resultPromise.then(() => 'result' as const),
-      exited.then(() => 'exit' as const),
-      spawnError.then(() => 'spawn-error' as const),
-      backstop.then(() => 'backstop' as const),
-      aborted.then(() => 'cancel' as const),
-    ]);
-    if (first === 'backstop') {
-      settle(
-        'backstop',
-        false,
-        `no end of turn after ${Math.round(input.backstopMs / 1000)} s; stopped by the backstop timer`,
+    let reply: Awaited<ReturnType<typeof requestKeys>>;
+    try {
+      reply = await requestKeys(
+        path,
+        planned.map((k) => k.key),
       );
-    } else if (first === 'cancel') {
-      settle('cancel', false, 'cancelled');
-    } else if (first === 'spawn-error') {
-      const error = await spawnError;
+    } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      settle(
-        'error',
-        false,
-        code === 'ENOENT'
-          ? `engine binary not found: ${preset.binary}${preset.install ? ` (install: ${preset.install})` : ''}`
-          : `cannot start ${preset.binary}: ${error.message}`,
-      );
-    }
-
-    // Whatever ended the turn, the process must go: after a result event it normally exits on its
-    // own within the grace period; otherwise it is stopped in steps.
-    let stoppedBy: RunOutcome['stoppedBy'];
-    if (child.pid === undefined) {
-      stoppedBy = 'never-started';
-    } else if (first === 'result') {
-      await raceTimeout(exited, input.killGraceMs);
-      // Even a leader that exited may leave children behind (a server the agent started).
-      stoppedBy = await terminateProcessGroup(child, exited, input.killGraceMs);
-    } else {
-      stoppedBy = await terminateProcessGroup(child, exited, input.killGraceMs);
-    }
-    clearTimeout(backstopTimer);
-    if (onAbort) input.signal?.removeEventListener('abort', onAbort);
-
-    const exit = child.pid === undefined ? { code: null, signal: null } : await exited;
-    // 'exit' can come before the last stdout data is read (under load, it often does): wait for the
-    // pipes to close — bounded, as a grandchild may hold them open — before judging the turn.
-    if (child.pid !== undefined) await raceTimeout(stdioClosed, input.killGraceMs);
-
-    if (!ended) {
-      // The process exited before any result event.
-      const tail = summarize(scrub(stderrTail).slice(-STDERR_TAIL_BYTES).trim(), 1000);
-      if (protocol.hasResultEvent) {
-        settle(
-          'error',
-          false,
-          `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`}) without a result event${tail ? `: ${tail}` : ''}`,
-        );
-      } else if (exit.code === 0) {
-        settle('exit', true, null);
-      } else {
-        settle(
-          'error',
-          false,
-          `${preset.binary} exited (${exit.signal ?? `code ${exit.code}`})${tail ? `: ${tail}` : ''}`,
+      if (code === 'ENOENT' || code === 'ECONNREFUSED') {
+        throw new LoopError(
+          'session-missing',
+          `no turn of ${session.workItem} is running: keys reach a pty engine only while its turn runs`,
+          {
+            hint: 'Press them while a turn runs (`the-loop sessions show` lists it as running), or send text as the next turn with `the-loop sessions send`.',
+          },
         );
       }
+      throw new LoopError(
+        'internal',
+        `cannot reach the running turn of ${session.workItem}: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
-    const end = ended as NonNullable<typeof ended>;
-    return {
-      ok: end.ok,
-      endReason: end.reason,
-      endedAt: end.at,
-      exitCode: exit.code,
-      exitSignal: exit.signal,
-      error: end.error,
-      stoppedBy,
-    };
+    if (!reply.ok) throw new LoopError('usage', `the engine's terminal took no keys: ${reply.error}`);
+    return { target: `${session.slug} (pty)`, sent: reply.sent };
   }
 }

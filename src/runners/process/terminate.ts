@@ -1,5 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
-
 /**
  * Wait for `promise` or `ms`, whichever comes first, and clear the timer either way. The timer is
  * ref'd on purpose: someone awaits this wait, and an unref'd timer would let a CLI process exit in
@@ -41,21 +39,30 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** What the stop sequence needs of a process we started: however it was started (pipes or a PTY). */
+export interface StoppableProcess {
+  readonly pid: number | undefined;
+  /** The leader has exited (and was reaped). */
+  hasExited(): boolean;
+  /** The first, gentlest step: close the engine's input. False when it has no input left to close. */
+  closeInput(): boolean;
+}
+
 /**
- * Stop a child we started (spawned detached, so it leads its own process group and everything it
- * started can be reached by signalling `-pid`). Steps: close stdin, wait; SIGTERM the group, wait;
- * SIGKILL the group. Resolves with the step that ended it once the leader has exited and no process
- * of the group remains (or, after SIGKILL, once a bounded wait for the kernel has passed).
+ * Stop a process we started (as the leader of its own process group — spawned detached, or on a PTY
+ * as a session leader — so everything it started can be reached by signalling `-pid`). Steps: close
+ * stdin, wait; SIGTERM the group, wait; SIGKILL the group. Resolves with the step that ended it once
+ * the leader has exited and no process of the group remains (or, after SIGKILL, once a bounded wait
+ * for the kernel has passed).
  */
 export async function terminateProcessGroup(
-  child: ChildProcess,
+  child: StoppableProcess,
   exited: Promise<unknown>,
   graceMs: number,
 ): Promise<'exit' | 'SIGTERM' | 'SIGKILL'> {
   const pid = child.pid;
   if (pid === undefined) return 'exit';
-  const leaderGone = () => child.exitCode !== null || child.signalCode !== null;
-  const allGone = () => leaderGone() && !groupAlive(pid);
+  const allGone = () => child.hasExited() && !groupAlive(pid);
   const waitFor = async (ms: number) => {
     const deadline = Date.now() + ms;
     await raceTimeout(exited, ms);
@@ -64,8 +71,7 @@ export async function terminateProcessGroup(
     return allGone();
   };
   if (allGone()) return 'exit';
-  if (child.stdin && !child.stdin.destroyed) {
-    child.stdin.end();
+  if (child.closeInput()) {
     if (await waitFor(Math.min(graceMs, 1000))) return 'exit';
   }
   signalGroup(pid, 'SIGTERM');
