@@ -199,14 +199,15 @@ class TimedTmux extends Tmux {
   }
 }
 
-type DeliverFn = (
-  target: string,
-  dir: string,
-  prompt: string,
-  submitDelayMs: number,
-  hooks: undefined,
-  sessionId: string,
-) => Promise<void>;
+/** The part of the runner's per-turn context `deliver` reads (no hooks: nothing to confirm against). */
+interface DeliverContext {
+  input: { prompt: string };
+  target: string;
+  dir: string;
+  hooks: undefined;
+  sessionId: string;
+}
+type DeliverFn = (ctx: DeliverContext, submitDelayMs: number) => Promise<void>;
 
 async function main(): Promise<void> {
   const loadBefore = loadavg()[0] ?? 0;
@@ -303,16 +304,21 @@ async function main(): Promise<void> {
       logger: nullLogger,
     });
     const deliver = (runner as unknown as { deliver?: DeliverFn }).deliver;
-    if (typeof deliver !== 'function' || deliver.length !== 6) {
-      throw new Error(
-        'TmuxRunner.deliver(target, dir, prompt, submitDelayMs, hooks, sessionId) changed: update bench/deliver.ts',
-      );
+    if (typeof deliver !== 'function' || deliver.length !== 2) {
+      throw new Error('TmuxRunner.deliver(ctx, submitDelayMs) changed: update bench/deliver.ts');
     }
     let measuring = false;
     const ours = async (text: string) => {
       tmux.recording = measuring;
       try {
-        await deliver.call(runner, TARGET, stateDir, text, 0, undefined, 'bench-session');
+        const ctx = {
+          input: { prompt: text },
+          target: TARGET,
+          dir: stateDir,
+          hooks: undefined,
+          sessionId: 'bench-session',
+        };
+        await deliver.call(runner, ctx, 0);
       } finally {
         tmux.recording = false;
       }

@@ -65,11 +65,13 @@ export function createApp(options: AppOptions): App {
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   // A turn whose owning process died is lost. Its engine may still run (it leads its own process
   // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
+  // Turns in tmux are left to the dispatcher-lock holder: their TUI runs on without us, and it adopts
+  // them (reconcile, then Dispatcher.recover).
   const lostTurns: LostTurn[] = [];
-  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn));
+  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), { skipRunners: ['tmux'] });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const runners: Record<string, Runner> = {
-    process: new ProcessRunner(),
+    process: new ProcessRunner({ stateRoot: join(loaded.dataDir, 'sessions') }),
     tmux: new TmuxRunner({
       tmux: new Tmux({ socket: loaded.config.tmux.socket }),
       stateRoot: join(loaded.dataDir, 'sessions'),
@@ -163,6 +165,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     inbox: app.inbox,
     store: app.store,
     runTurn: (request) => app.turns.runTurn(request),
+    adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
+    checkSession: (session) => app.turns.checkSession(session),
     route: (event, payload) => routeEvent(event, payload, config),
     logger: app.logger,
     concurrency: config.dispatch.concurrency,
@@ -183,6 +187,33 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     },
     ...extra,
   });
+}
+
+/**
+ * For the dispatcher-lock holder, before it dispatches: active sessions whose runner resource
+ * vanished while nobody watched (a tmux session killed, its server gone) are marked lost — or ended,
+ * when their engine ended them — with the time noticed; running turns nobody can adopt any more are
+ * lost. Live sessions keep their turns, which the dispatcher adopts. `only`: one work item's.
+ */
+export async function reconcile(app: App, only?: string): Promise<void> {
+  for (const session of app.store.list({ status: 'active' })) {
+    if (only !== undefined && session.workItem !== only) continue;
+    try {
+      await app.turns.checkSession(session);
+    } catch (error) {
+      app.logger.warn('could not check a session on start', { workItem: session.workItem, error });
+    }
+  }
+  const runners = Object.keys(app.runners).filter((name) => app.runners[name]?.adoptTurn);
+  for (const turn of app.store.orphanTurns(pidAlive, runners)) {
+    const delivery = turn.deliveryId ? app.inbox.get(turn.deliveryId) : undefined;
+    if (delivery?.status === 'running') continue; // the dispatcher adopts it, or runs it again
+    if (only !== undefined && delivery?.workItem !== only) continue;
+    app.store.markTurnLost(
+      turn.id,
+      'the process running this turn ended and no delivery is left to adopt it',
+    );
+  }
 }
 
 export interface Daemon {
@@ -216,6 +247,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
     });
   }
   stopOrphanEngines(app);
+  await reconcile(app);
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   try {

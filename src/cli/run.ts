@@ -4,7 +4,7 @@ import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { acquireLock, currentHolder } from '../dispatch/lock.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
-import { type App, createDispatcher, lockPath, stopOrphanEngines } from '../main.js';
+import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
 import { formatCost, formatDuration, formatTokens, oneLine, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
@@ -146,6 +146,7 @@ async function dispatchOwn(
   release: () => void,
 ): Promise<void> {
   stopOrphanEngines(app);
+  await reconcile(app, workItem);
   // Only this work item, and nothing that arrived after this delivery: later deliveries are left
   // for whoever dispatches next, so stopping here never cancels someone else's turn.
   const dispatcher = createDispatcher(app, {

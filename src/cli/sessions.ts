@@ -3,6 +3,7 @@ import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { addUsage } from '../ledger/usage.js';
 import type { App } from '../main.js';
+import { planKeys, type SentKey } from '../runners/keys.js';
 import type { Runner } from '../runners/runner.js';
 import { Tmux } from '../runners/tmux/tmux.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
@@ -179,11 +180,11 @@ export async function closeSession(
   options: { json?: boolean },
 ): Promise<number> {
   const session = findSession(store, ref);
-  if (session.status === 'closed') {
+  if (session.status !== 'active') {
     if (options.json) io.out(`${JSON.stringify({ closed: false, alreadyClosed: true, session })}\n`);
     else
       io.out(
-        `${session.workItem}: session ${session.id.slice(0, 8)} was already closed (${session.closedAt}).\n`,
+        `${session.workItem}: session ${session.id.slice(0, 8)} was already ${session.status} (${session.closedAt}${session.closeReason ? `: ${session.closeReason}` : ''}).\n`,
       );
     return EXIT.ok;
   }
@@ -243,14 +244,12 @@ export async function attachSession(app: App, ref: string, options: { readOnly?:
   return result.status === 0 ? EXIT.ok : EXIT.failed;
 }
 
-/** tmux key names `sessions keys` sends as keys; anything else is typed as literal text. */
-const NAMED_KEY =
-  /^(Escape|Enter|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PPage|NPage|DC|IC|F[1-9]|F1[0-2]|[CM]-[a-z0-9])$/;
-
 /**
- * `sessions keys <wi> Escape Up y Enter C-c`: keystrokes into a tmux-runner session's TUI — named
- * keys with `send-keys`, other words as literal text (`send-keys -l`), each as its own argv element.
- * A session with no terminal is a clear error, never a silent no-op (invariant 7).
+ * `sessions keys <wi> Escape Up y Enter C-c`: keystrokes into a session's engine — named keys pressed
+ * as keys, other words typed as literal text stripped of control characters (`planKeys`). In tmux:
+ * `send-keys` (literal text with `-l`), each as its own argv element. Elsewhere the session's runner
+ * presses them (the process runner: into the PTY of a running turn). A session with no terminal is a
+ * clear error, never a silent no-op (invariant 7).
  */
 export async function keysCommand(
   app: App,
@@ -260,7 +259,18 @@ export async function keysCommand(
   options: { json?: boolean },
 ): Promise<number> {
   const session = findSession(app.store, ref);
-  if (session.runner !== 'tmux' || !session.tmuxTarget) {
+  const runner = Object.hasOwn(app.runners, session.runner) ? app.runners[session.runner] : undefined;
+  const tmuxTarget = session.runner === 'tmux' ? session.tmuxTarget : null;
+  const sendKeys = runner?.sendKeys?.bind(runner);
+  const preset = Object.hasOwn(app.loaded.engines, session.engine)
+    ? app.loaded.engines[session.engine]
+    : undefined;
+  const press = tmuxTarget
+    ? async () => ({ target: tmuxTarget, sent: await tmuxKeys(app, tmuxTarget, keys) })
+    : sendKeys
+      ? () => sendKeys({ workItem: session.workItem, slug: session.slug }, preset, keys)
+      : undefined;
+  if (!press) {
     throw new LoopError(
       'usage',
       `${session.workItem} runs on the ${session.runner} runner: its engine has no terminal to type into`,
@@ -273,28 +283,27 @@ export async function keysCommand(
     throw new LoopError('usage', 'no keys given', {
       hint: 'e.g. the-loop sessions keys github:o/r#1 Escape',
     });
+  const { target, sent } = await press();
+  if (options.json) io.out(`${JSON.stringify({ target, sent })}\n`);
+  else
+    io.out(`sent to ${target}: ${sent.map((k) => (k.literal ? JSON.stringify(k.key) : k.key)).join(' ')}\n`);
+  return EXIT.ok;
+}
+
+async function tmuxKeys(app: App, tmuxTarget: string, keys: readonly string[]): Promise<SentKey[]> {
   const tmux = new Tmux({ socket: app.loaded.config.tmux.socket });
-  if (!(await tmux.hasSession(session.tmuxTarget))) {
-    throw new LoopError('session-missing', `tmux session ${session.tmuxTarget} is gone`, {
+  if (!(await tmux.hasSession(tmuxTarget))) {
+    throw new LoopError('session-missing', `tmux session ${tmuxTarget} is gone`, {
       hint: 'See `the-loop sessions list --all`.',
     });
   }
-  const sent: Array<{ key: string; literal: boolean }> = [];
-  for (const key of keys) {
-    const literal = !NAMED_KEY.test(key);
-    // Literal text is stripped of control characters: a keystroke is what is typed, not a sequence.
-    const text = literal ? key.replace(/[\u0000-\u001f\u007f-\u009f]/g, '') : key;
-    if (literal && text === '') continue;
+  const sent: SentKey[] = [];
+  for (const key of planKeys(keys)) {
     await tmux.must(
-      ['send-keys', '-t', `=${session.tmuxTarget}:`, ...(literal ? ['-l', text] : [text])],
+      ['send-keys', '-t', `=${tmuxTarget}:`, ...(key.literal ? ['-l', key.key] : [key.key])],
       'send-keys',
     );
-    sent.push({ key: text, literal });
+    sent.push(key);
   }
-  if (options.json) io.out(`${JSON.stringify({ target: session.tmuxTarget, sent })}\n`);
-  else
-    io.out(
-      `sent to ${session.tmuxTarget}: ${sent.map((k) => (k.literal ? JSON.stringify(k.key) : k.key)).join(' ')}\n`,
-    );
-  return EXIT.ok;
+  return sent;
 }

@@ -3,8 +3,9 @@ import { parseWorkItem, workItemSlug } from '../core/work-item.js';
 import type { RouteResult } from '../github/route.js';
 import type { DeliveryRecord, Inbox } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
+import { SHUTDOWN } from '../runners/runner.js';
 import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
-import type { SessionRecord, SessionStore } from '../sessions/types.js';
+import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
 
 /** What a manual delivery (`the-loop run`) carries in its body. */
 export interface ManualBody {
@@ -19,6 +20,16 @@ export interface DispatcherDeps {
   inbox: Inbox;
   store: SessionStore;
   runTurn: (request: TurnRequest) => Promise<TurnResult>;
+  /**
+   * Follow a turn an earlier process left running (a tmux TUI outlives its daemon) to its end.
+   * undefined: it could not be adopted (the turn is then recorded lost and its delivery runs again).
+   */
+  adoptTurn?: (
+    turn: TurnRecord,
+    request: Pick<TurnRequest, 'signal' | 'onEvent' | 'onSession'>,
+  ) => Promise<TurnResult | undefined>;
+  /** Check an active session's runner resource before a turn; returns it updated (lost, ended). */
+  checkSession?: (session: SessionRecord) => Promise<SessionRecord>;
   /** Pure router for GitHub deliveries. */
   route: (event: string, payload: unknown) => RouteResult;
   logger: Logger;
@@ -81,7 +92,10 @@ export class Dispatcher {
       const turns = this.deps.store.turnsForDelivery(d.id);
       // Judge by the newest attempt only: an older finished attempt says nothing about the last one.
       const last = turns.at(-1);
-      if (last && last.status !== 'running' && last.endReason !== 'lost') {
+      if (last?.status === 'running' && this.deps.adoptTurn && d.workItem) {
+        // Its engine runs on without its owner (a TUI in tmux): follow it instead of running it again.
+        this.launchAdoption(d.id, d.workItem, last);
+      } else if (last && last.status !== 'running' && last.endReason !== 'lost') {
         // The turn ran to its end; only the bookkeeping was interrupted.
         this.deps.inbox.finish(d.id, {
           status: last.status === 'succeeded' ? 'done' : 'failed',
@@ -210,10 +224,35 @@ export class Dispatcher {
     }, this.deps.closeGraceMs);
   }
 
+  private launchAdoption(deliveryId: string, workItem: string, turn: TurnRecord): void {
+    this.track(deliveryId, workItem, async (signal) => {
+      const { inbox, logger } = this.deps;
+      const adopt = this.deps.adoptTurn as NonNullable<DispatcherDeps['adoptTurn']>;
+      const result = await adopt(turn, {
+        signal,
+        onEvent: this.deps.onEvent,
+        onSession: this.deps.onSession,
+      });
+      if (!result) {
+        inbox.requeue(deliveryId);
+        logger.warn('resuming a delivery interrupted by a restart', {
+          delivery: deliveryId,
+          lostTurn: turn.id,
+        });
+        return;
+      }
+      this.settle(deliveryId, result, signal);
+    });
+  }
+
   private launch({ deliveryId, workItem, action }: Claim): void {
+    this.track(deliveryId, workItem, (signal) => this.execute(deliveryId, workItem, action, signal));
+  }
+
+  private track(deliveryId: string, workItem: string, work: (signal: AbortSignal) => Promise<void>): void {
     const controller = new AbortController();
     this.running.set(workItem, { deliveryId, controller });
-    const task = this.execute(deliveryId, workItem, action, controller.signal)
+    const task = work(controller.signal)
       .catch((error: unknown) => {
         this.deps.logger.error('dispatch failed', { delivery: deliveryId, error });
         this.deps.inbox.finish(deliveryId, { status: 'failed', turnId: null, error: describeError(error) });
@@ -256,11 +295,12 @@ export class Dispatcher {
     }
     try {
       const manual = delivery.source === 'manual' ? (payload as ManualBody) : undefined;
-      const cwd = manual
-        ? manual.cwd
-        : store.findActive(workItem)
-          ? undefined
-          : await this.resolveWorkspace(route);
+      // A session whose runner resource vanished (its tmux session killed) is marked lost first, so
+      // this delivery starts a new session instead of failing on a dead one.
+      let active = store.findActive(workItem);
+      if (active && this.deps.checkSession)
+        active = (await this.deps.checkSession(active)).status === 'active' ? active : undefined;
+      const cwd = manual ? manual.cwd : active ? undefined : await this.resolveWorkspace(route);
       const result = await this.deps.runTurn({
         workItem,
         prompt: route.prompt,
@@ -273,24 +313,36 @@ export class Dispatcher {
         onEvent: this.deps.onEvent,
         onSession: this.deps.onSession,
       });
-      if (this.stopped && signal.aborted) {
-        // Cancelled because the dispatcher is stopping (a restart), not because of the work: it runs
-        // again, in its place, when dispatching resumes.
-        inbox.requeue(deliveryId);
-        logger.info('delivery interrupted by shutdown; queued again', { delivery: deliveryId });
-        return;
-      }
-      inbox.finish(deliveryId, {
-        status: result.turn.status === 'succeeded' ? 'done' : 'failed',
-        turnId: result.turn.id,
-        error: result.turn.error,
-      });
+      this.settle(deliveryId, result, signal);
     } catch (error) {
       const message =
         error instanceof LoopError && error.hint ? `${error.message} (${error.hint})` : describeError(error);
       inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
       logger.warn('delivery failed before its turn ran', { delivery: deliveryId, error: message });
     }
+  }
+
+  /** Record how a delivery's turn went — or leave it for the next dispatcher when the turn goes on. */
+  private settle(deliveryId: string, result: TurnResult, signal: AbortSignal): void {
+    const { inbox, logger } = this.deps;
+    if (result.outcome.detached) {
+      // The engine goes on with the turn (a TUI in tmux): the delivery stays in flight, and the next
+      // dispatcher adopts the turn instead of running it again.
+      logger.info('delivery left in flight for the next daemon to adopt', { delivery: deliveryId });
+      return;
+    }
+    if (this.stopped && signal.aborted) {
+      // Cancelled because the dispatcher is stopping (a restart), not because of the work: it runs
+      // again, in its place, when dispatching resumes.
+      inbox.requeue(deliveryId);
+      logger.info('delivery interrupted by shutdown; queued again', { delivery: deliveryId });
+      return;
+    }
+    inbox.finish(deliveryId, {
+      status: result.turn.status === 'succeeded' ? 'done' : 'failed',
+      turnId: result.turn.id,
+      error: result.turn.error,
+    });
   }
 
   private async resolveWorkspace(
@@ -317,7 +369,7 @@ export class Dispatcher {
     this.stopped = true;
     if (this.poll) clearInterval(this.poll);
     const timer = setTimeout(() => {
-      for (const r of this.running.values()) r.controller.abort();
+      for (const r of this.running.values()) r.controller.abort(SHUTDOWN);
     }, graceMs);
     await Promise.allSettled([...this.tasks]);
     clearTimeout(timer);

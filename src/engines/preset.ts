@@ -88,6 +88,12 @@ export const presetObjectSchema = z
           .describe(
             "Where usage and tool events come from in the TUI: 'claude-jsonl' = Claude Code's transcript file.",
           ),
+        firstRun: z
+          .enum(['claude'])
+          .optional()
+          .describe(
+            "Dialogs the TUI shows on a first run, answered in its config dir before it starts: 'claude' = onboarding done and the working directory trusted, in Claude Code's .claude.json.",
+          ),
         submitDelayMs: z
           .number()
           .int()
@@ -109,6 +115,12 @@ export const presetObjectSchema = z
       .describe('Extra environment variables passed through from the daemon.'),
     env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
     extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
+    pty: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Process runner: run the engine on a pseudo-terminal (stdout and stderr merged), so `the-loop sessions keys` can press keys in it while a turn runs.',
+      ),
   })
   .strict();
 

@@ -37,6 +37,7 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       args: ['--session-id', '{sessionId}', '--settings', '{settingsFile}'],
       hooks: 'claude-settings',
       transcript: 'claude-jsonl',
+      firstRun: 'claude',
       submitDelayMs: 200,
     },
     credentials: [

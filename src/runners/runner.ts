@@ -1,12 +1,15 @@
 import type { EnginePreset } from '../engines/preset.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import type { EndReason } from '../sessions/types.js';
+import type { SentKey } from './keys.js';
 
 /** One turn for a runner to run. Built by the core; the runner decides how the engine is started. */
 export interface RunTurnInput {
   preset: EnginePreset;
   /** The session the turn belongs to (runners that keep per-session state use it). */
   session: { id: string; slug: string; tmuxTarget: string | null };
+  /** The registry's id of this turn (runners that keep per-turn state for adoption record it). */
+  turnId?: number | undefined;
   /** Pinned id (assign engines) or the id to resume; undefined on the first turn of a capture engine. */
   engineSessionId: string | undefined;
   first: boolean;
@@ -34,7 +37,25 @@ export interface RunOutcome {
   error: string | null;
   /** How the process finally went away (for the logs): it exited, or we had to signal it. */
   stoppedBy: 'exit' | 'SIGTERM' | 'SIGKILL' | 'never-started' | 'still-running';
+  /**
+   * The runner let go of a turn that is still running (the daemon is stopping): the turn stays
+   * `running` and its delivery in flight, for the next daemon to adopt. Nothing is recorded.
+   */
+  detached?: boolean | undefined;
+  /** The session ended with this turn: its engine ended it, or its runner's resource vanished. */
+  sessionGone?: SessionGone | undefined;
 }
+
+export interface SessionGone {
+  status: 'lost' | 'ended';
+  reason: string;
+}
+
+/** What a runner can say about a session's resource (its tmux session) right now. */
+export type SessionProbe = { alive: true } | ({ alive: false } & SessionGone);
+
+/** Abort reason the dispatcher uses when it stops: runners that can detach do, instead of cancelling. */
+export const SHUTDOWN = 'the-loop:shutdown';
 
 export interface Runner {
   readonly name: string;
@@ -45,6 +66,29 @@ export interface Runner {
   /** The name of the runner's resource for a new session (e.g. its tmux session), stored with it. */
   targetFor?(slug: string): string;
   runTurn(input: RunTurnInput): Promise<RunOutcome>;
+  /**
+   * Take over a turn an earlier process started and did not finish (its owner died, the engine ran
+   * on): follow it to its end from what the runner saved. `adopted: false` when it cannot (then the
+   * turn is lost and its delivery runs again).
+   */
+  adoptTurn?(
+    input: RunTurnInput & { turnId: number },
+  ): Promise<RunOutcome | { adopted: false; reason: string }>;
+  /** Is the session's resource still there? Sessions whose resource vanished are marked lost/ended. */
+  probe?(session: {
+    slug: string;
+    tmuxTarget: string | null;
+    engineSessionId?: string | null;
+  }): Promise<SessionProbe>;
+  /**
+   * Press keys in the engine's terminal of a session (named keys like `Escape`, other words typed as
+   * text). A session whose engine has no terminal to type into is a clear error (invariant 7).
+   */
+  sendKeys?(
+    session: { workItem: string; slug: string },
+    preset: EnginePreset | undefined,
+    keys: readonly string[],
+  ): Promise<{ target: string; sent: SentKey[] }>;
   /** End what the runner keeps for a session (best effort). Returns a note, e.g. "already gone". */
   closeSession?(session: { slug: string; tmuxTarget: string | null }): Promise<string>;
 }

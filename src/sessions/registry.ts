@@ -227,6 +227,29 @@ export class SqliteSessionStore implements SessionStore {
     return session;
   }
 
+  markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord {
+    const at = this.now();
+    this.db
+      .prepare(
+        "UPDATE sessions SET status = ?, closed_at = ?, close_reason = ?, updated_at = ? WHERE id = ? AND status = 'active'",
+      )
+      .run(status, at, reason, at, id);
+    const session = this.get(id);
+    if (!session) throw new LoopError('session-missing', `no session ${id}`);
+    return session;
+  }
+
+  adoptTurn(turnId: number): void {
+    this.db
+      .prepare("UPDATE turns SET owner_pid = ? WHERE id = ? AND status = 'running'")
+      .run(process.pid, turnId);
+  }
+
+  clearEvents(turnId: number): void {
+    this.db.prepare('DELETE FROM turn_events WHERE turn_id = ?').run(turnId);
+    this.eventSeq.delete(turnId);
+  }
+
   beginTurn(
     sessionId: string,
     input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
@@ -245,7 +268,7 @@ export class SqliteSessionStore implements SessionStore {
         | undefined;
       if (!session) throw new LoopError('session-missing', `no session ${sessionId}`);
       if (session.status !== 'active')
-        throw new LoopError('session-closed', `session ${sessionId} is closed`);
+        throw new LoopError('session-closed', `session ${sessionId} is ${session.status}`);
       const seq = (
         this.db
           .prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM turns WHERE session_id = ?')
@@ -359,28 +382,56 @@ export class SqliteSessionStore implements SessionStore {
   recoverLostTurns(
     isAlive: (pid: number) => boolean,
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
+    options: { skipRunners?: readonly string[] } = {},
   ): number {
     const running = this.db
-      .prepare("SELECT id, owner_pid, pid, started_at FROM turns WHERE status = 'running'")
+      .prepare(
+        `SELECT t.id, t.owner_pid, t.pid, t.started_at, s.runner FROM turns t
+           JOIN sessions s ON s.id = t.session_id WHERE t.status = 'running'`,
+      )
       .all() as {
       id: number;
       owner_pid: number | null;
       pid: number | null;
       started_at: string;
+      runner: string;
     }[];
     let lost = 0;
     for (const turn of running) {
-      // Our own pid is never a live owner here: this process has not begun a turn yet, so a match
-      // is an earlier life of the same pid (a restarted container).
-      if (turn.owner_pid !== null && turn.owner_pid !== process.pid && isAlive(turn.owner_pid)) continue;
-      this.db
-        .prepare(
-          "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
-        )
-        .run(this.now(), 'the process running this turn ended without recording its end', turn.id);
+      if (options.skipRunners?.includes(turn.runner)) continue;
+      if (!ownerGone(turn.owner_pid, isAlive)) continue;
+      this.markTurnLost(turn.id, 'the process running this turn ended without recording its end');
       onLost?.({ id: turn.id, pid: turn.pid, startedAt: turn.started_at });
       lost += 1;
     }
     return lost;
   }
+
+  orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[] {
+    const rows = this.db
+      .prepare(
+        `SELECT t.*, s.runner AS session_runner FROM turns t JOIN sessions s ON s.id = t.session_id
+           WHERE t.status = 'running' ORDER BY t.id`,
+      )
+      .all() as (TurnRow & { session_runner: string })[];
+    return rows
+      .filter((row) => runners.includes(row.session_runner) && ownerGone(row.owner_pid, isAlive))
+      .map(toTurn);
+  }
+
+  markTurnLost(turnId: number, error: string): void {
+    this.db
+      .prepare(
+        "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
+      )
+      .run(this.now(), error, turnId);
+  }
+}
+
+/**
+ * Our own pid is never a live owner at recovery: this process has not begun a turn yet, so a match
+ * is an earlier life of the same pid (a restarted container).
+ */
+function ownerGone(owner: number | null, isAlive: (pid: number) => boolean): boolean {
+  return owner === null || owner === process.pid || !isAlive(owner);
 }

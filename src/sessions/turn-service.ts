@@ -9,7 +9,7 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import { whichBinary } from '../engines/which.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
-import type { Runner, RunOutcome } from '../runners/runner.js';
+import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
 import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
 
 export interface TurnRequest {
@@ -72,6 +72,17 @@ export interface TurnServiceDeps {
   scrub: (text: string) => string;
   logger: Logger;
 }
+
+/** What a refused adoption reports to `drive` (nothing of it is recorded). */
+const DETACHED: Omit<RunOutcome, 'endedAt'> = {
+  ok: false,
+  endReason: 'lost',
+  exitCode: null,
+  exitSignal: null,
+  error: null,
+  stoppedBy: 'still-running',
+  detached: true,
+};
 
 const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const digest = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
@@ -195,7 +206,7 @@ export class TurnService {
   }
 
   async runTurn(request: TurnRequest): Promise<TurnResult> {
-    const { store, defaults, logger } = this.deps;
+    const { store, logger } = this.deps;
     const plan = this.preflight(request);
     const { workItem, promptBytes, preset, env } = plan;
     // Every turn re-checks the runner's tools (tmux removed under a running daemon): a clear error,
@@ -241,7 +252,92 @@ export class TurnService {
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
+    return this.drive({
+      session,
+      turn,
+      preset,
+      env: env.env,
+      prompt: request.prompt,
+      created,
+      request,
+      log,
+      start: (input) => runner.runTurn(input),
+    });
+  }
 
+  /**
+   * Follow a turn an earlier process started and did not finish, on its session's runner, and record
+   * it as if this process had run it. Returns undefined when the runner cannot adopt it: the turn is
+   * then recorded lost (its delivery runs again).
+   */
+  async adoptTurn(
+    turn: TurnRecord,
+    request: Pick<TurnRequest, 'signal' | 'onEvent' | 'onSession'> = {},
+  ): Promise<TurnResult | undefined> {
+    const { store, logger } = this.deps;
+    const session = store.get(turn.sessionId);
+    const runner = session ? this.runner(session.runner) : undefined;
+    const lost = (why: string) => {
+      store.markTurnLost(turn.id, `the process running this turn ended; it could not be adopted: ${why}`);
+      logger.warn('could not adopt a running turn', { turn: turn.id, reason: why });
+      return undefined;
+    };
+    if (session?.status !== 'active') return lost(`its session is ${session?.status ?? 'missing'}`);
+    if (!runner?.adoptTurn) return lost(`the ${session.runner} runner cannot adopt turns`);
+    const preset = this.preset(session.engine);
+    const env = buildEngineEnv(preset, this.deps.env);
+    for (const value of env.secretValues) this.deps.addSecret(value);
+    store.adoptTurn(turn.id);
+    const log = logger.child({ workItem: session.workItem, session: session.id, turn: turn.seq });
+    request.onSession?.(session, false);
+    let refused: string | undefined;
+    // The runner replays the turn from its structured sources: what an earlier process stored of it
+    // is replaced, so nothing is counted twice.
+    store.clearEvents(turn.id);
+    const result = await this.drive({
+      session,
+      turn,
+      preset,
+      env: env.env,
+      prompt: '',
+      created: false,
+      request,
+      log,
+      // The backstop runs from the turn's start, not from the adoption.
+      backstopMs: Math.max(1000, Date.parse(turn.startedAt) + this.deps.defaults.backstopMs - Date.now()),
+      start: async (input) => {
+        const outcome = await (runner.adoptTurn as NonNullable<Runner['adoptTurn']>)({
+          ...input,
+          turnId: turn.id,
+        });
+        if ('adopted' in outcome) {
+          refused = outcome.reason;
+          return { ...DETACHED, endedAt: new Date() };
+        }
+        log.info('adopted a turn left running by an earlier process');
+        return outcome;
+      },
+    });
+    if (refused !== undefined) return lost(refused);
+    return result;
+  }
+
+  /** Run a begun turn on its runner and record how it ended, its events and its usage. */
+  private async drive(input: {
+    session: SessionRecord;
+    turn: TurnRecord;
+    preset: EnginePreset;
+    env: Record<string, string>;
+    prompt: string;
+    created: boolean;
+    request: Pick<TurnRequest, 'signal' | 'onEvent'>;
+    log: Logger;
+    backstopMs?: number;
+    start: (input: RunTurnInput) => Promise<RunOutcome>;
+  }): Promise<TurnResult> {
+    const { store, defaults } = this.deps;
+    const { session, turn, preset, request, log, created } = input;
+    const caps = capabilitiesOf(preset);
     const events: TurnEvent[] = [];
     const first = !session.engineSessionStarted || !caps.resume;
     const current = session;
@@ -274,15 +370,16 @@ export class TurnService {
 
     let outcome: RunOutcome;
     try {
-      outcome = await runner.runTurn({
+      outcome = await input.start({
         preset,
         session: { id: session.id, slug: session.slug, tmuxTarget: session.tmuxTarget },
+        turnId: turn.id,
         engineSessionId: session.engineSessionId ?? undefined,
         first,
-        prompt: request.prompt,
+        prompt: input.prompt,
         cwd: session.cwd,
-        env: env.env,
-        backstopMs: defaults.backstopMs,
+        env: input.env,
+        backstopMs: input.backstopMs ?? defaults.backstopMs,
         killGraceMs: defaults.killGraceMs,
         maxLineBytes: defaults.maxLineBytes,
         signal: request.signal,
@@ -294,6 +391,11 @@ export class TurnService {
       // A runner bug must still leave a consistent registry: the turn is recorded failed.
       this.failTurn(turn.id, error);
       throw error;
+    }
+    if (outcome.detached) {
+      // The engine goes on without us (the daemon is stopping): the turn stays running, to be adopted.
+      log.info('turn left running for the next daemon to adopt');
+      return { session: store.get(session.id) ?? session, turn, created, outcome };
     }
 
     let finished: TurnRecord;
@@ -326,7 +428,39 @@ export class TurnService {
       stoppedBy: outcome.stoppedBy,
       metered: finished.usage !== null,
     });
+    if (outcome.sessionGone)
+      await this.markGone(session, outcome.sessionGone.status, outcome.sessionGone.reason);
     return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
+  }
+
+  /**
+   * Is the active session's runner resource still there? One that vanished is marked lost (or
+   * ended, when its engine ended it), so the next turn starts a new session instead of failing.
+   */
+  async checkSession(session: SessionRecord): Promise<SessionRecord> {
+    const probe = await this.runner(session.runner).probe?.({
+      slug: session.slug,
+      tmuxTarget: session.tmuxTarget,
+      engineSessionId: session.engineSessionId,
+    });
+    if (!probe || probe.alive) return session;
+    return this.markGone(session, probe.status, probe.reason);
+  }
+
+  /** Record a session as lost or ended, and let its runner clean up what it kept for it. */
+  private async markGone(
+    session: SessionRecord,
+    status: 'lost' | 'ended',
+    reason: string,
+  ): Promise<SessionRecord> {
+    const gone = this.deps.store.markGone(session.id, status, reason);
+    this.deps.logger.warn(`session ${status}`, { workItem: session.workItem, session: session.id, reason });
+    try {
+      await this.runner(session.runner).closeSession?.(session);
+    } catch (error) {
+      this.deps.logger.warn('could not clean up after a session', { session: session.id, error });
+    }
+    return gone;
   }
 
   /** Best-effort: record a turn as failed after an unexpected error. */

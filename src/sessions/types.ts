@@ -1,15 +1,29 @@
 import type { CredentialKind } from '../engines/preset.js';
 import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 
-export type SessionStatus = 'active' | 'closed';
+/**
+ * `closed`: by a person or the work item closing; `lost`: the runner's resource vanished under it
+ * (tmux session killed, server gone); `ended`: the engine itself ended the session (SessionEnd).
+ */
+export type SessionStatus = 'active' | 'closed' | 'lost' | 'ended';
 export type TurnStatus = 'running' | 'succeeded' | 'failed';
 /**
  * Why a turn ended. `result`: the engine's own result event; `exit`: a one-shot process exited (its
  * protocol has no result event); `error`: the engine failed (bad exit, crash, spawn error);
- * `backstop`: our timer ended a wedged turn; `cancel`: someone cancelled it; `lost`: the process
- * that ran it died without recording an end (found on the next start).
+ * `backstop`: our timer ended a wedged turn; `cancel`: someone cancelled it; `interrupted`: a person
+ * interrupted it in the engine's TUI (Escape, read from the transcript); `lost`: the process that
+ * ran it died without recording an end and it could not be adopted; `untracked`: nothing reports
+ * this engine's turn ends (a TUI without hooks).
  */
-export type EndReason = 'result' | 'exit' | 'error' | 'backstop' | 'cancel' | 'lost' | 'untracked';
+export type EndReason =
+  | 'result'
+  | 'exit'
+  | 'error'
+  | 'backstop'
+  | 'cancel'
+  | 'interrupted'
+  | 'lost'
+  | 'untracked';
 export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'none';
 
 export interface SessionRecord {
@@ -99,6 +113,12 @@ export interface SessionStore {
   setUsageBaseline(id: string, usage: Usage): void;
   setCredential(id: string, kind: CredentialKind | null, env: string | null): void;
   close(id: string, reason: string): SessionRecord;
+  /** An active session found gone (`lost`) or ended by its engine (`ended`), with what was seen. */
+  markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord;
+  /** Take over a running turn whose owner died (an adopting daemon): it is now this process's. */
+  adoptTurn(turnId: number): void;
+  /** Forget a turn's stored events (an adopted turn re-reads them from the engine's transcript). */
+  clearEvents(turnId: number): void;
   beginTurn(
     sessionId: string,
     input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
@@ -113,6 +133,11 @@ export interface SessionStore {
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
   recoverLostTurns(
     isAlive: (pid: number) => boolean,
-    onLost?: (turn: { id: number; pid: number | null }) => void,
+    onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
+    options?: { skipRunners?: readonly string[] },
   ): number;
+  /** Running turns whose owning process is gone, of sessions on one of these runners. */
+  orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[];
+  /** Mark one running turn lost (its owner died and it cannot be adopted). */
+  markTurnLost(turnId: number, error: string): void;
 }

@@ -54,13 +54,29 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
   }
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (m.version <= current) continue;
-    db.transaction(() => {
-      db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-        m.version,
-        m.name,
-        new Date().toISOString(),
-      );
-    })();
+    const foreignKeys = db.pragma('foreign_keys', { simple: true }) === 1;
+    // PRAGMA foreign_keys is a no-op inside a transaction: it is switched around it.
+    if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = OFF');
+    try {
+      db.transaction(() => {
+        db.exec(m.sql);
+        if (m.rebuildsTables) {
+          const broken = db.pragma('foreign_key_check') as unknown[];
+          if (broken.length > 0) {
+            throw new LoopError(
+              'store-failed',
+              `migration ${m.version} (${m.name}) would break ${broken.length} foreign key(s)`,
+            );
+          }
+        }
+        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+          m.version,
+          m.name,
+          new Date().toISOString(),
+        );
+      })();
+    } finally {
+      if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = ON');
+    }
   }
 }

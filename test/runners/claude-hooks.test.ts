@@ -435,6 +435,108 @@ describe('HookEventsTail', () => {
       result: { ok: false, reason: 'closed' },
     });
   });
+
+  describe('drain', () => {
+    it('returns every complete line now, in order; the offset stops before a partial line', async () => {
+      const file = join(scratch(), 'events.jsonl');
+      const seen: HookEvent[] = [];
+      const first = [
+        envelope('SessionStart', 's', { source: 'startup' }),
+        envelope('UserPromptSubmit', 's', { prompt: 'typed by a person', prompt_id: 'p-1' }),
+        envelope('Stop', 's', { last_assistant_message: 'done' }),
+      ].join('');
+      const fourth = envelope('SessionEnd', 's', { reason: 'other' });
+      writeFileSync(file, first + fourth.slice(0, 25));
+      const tail = new HookEventsTail(file, { onEvent: (e) => seen.push(e) });
+      const drained = await tail.drain();
+      expect(drained.map((e) => e.event)).toEqual(['SessionStart', 'UserPromptSubmit', 'Stop']);
+      expect(drained[1]).toMatchObject({ prompt: 'typed by a person', promptId: 'p-1' });
+      expect(drained.map((e) => e.end)).toEqual([
+        Buffer.byteLength(first.split('\n')[0] as string) + 1,
+        Buffer.byteLength(first.split('\n').slice(0, 2).join('\n')) + 1,
+        Buffer.byteLength(first),
+      ]);
+      expect(tail.offset).toBe(Buffer.byteLength(first));
+      expect(seen).toEqual(drained);
+      // Nothing new: nothing returned, offset unchanged.
+      expect(await tail.drain()).toEqual([]);
+      expect(tail.offset).toBe(Buffer.byteLength(first));
+
+      // The 4th line completed: only it.
+      appendFileSync(file, fourth.slice(25));
+      const later = await tail.drain();
+      expect(later.map((e) => e.event)).toEqual(['SessionEnd']);
+      expect(later[0]).toMatchObject({ reason: 'other', end: Buffer.byteLength(first + fourth) });
+      expect(tail.offset).toBe(Buffer.byteLength(first + fourth));
+      tail.close();
+    });
+
+    it('consumes what it returns: a later next() does not see a drained Stop', async () => {
+      const file = join(scratch(), 'events.jsonl');
+      writeFileSync(file, envelope('Stop', 's', { last_assistant_message: 'before our prompt' }));
+      const tail = new HookEventsTail(file, { pollMs: 20 });
+      expect((await tail.drain()).map((e) => e.event)).toEqual(['Stop']);
+      expect(await tail.next({ event: 'Stop', sessionId: 's' }, { timeoutMs: 150 })).toEqual({
+        ok: false,
+        reason: 'timeout',
+      });
+      appendFileSync(file, envelope('Stop', 's', { last_assistant_message: 'ours' }));
+      const ours = await tail.next({ event: 'Stop', sessionId: 's' }, { timeoutMs: 2000 });
+      expect(ours.ok && ours.event).toMatchObject({ lastAssistantMessage: 'ours' });
+      tail.close();
+    });
+
+    it('a missing file gives []; a file appearing later is read from the start', async () => {
+      const file = join(scratch(), 'not-yet.jsonl');
+      const tail = new HookEventsTail(file);
+      expect(await tail.drain()).toEqual([]);
+      expect(tail.offset).toBe(0);
+      writeFileSync(file, envelope('SessionStart', 's'));
+      expect((await tail.drain()).map((e) => e.event)).toEqual(['SessionStart']);
+      tail.close();
+    });
+
+    it('after close() gives [] and consumes nothing', async () => {
+      const file = join(scratch(), 'events.jsonl');
+      writeFileSync(file, envelope('Stop', 's'));
+      const tail = new HookEventsTail(file);
+      tail.close();
+      expect(await tail.drain()).toEqual([]);
+      expect(tail.offset).toBe(0);
+    });
+
+    it('skips a bad line with a warning and returns the others', async () => {
+      const file = join(scratch(), 'events.jsonl');
+      const sink = memorySink();
+      writeFileSync(
+        file,
+        [
+          envelope('UserPromptSubmit', 's', { prompt_id: 'p-1' }),
+          'not json {\n',
+          envelope('Stop', 's', { last_assistant_message: 'ok' }),
+        ].join(''),
+      );
+      const tail = new HookEventsTail(file, { logger: createLogger({ level: 'warn', sinks: [sink] }) });
+      const drained = await tail.drain();
+      expect(drained.map((e) => e.event)).toEqual(['UserPromptSubmit', 'Stop']);
+      const warnings = sink.lines.map((l) => JSON.parse(l) as { msg: string });
+      expect(warnings.filter((w) => w.msg === 'skipped a bad hook event line')).toHaveLength(1);
+      expect(tail.offset).toBe(statSync(file).size);
+      tail.close();
+    });
+
+    it('while a next() is waiting gives [] and leaves the lines to it', async () => {
+      const file = join(scratch(), 'events.jsonl');
+      writeFileSync(file, '');
+      const tail = new HookEventsTail(file, { pollMs: 20 });
+      const waiting = tail.next({ event: 'Stop' }, { timeoutMs: 5000 });
+      appendFileSync(file, envelope('Stop', 's'));
+      expect(await tail.drain()).toEqual([]);
+      const r = await waiting;
+      expect(r.ok && r.event.event).toBe('Stop');
+      tail.close();
+    });
+  });
 });
 
 describe('real Claude Code CLI (headless) firing the hooks against the mock API', () => {

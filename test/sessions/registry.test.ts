@@ -478,3 +478,308 @@ describe('recoverLostTurns', () => {
     expect(recovering.beginTurn(s2.id, turnInput).seq).toBe(2);
   });
 });
+
+describe('migration 4 (session-lost-ended) on a registry created at version 3', () => {
+  const V3 = MIGRATIONS.filter((m) => m.version <= 3);
+
+  /** A version-3 registry with one session, one turn and one event, closed again. */
+  function registryAtV3(): { sessions: unknown[]; turns: unknown[]; events: unknown[] } {
+    const db = openDb(dbPath, V3);
+    expect(db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 3 });
+    // Version 3 cannot hold a lost session: this is what migration 4 changes.
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO sessions (id, work_item, slug, engine, runner, cwd, status, created_at, updated_at)
+           VALUES ('x', 'w', 's', 'claude', 'tmux', '/', 'lost', 'a', 'a')`,
+        )
+        .run(),
+    ).toThrow(/CHECK constraint/);
+    db.prepare(
+      `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, engine_session_started, cwd,
+         status, usage_baseline, credential_kind, credential_env, created_at, updated_at, closed_at, close_reason,
+         tmux_target)
+       VALUES ('s-active', 'github:o/r#1', 'github-o-r-1', 'claude', 'tmux', 'es-1', 1, '/work/r', 'active',
+         '{"inputTokens":1}', 'api-key', 'ANTHROPIC_API_KEY', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z',
+         NULL, NULL, 'loop-github-o-r-1'),
+              ('s-closed', 'github:o/r#2', 'github-o-r-2', 'codex', 'process', NULL, 0, '/work/r2', 'closed',
+         NULL, NULL, NULL, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:02.000Z', '2026-01-01T00:00:02.000Z',
+         'issue closed', NULL)`,
+    ).run();
+    db.prepare(
+      `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid,
+         delivery_id, input_tokens, cost_usd)
+       VALUES ('s-active', 1, 'sha256:abc', 12, 'running', '2026-01-01T00:00:03.000Z', 'stream-json', 2002, 'd-1', 5, 0.25)`,
+    ).run();
+    db.prepare(
+      `INSERT INTO turn_events (turn_id, seq, at, type, data)
+       VALUES (1, 1, '2026-01-01T00:00:04.000Z', 'text', '{"type":"text","text":"hi"}')`,
+    ).run();
+    const snapshot = {
+      sessions: db.prepare('SELECT * FROM sessions ORDER BY id').all(),
+      turns: db.prepare('SELECT * FROM turns ORDER BY id').all(),
+      events: db.prepare('SELECT * FROM turn_events ORDER BY turn_id, seq').all(),
+    };
+    db.close();
+    return snapshot;
+  }
+
+  it('keeps every row, reaches version 4 with foreign keys on, and now accepts lost/ended', () => {
+    const before = registryAtV3();
+    expect(before.sessions).toHaveLength(2);
+
+    const db = openDb(dbPath);
+    open.push(db);
+    expect(db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 4 });
+    expect(db.prepare('SELECT name FROM schema_migrations WHERE version = 4').get()).toEqual({
+      name: 'session-lost-ended',
+    });
+    // Rows intact, value for value.
+    expect(db.prepare('SELECT * FROM sessions ORDER BY id').all()).toEqual(before.sessions);
+    expect(db.prepare('SELECT * FROM turns ORDER BY id').all()).toEqual(before.turns);
+    expect(db.prepare('SELECT * FROM turn_events ORDER BY turn_id, seq').all()).toEqual(before.events);
+    // Enforcement is back on after the rebuild, and the keys still point at the rebuilt table.
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter)
+           VALUES ('no-such-session', 1, 'd', 1, 'running', 'a', 'none')`,
+        )
+        .run(),
+    ).toThrow(/FOREIGN KEY/);
+    expect(() => db.prepare("DELETE FROM sessions WHERE id = 's-active'").run()).toThrow(/FOREIGN KEY/);
+    // The old temporary table name is gone.
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'sessions_v4'").all()).toEqual([]);
+
+    const store = new SqliteSessionStore(db, { scrub: (t) => t });
+    expect(store.get('s-active')).toMatchObject({
+      workItem: 'github:o/r#1',
+      status: 'active',
+      engineSessionStarted: true,
+      usageBaseline: { inputTokens: 1 },
+      tmuxTarget: 'loop-github-o-r-1',
+    });
+    expect(store.turns('s-active')[0]).toMatchObject({ status: 'running', deliveryId: 'd-1', costUsd: 0.25 });
+    expect(store.events(1).map((e) => e.event)).toEqual([{ type: 'text', text: 'hi' }]);
+
+    // The partial unique index survived the rebuild: one active session per work item.
+    expect(thrown(() => store.create(newSession('github:o/r#1'))).code).toBe('session-busy');
+    expect(store.markGone('s-active', 'lost', 'tmux session gone').status).toBe('lost');
+    const next = store.create(newSession('github:o/r#1'));
+    expect(thrown(() => store.create(newSession('github:o/r#1'))).code).toBe('session-busy');
+    expect(store.markGone(next.id, 'ended', 'SessionEnd').status).toBe('ended');
+    expect(
+      store
+        .list({ workItem: 'github:o/r#1' })
+        .map((s) => s.status)
+        .sort(),
+    ).toEqual(['ended', 'lost']);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+  });
+
+  it('a version-3 registry with a dangling turn is refused and left at version 3 (foreign_key_check)', () => {
+    registryAtV3();
+    const v3 = openDb(dbPath, V3);
+    v3.pragma('foreign_keys = OFF');
+    v3.prepare(
+      `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter)
+       VALUES ('vanished', 1, 'd', 1, 'failed', 'a', 'none')`,
+    ).run();
+    v3.close();
+
+    const error = thrown(() => openDb(dbPath));
+    expect(error.code).toBe('store-failed');
+    expect(error.message).toMatch(/migration 4 \(session-lost-ended\) would break 1 foreign key/);
+
+    // Rolled back whole: still version 3, the old sessions table, and enforcement on again.
+    const db = openDb(dbPath, V3);
+    open.push(db);
+    expect(db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 3 });
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'sessions_v4'").all()).toEqual([]);
+    expect(db.prepare('SELECT COUNT(*) AS n FROM sessions').get()).toEqual({ n: 2 });
+    expect(() => db.prepare("UPDATE sessions SET status = 'lost' WHERE id = 's-active'").run()).toThrow(
+      /CHECK constraint/,
+    );
+  });
+
+  it('foreign keys stay on after migrating a fresh file through a table-rebuilding migration', () => {
+    const db = openDb(dbPath);
+    open.push(db);
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(() =>
+      db
+        .prepare("INSERT INTO turn_events (turn_id, seq, at, type, data) VALUES (999, 1, 'a', 't', '{}')")
+        .run(),
+    ).toThrow(/FOREIGN KEY/);
+  });
+});
+
+describe('markGone', () => {
+  for (const status of ['lost', 'ended'] as const) {
+    it(`active → ${status}, with when and why; it sticks; a new session may start; no turn on the old one`, () => {
+      const times = ['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:07.000Z', '2026-01-01T00:00:09.000Z'];
+      let i = 0;
+      const { store } = openStore({ now: () => new Date(times[Math.min(i++, times.length - 1)] as string) });
+      const s = store.create(newSession('github:o/r#1', { runner: 'tmux' }));
+      const gone = store.markGone(s.id, status, 'tmux session loop-github-o-r-1 is gone');
+      expect(gone).toMatchObject({
+        id: s.id,
+        status,
+        closedAt: times[1],
+        closeReason: 'tmux session loop-github-o-r-1 is gone',
+        updatedAt: times[1],
+      });
+      expect(store.get(s.id)).toEqual(gone);
+
+      // Neither a second markGone nor a close changes a session that is no longer active.
+      expect(store.markGone(s.id, status === 'lost' ? 'ended' : 'lost', 'again')).toEqual(gone);
+      expect(store.close(s.id, 'closed later')).toEqual(gone);
+
+      expect(store.findActive('github:o/r#1')).toBeUndefined();
+      expect(store.list({ status }).map((x) => x.id)).toEqual([s.id]);
+
+      const error = thrown(() => store.beginTurn(s.id, turnInput));
+      expect(error.code).toBe('session-closed');
+      expect(error.message).toContain(status);
+      expect(error.message).toContain(s.id);
+      expect(store.turns(s.id)).toEqual([]);
+
+      const fresh = store.create(newSession('github:o/r#1', { runner: 'tmux' }));
+      expect(store.findActive('github:o/r#1')?.id).toBe(fresh.id);
+      expect(store.beginTurn(fresh.id, turnInput).seq).toBe(1);
+    });
+  }
+
+  it('a closed session is not turned into a lost one; an unknown id → session-missing', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    const closed = store.close(s.id, 'issue closed');
+    expect(store.markGone(s.id, 'lost', 'x')).toEqual(closed);
+    expect(thrown(() => store.markGone('nope', 'lost', 'x')).code).toBe('session-missing');
+  });
+
+  it('beginTurn on a closed session names "closed"', () => {
+    const { store } = openStore();
+    const s = store.create(newSession());
+    store.close(s.id, 'done');
+    expect(thrown(() => store.beginTurn(s.id, turnInput)).message).toContain('closed');
+  });
+});
+
+describe('recoverLostTurns with skipRunners', () => {
+  it('leaves a tmux turn whose owner died running, and marks a process turn lost', () => {
+    const { store: dead } = openStore({ ownerPid: 2002 });
+    const tmux = dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
+    const proc = dead.create(newSession('github:o/r#2', { runner: 'process' }));
+    const tmuxTurn = dead.beginTurn(tmux.id, turnInput);
+    const procTurn = dead.beginTurn(proc.id, turnInput);
+
+    const { store } = openStore();
+    const lost: number[] = [];
+    expect(
+      store.recoverLostTurns(
+        () => false,
+        (t) => lost.push(t.id),
+        { skipRunners: ['tmux'] },
+      ),
+    ).toBe(1);
+    expect(lost).toEqual([procTurn.id]);
+    expect(store.turns(tmux.id)[0]).toMatchObject({ id: tmuxTurn.id, status: 'running', endReason: null });
+    expect(store.turns(proc.id)[0]).toMatchObject({ id: procTurn.id, status: 'failed', endReason: 'lost' });
+    // Without the skip list the tmux turn is lost too.
+    expect(store.recoverLostTurns(() => false)).toBe(1);
+    expect(store.turns(tmux.id)[0]).toMatchObject({ status: 'failed', endReason: 'lost' });
+  });
+});
+
+describe('orphan turns and adoption', () => {
+  it('orphanTurns: only running turns with a dead owner, of sessions on the given runners; it changes nothing', () => {
+    const { store: dead } = openStore({ ownerPid: 2002 });
+    const { store: alive } = openStore({ ownerPid: 1001 });
+    const { store: mine } = openStore(); // owner: this very pid (an earlier life of it)
+    const a = dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
+    const b = alive.create(newSession('github:o/r#2', { runner: 'tmux' }));
+    const c = dead.create(newSession('github:o/r#3', { runner: 'tmux' }));
+    const d = dead.create(newSession('github:o/r#4', { runner: 'process' }));
+    const e = mine.create(newSession('github:o/r#5', { runner: 'tmux' }));
+    const orphan = dead.beginTurn(a.id, turnInput);
+    alive.beginTurn(b.id, turnInput);
+    dead.finishTurn(dead.beginTurn(c.id, turnInput).id, end());
+    dead.beginTurn(d.id, turnInput);
+    const ownOrphan = mine.beginTurn(e.id, turnInput);
+
+    const { store } = openStore();
+    const isAlive = (pid: number) => pid === 1001;
+    const found = store.orphanTurns(isAlive, ['tmux']);
+    expect(found.map((t) => t.id)).toEqual([orphan.id, ownOrphan.id]);
+    expect(found[0]).toMatchObject({ sessionId: a.id, status: 'running' });
+    expect(store.orphanTurns(isAlive, ['process']).map((t) => t.sessionId)).toEqual([d.id]);
+    expect(store.orphanTurns(isAlive, [])).toEqual([]);
+    // Looking changes nothing.
+    expect(store.turns(a.id)[0]?.status).toBe('running');
+  });
+
+  it('markTurnLost: failed / lost / error, only for a running turn', () => {
+    const { store } = openStore({ now: () => new Date('2026-01-03T00:00:00.000Z') });
+    const s = store.create(newSession());
+    const turn = store.beginTurn(s.id, turnInput);
+    store.markTurnLost(turn.id, 'could not be adopted: tmux session gone');
+    const lost = store.turns(s.id)[0];
+    expect(lost).toMatchObject({
+      status: 'failed',
+      endReason: 'lost',
+      endedAt: '2026-01-03T00:00:00.000Z',
+      error: 'could not be adopted: tmux session gone',
+      usage: null,
+    });
+    // A finished turn keeps its end.
+    const next = store.beginTurn(s.id, turnInput);
+    const finished = store.finishTurn(next.id, end());
+    store.markTurnLost(next.id, 'late');
+    expect(store.turns(s.id)[1]).toEqual(finished);
+    expect(store.turns(s.id)[0]).toEqual(lost);
+  });
+
+  it('adoptTurn makes this process the owner of a running turn, and leaves a finished one alone', () => {
+    const { db, store: dead } = openStore({ ownerPid: 2002 });
+    const s1 = dead.create(newSession('github:o/r#1'));
+    const s2 = dead.create(newSession('github:o/r#2'));
+    const running = dead.beginTurn(s1.id, turnInput);
+    const finished = dead.beginTurn(s2.id, turnInput);
+    dead.finishTurn(finished.id, end());
+    const ownerOf = (id: number) =>
+      (db.prepare('SELECT owner_pid FROM turns WHERE id = ?').get(id) as { owner_pid: number }).owner_pid;
+    expect(ownerOf(running.id)).toBe(2002);
+
+    const { store } = openStore();
+    store.adoptTurn(running.id);
+    store.adoptTurn(finished.id);
+    expect(ownerOf(running.id)).toBe(process.pid);
+    expect(ownerOf(finished.id)).toBe(2002);
+    expect(store.turns(s1.id)[0]?.status).toBe('running');
+  });
+
+  it('clearEvents removes one turn’s events and numbering restarts at 1', () => {
+    const { store } = openStore();
+    const s1 = store.create(newSession('github:o/r#1'));
+    const s2 = store.create(newSession('github:o/r#2'));
+    const t1 = store.beginTurn(s1.id, turnInput);
+    const t2 = store.beginTurn(s2.id, turnInput);
+    for (const text of ['a', 'b', 'c']) store.appendEvent(t1.id, { type: 'text', text });
+    store.appendEvent(t2.id, { type: 'text', text: 'other' });
+
+    store.clearEvents(t1.id);
+    expect(store.events(t1.id)).toEqual([]);
+    expect(store.events(t2.id).map((e) => e.seq)).toEqual([1]);
+
+    // The same store instance numbered t1's events already: its cached counter is reset too.
+    store.appendEvent(t1.id, { type: 'text', text: 'replayed' });
+    expect(store.events(t1.id).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
+      [1, 'replayed'],
+    ]);
+    store.appendEvent(t2.id, { type: 'text', text: 'other 2' });
+    expect(store.events(t2.id).map((e) => e.seq)).toEqual([1, 2]);
+  });
+});

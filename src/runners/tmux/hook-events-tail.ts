@@ -137,6 +137,21 @@ export class HookEventsTail {
     }
   }
 
+  /**
+   * Consume every complete line the file has now, without waiting; returns their events in order.
+   * Used before a delivery, so that events written meanwhile (a person typing in the TUI) are not
+   * mistaken for the confirmation of our own prompt.
+   */
+  async drain(): Promise<HookEvent[]> {
+    if (this.closed || this.waiting) return [];
+    while ((await this.readAvailable()) > 0) {
+      // Read until the end.
+    }
+    const events: HookEvent[] = [];
+    this.take(undefined, events);
+    return events;
+  }
+
   /** Stop following: a waiting `next` resolves `closed`; no watcher or timer is left. */
   close(): void {
     this.closed = true;
@@ -145,8 +160,8 @@ export class HookEventsTail {
     this.wake?.();
   }
 
-  /** Consume queued lines up to and including the first matching event. */
-  private take(match: HookEventMatch): HookEvent | undefined {
+  /** Consume queued lines up to and including the first matching event (all of them without a match). */
+  private take(match: HookEventMatch | undefined, collect?: HookEvent[]): HookEvent | undefined {
     for (let item = this.queue.shift(); item !== undefined; item = this.queue.shift()) {
       this.consumed = item.end;
       if (item.kind === 'skipped') {
@@ -172,7 +187,8 @@ export class HookEventsTail {
         this.logger.warn(warning, { file: this.file, event: parsed.event.event, end: item.end });
       }
       this.options.onEvent?.(parsed.event);
-      if (matchesHookEvent(match, parsed.event)) return parsed.event;
+      collect?.push(parsed.event);
+      if (match && matchesHookEvent(match, parsed.event)) return parsed.event;
     }
     return undefined;
   }

@@ -25,6 +25,11 @@ export interface TmuxResult {
   stderr: string;
 }
 
+export type PaneState =
+  | { state: 'gone' }
+  | { state: 'alive' }
+  | { state: 'dead'; status: number | null; signal: number | null };
+
 export function checkTarget(target: string): string {
   if (!TARGET.test(target))
     throw new LoopError('internal', `refusing unsafe tmux target ${JSON.stringify(target)}`);
@@ -87,6 +92,28 @@ export class Tmux {
   async hasSession(target: string): Promise<boolean> {
     // `=` makes the match exact (no prefix matching of session names).
     return (await this.run(['has-session', '-t', `=${checkTarget(target)}`])).ok;
+  }
+
+  /**
+   * The session's first pane: gone (no session, or no server at all), alive, or dead (its program
+   * exited while `remain-on-exit` kept the pane, with the exit status when tmux knows it).
+   */
+  async paneState(target: string): Promise<PaneState> {
+    const r = await this.run([
+      'display-message',
+      '-p',
+      '-t',
+      `=${checkTarget(target)}:`,
+      '#{pane_dead} #{pane_dead_status} #{pane_dead_signal}',
+    ]);
+    if (!r.ok) return { state: 'gone' };
+    const [dead, status, signal] = r.stdout.trim().split(' ');
+    if (dead !== '1') return { state: 'alive' };
+    return {
+      state: 'dead',
+      status: status && /^\d+$/.test(status) ? Number(status) : null,
+      signal: signal && /^\d+$/.test(signal) ? Number(signal) : null,
+    };
   }
 
   async listSessions(): Promise<string[]> {

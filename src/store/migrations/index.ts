@@ -6,6 +6,12 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * The migration rebuilds a table that others reference (SQLite cannot alter a CHECK): foreign key
+   * enforcement is switched off around its transaction and the keys are checked before it commits,
+   * as SQLite's documented table-rebuild procedure asks.
+   */
+  rebuildsTables?: boolean;
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -109,6 +115,45 @@ CREATE INDEX turns_delivery ON turns (delivery_id);
     sql: `
 -- The tmux session of a tmux-runner session: stored when created, never re-derived.
 ALTER TABLE sessions ADD COLUMN tmux_target TEXT;
+`,
+  },
+  {
+    version: 4,
+    name: 'session-lost-ended',
+    rebuildsTables: true,
+    sql: `
+-- A session can also end without being closed: 'lost' (its runner's resource vanished: the tmux
+-- session was killed by hand, its server died) or 'ended' (the engine ended it: SessionEnd).
+-- closed_at is when that was noticed, close_reason says what was seen.
+CREATE TABLE sessions_v4 (
+  id                TEXT PRIMARY KEY,
+  work_item         TEXT NOT NULL,
+  slug              TEXT NOT NULL,
+  engine            TEXT NOT NULL,
+  runner            TEXT NOT NULL,
+  engine_session_id TEXT,
+  engine_session_started INTEGER NOT NULL DEFAULT 0,
+  cwd               TEXT NOT NULL,
+  status            TEXT NOT NULL CHECK (status IN ('active', 'closed', 'lost', 'ended')),
+  usage_baseline    TEXT,
+  credential_kind   TEXT,
+  credential_env    TEXT,
+  created_at        TEXT NOT NULL,
+  updated_at        TEXT NOT NULL,
+  closed_at         TEXT,
+  close_reason      TEXT,
+  tmux_target       TEXT
+);
+INSERT INTO sessions_v4 (id, work_item, slug, engine, runner, engine_session_id, engine_session_started,
+  cwd, status, usage_baseline, credential_kind, credential_env, created_at, updated_at, closed_at,
+  close_reason, tmux_target)
+SELECT id, work_item, slug, engine, runner, engine_session_id, engine_session_started, cwd, status,
+  usage_baseline, credential_kind, credential_env, created_at, updated_at, closed_at, close_reason,
+  tmux_target FROM sessions;
+DROP TABLE sessions;
+ALTER TABLE sessions_v4 RENAME TO sessions;
+CREATE UNIQUE INDEX sessions_one_active ON sessions (work_item) WHERE status = 'active';
+CREATE INDEX sessions_work_item ON sessions (work_item, created_at);
 `,
   },
 ];
