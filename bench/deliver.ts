@@ -206,6 +206,8 @@ interface DeliverContext {
   dir: string;
   hooks: undefined;
   sessionId: string;
+  /** No turn in flight: nothing to save between the paste and Enter. */
+  state: { hookOffset: number };
 }
 type DeliverFn = (ctx: DeliverContext, submitDelayMs: number) => Promise<void>;
 
@@ -317,6 +319,7 @@ async function main(): Promise<void> {
           dir: stateDir,
           hooks: undefined,
           sessionId: 'bench-session',
+          state: { hookOffset: 0 },
         };
         await deliver.call(runner, ctx, 0);
       } finally {

@@ -331,9 +331,10 @@ export class Dispatcher {
       logger.info('delivery left in flight for the next daemon to adopt', { delivery: deliveryId });
       return;
     }
-    if (this.stopped && signal.aborted) {
+    if (this.stopped && signal.aborted && result.outcome.endReason === 'cancel' && !result.outcome.ok) {
       // Cancelled because the dispatcher is stopping (a restart), not because of the work: it runs
-      // again, in its place, when dispatching resumes.
+      // again, in its place, when dispatching resumes. (A turn that ended on its own before the
+      // abort landed is settled below: running it again would do the work twice.)
       inbox.requeue(deliveryId);
       logger.info('delivery interrupted by shutdown; queued again', { delivery: deliveryId });
       return;

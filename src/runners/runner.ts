@@ -24,6 +24,8 @@ export interface RunTurnInput {
   scrub?: ((text: string) => string) | undefined;
   onEvent: (event: TurnEvent) => void;
   onSpawn?: ((pid: number) => void) | undefined;
+  /** adoptTurn: called once the runner has taken the turn over, before it replays the turn's events. */
+  onAdopt?: (() => void) | undefined;
 }
 
 export interface RunOutcome {

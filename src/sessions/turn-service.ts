@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { LoopError } from '../core/errors.js';
+import { describeError, LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem, type WorkItem, workItemSlug } from '../core/work-item.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
@@ -284,16 +284,20 @@ export class TurnService {
     };
     if (session?.status !== 'active') return lost(`its session is ${session?.status ?? 'missing'}`);
     if (!runner?.adoptTurn) return lost(`the ${session.runner} runner cannot adopt turns`);
-    const preset = this.preset(session.engine);
-    const env = buildEngineEnv(preset, this.deps.env);
+    let preset: EnginePreset;
+    let env: EngineEnv;
+    try {
+      // The config may have changed across the restart (an engine renamed): then nothing can follow it.
+      preset = this.preset(session.engine);
+      env = buildEngineEnv(preset, this.deps.env);
+    } catch (error) {
+      return lost(describeError(error));
+    }
     for (const value of env.secretValues) this.deps.addSecret(value);
     store.adoptTurn(turn.id);
     const log = logger.child({ workItem: session.workItem, session: session.id, turn: turn.seq });
     request.onSession?.(session, false);
     let refused: string | undefined;
-    // The runner replays the turn from its structured sources: what an earlier process stored of it
-    // is replaced, so nothing is counted twice.
-    store.clearEvents(turn.id);
     const result = await this.drive({
       session,
       turn,
@@ -309,6 +313,9 @@ export class TurnService {
         const outcome = await (runner.adoptTurn as NonNullable<Runner['adoptTurn']>)({
           ...input,
           turnId: turn.id,
+          // The runner replays the turn from its structured sources once it has taken it over: what
+          // an earlier process stored of it is replaced then (and kept if it is refused).
+          onAdopt: () => store.clearEvents(turn.id),
         });
         if ('adopted' in outcome) {
           refused = outcome.reason;

@@ -144,7 +144,8 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
     const broken = join(root, 'broken-engine.mjs');
     writeFileSync(
       broken,
-      '#!/usr/bin/env node\nconsole.log("boom: this engine cannot start");\nprocess.exit(3);\n',
+      // It shows its credential on screen as it dies: the recorded last screen must not keep it.
+      '#!/usr/bin/env node\nconsole.log("boom: this engine cannot start (key " + process.env.ANTHROPIC_AUTH_TOKEN + ")");\nprocess.exit(3);\n',
       {
         mode: 0o755,
       },
@@ -160,9 +161,21 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
         repos: { 'acme/widgets': { path: join(root, 'widgets') } },
         tmux: { socket, readySeconds: 60 },
         engines: {
-          claude: { binary: realBinary('claude'), env: engineEnv },
+          claude: {
+            binary: realBinary('claude'),
+            env: engineEnv,
+            // A long pause between paste and Enter: time to kill the daemon in between.
+            interactive: {
+              args: ['--session-id', '{sessionId}', '--settings', '{settingsFile}'],
+              hooks: 'claude-settings',
+              transcript: 'claude-jsonl',
+              firstRun: 'claude',
+              submitDelayMs: 2500,
+            },
+          },
           broken: {
             binary: broken,
+            credentials: [{ env: 'ANTHROPIC_AUTH_TOKEN', kind: 'api-key' }],
             protocol: 'claude-stream-json',
             sessionId: 'assign',
             headless: { args: ['-p'], start: ['--session-id', '{sessionId}'] },
@@ -298,6 +311,40 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
     expect(old?.closeReason).toMatch(/the engine ended its session \(prompt_input_exit\)/);
   }, 200_000);
 
+  it('marks a session whose TUI was cleared (/clear → SessionEnd clear, new id) as ended before pasting', async () => {
+    const before = await show();
+    const hooksFile = join(root, 'data', 'sessions', SLUG, 'hooks.jsonl');
+    const keys = await cli(['sessions', 'keys', WI, '/clear', 'Enter']);
+    expect(keys.code, keys.stderr).toBe(0);
+    await until('the SessionEnd of /clear', () =>
+      readFileSync(hooksFile, 'utf8').includes('"reason":"clear"') ? true : undefined,
+    );
+    const eighth = await comment();
+    expect(await settled(eighth.id)).toBe('done');
+    const old = (await sessions()).find((s) => s.id === before.session.id);
+    expect(old).toMatchObject({ status: 'ended' });
+    expect(old?.closeReason).toMatch(/\(clear\)/);
+    const fresh = await show();
+    expect(fresh.session.id).not.toBe(before.session.id);
+    expect(fresh.turns.map((t) => t.status)).toEqual(['succeeded']);
+  }, 200_000);
+
+  it('adopts a turn whose daemon died between the paste and Enter: Enter is pressed, nothing pasted twice', async () => {
+    const requests = mock.modelTurns().length;
+    const ninth = await comment();
+    await until('the prompt to be pasted', () => (statePhase() === 'pasted' ? true : undefined));
+    daemon?.child.kill('SIGKILL');
+    await daemon?.stop();
+    await startDaemon();
+    expect(await settled(ninth.id)).toBe('done');
+    expect(mock.modelTurns()).toHaveLength(requests + 1);
+    // One prompt, once: the last request's last user message holds the comment a single time.
+    const body = mock.modelTurns().at(-1)?.body as { messages: Array<{ role: string; content: unknown }> };
+    const last = JSON.stringify(body.messages.filter((m) => m.role === 'user').at(-1)?.content);
+    expect(last.split('please fix this').length - 1).toBe(1);
+    expect((await show()).turns.at(-1)).toMatchObject({ status: 'succeeded', endReason: 'result' });
+  }, 200_000);
+
   it('reports an engine that exits at startup, with its last screen, and keeps no session', async () => {
     const res = await cli([
       'run',
@@ -317,6 +364,7 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
     expect(shown.turns.at(-1)).toMatchObject({ status: 'failed', endReason: 'error' });
     expect(shown.turns.at(-1)?.error).toMatch(/exited with status 3 before it was ready/);
     expect(shown.turns.at(-1)?.error).toMatch(/boom: this engine cannot start/);
+    expect(shown.turns.at(-1)?.error).not.toContain('token-for-lifecycle');
     expect(await tmux.hasSession('loop-github-acme-broken-1')).toBe(false);
   }, 120_000);
 

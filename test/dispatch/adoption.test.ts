@@ -372,6 +372,26 @@ describe('stop', () => {
     expect(inbox.get('d-1')?.status).toBe('queued');
   });
 
+  it('a turn that ended on its own when the shutdown abort landed is settled, not queued again', async () => {
+    accept('d-1');
+    const started = deferred<void>();
+    const d = dispatcher({
+      runTurn: (request) => {
+        const { turn } = begin(request);
+        started.resolve();
+        // The engine's result came first (the turn is reading its last records): the abort changes nothing.
+        return new Promise<TurnResult>((resolve) => {
+          request.signal?.addEventListener('abort', () => resolve(finish(turn, true)));
+        });
+      },
+    });
+    d.start();
+    await started.promise;
+    await d.stop(0);
+    // Running it again would do the work twice.
+    expect(inbox.get('d-1')?.status).toBe('done');
+  });
+
   it('stop(0) aborts an adoption with SHUTDOWN too; a detached result keeps the delivery in flight', async () => {
     leftRunning('d-1');
     const reasons: unknown[] = [];

@@ -312,6 +312,19 @@ describe('mapper on real transcripts', () => {
       events: [],
       markers: [],
     });
+    // A prompt (which may carry outside text) that only starts like an interrupt is not one.
+    for (const content of [
+      '[Request interrupted by user] — said a commenter',
+      [{ type: 'text', text: '[Request interrupted by user] please stop' }],
+    ]) {
+      expect(rec({ type: 'user', message: { content } }).markers).toEqual([]);
+    }
+    expect(
+      rec({
+        type: 'user',
+        message: { content: [{ type: 'text', text: '[Request interrupted by user for tool use]' }] },
+      }).markers,
+    ).toEqual(['interrupt']);
     const apiError = rec({
       type: 'assistant',
       isApiErrorMessage: true,

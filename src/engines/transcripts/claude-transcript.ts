@@ -54,7 +54,11 @@ export interface MappedRecord {
   uuid?: string | undefined;
 }
 
-const INTERRUPT_PREFIX = '[Request interrupted by user';
+/**
+ * The whole text of the record Claude Code writes when a person interrupts a turn. Matched exactly:
+ * a prompt (which may carry outside text) that merely starts with it is not an interrupt.
+ */
+const INTERRUPT = /^\[Request interrupted by user(?: for tool use)?\]$/;
 
 const content = z.union([z.string(), z.array(contentBlock)]).nullish();
 // Usage fields are read leniently (nonNegative): an odd value costs that figure, not the record.
@@ -184,7 +188,7 @@ function mapUser(record: UserRecord): MappedRecord {
   if (record.isSidechain === true) return out;
   const body = record.message.content;
   if (typeof body === 'string') {
-    if (body.trimStart().startsWith(INTERRUPT_PREFIX)) out.markers.push('interrupt');
+    if (INTERRUPT.test(body.trim())) out.markers.push('interrupt');
     return out;
   }
   const interrupted =
@@ -192,7 +196,7 @@ function mapUser(record: UserRecord): MappedRecord {
     typeof record.toolUseResult === 'object' &&
     (record.toolUseResult as { interrupted?: unknown }).interrupted === true;
   for (const block of body ?? []) {
-    if (block.type === 'text' && block.text?.trimStart().startsWith(INTERRUPT_PREFIX)) {
+    if (block.type === 'text' && INTERRUPT.test(block.text?.trim() ?? '')) {
       if (!out.markers.includes('interrupt')) out.markers.push('interrupt');
     } else if (block.type === 'tool_result') {
       let summary = summarize(block.content);

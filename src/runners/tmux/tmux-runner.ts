@@ -18,7 +18,7 @@ import type { Logger } from '../../log/logger.js';
 import { type Runner, type RunOutcome, type RunTurnInput, type SessionProbe, SHUTDOWN } from '../runner.js';
 import type { HookEvent } from './claude-hook-events.js';
 import { claudeHookSettings, HookEventsTail, type NextResult, writeSettingsFile } from './claude-hooks.js';
-import { checkBuffer, checkTarget, type Tmux } from './tmux.js';
+import { checkBuffer, checkTarget, type PaneState, type Tmux } from './tmux.js';
 
 export interface TmuxRunnerOptions {
   tmux: Tmux;
@@ -42,8 +42,11 @@ interface TranscriptPosition {
 interface TurnMark {
   /** The registry's turn id. */
   id: number;
-  /** `delivering`: the paste may have started; `submitted`: the engine confirmed it (UserPromptSubmit). */
-  phase: 'delivering' | 'submitted';
+  /**
+   * `delivering`: the paste may have started; `pasted`: the text is in the input box, Enter may not
+   * have been taken yet; `submitted`: the engine confirmed it (UserPromptSubmit).
+   */
+  phase: 'delivering' | 'pasted' | 'submitted';
   /** Hook events offset when the turn began: an adopted turn reads its hooks again from here. */
   hookOffset: number;
   /** Transcript position when the turn began: an adopted turn reads its records again from here. */
@@ -236,7 +239,21 @@ export class TmuxRunner implements Runner {
       if (hooks) {
         // What happened since our last turn (a person typing in the TUI) is not this turn's start:
         // its hook events are skipped, and its transcript records are counted now, markers ignored.
-        await hooks.drain();
+        const since = await hooks.drain();
+        const ended = since.find((e) => e.event === 'SessionEnd' && e.sessionId === ctx.sessionId);
+        if (ended?.event === 'SessionEnd' && endedByEngine(ended.reason)) {
+          const reason = `the engine ended its session (${ended.reason})`;
+          return {
+            ok: false,
+            endReason: 'error',
+            endedAt: new Date(),
+            exitCode: null,
+            exitSignal: null,
+            error: `${reason} before this turn; nothing was pasted`,
+            stoppedBy: 'still-running',
+            sessionGone: { status: 'ended', reason },
+          };
+        }
         await this.readTranscriptOnce(ctx);
         ctx.turnEnded = false;
       }
@@ -282,24 +299,33 @@ export class TmuxRunner implements Runner {
       if (!mark || mark.id !== input.turnId) {
         return { adopted: false, reason: 'the turn was not delivered yet when its daemon stopped' };
       }
-      const pane = await this.options.tmux.paneState(target);
+      const pane = await this.paneStateSure(target);
       if (pane.state !== 'alive') return { adopted: false, reason: `tmux session ${target} is gone` };
+      if (mark.phase === 'delivering') {
+        // The paste had not completed: nothing was submitted, so the delivery can run again.
+        return { adopted: false, reason: 'its daemon stopped before the prompt was pasted' };
+      }
       // Read the turn again from where it began: its events are re-derived from the transcript.
       state.transcript = mark.transcript && structuredClone(mark.transcript);
-      if (mark.phase === 'delivering') {
-        const accepted = await hooks.next(
-          { event: 'UserPromptSubmit', sessionId: ctx.sessionId },
-          { timeoutMs: 1000 },
-        );
+      if (mark.phase === 'pasted') {
+        // The text is in the input box; its Enter may have been lost with the daemon. Confirm it, or
+        // press Enter (as the delivery would have) — never paste it again.
+        const sessionId = ctx.sessionId;
+        let accepted = await hooks.next({ event: 'UserPromptSubmit', sessionId }, { timeoutMs: 1000 });
+        if (!accepted.ok) {
+          await this.options.tmux.must(['send-keys', '-t', `=${target}:`, 'Enter'], 'send-keys Enter');
+          accepted = await hooks.next({ event: 'UserPromptSubmit', sessionId }, { timeoutMs: ACCEPT_MS });
+        }
         if (!accepted.ok) {
           return {
             adopted: false,
-            reason: 'the engine never confirmed the prompt (its daemon stopped while delivering it)',
+            reason: `the prompt was pasted into ${target} but the engine never accepted it`,
           };
         }
         mark.phase = 'submitted';
         this.saveState(ctx.dir, state);
       }
+      input.onAdopt?.();
       this.options.logger.info('adopted a running tmux turn', { target, turn: input.turnId });
       const outcome = await this.follow(ctx, Date.now() + input.backstopMs);
       keepTurn = outcome.detached === true;
@@ -316,15 +342,20 @@ export class TmuxRunner implements Runner {
   }): Promise<SessionProbe> {
     if (!session.tmuxTarget) return { alive: false, status: 'lost', reason: 'no tmux session recorded' };
     const target = checkTarget(session.tmuxTarget);
-    const pane = await this.options.tmux.paneState(target);
-    if (pane.state === 'alive') return { alive: true };
     // tmux itself missing is not the session being gone: that is a clear error, not a verdict.
-    await this.check();
-    if (pane.state === 'dead') await this.options.tmux.killSession(target);
+    if ((await this.options.tmux.version()) === null) await this.check();
+    const pane = await this.paneStateSure(target);
+    if (pane.state === 'unknown') {
+      throw new LoopError('internal', `cannot tell whether tmux session ${target} is there: ${pane.error}`);
+    }
     const ended = session.engineSessionId
       ? await this.sessionEnd(session.slug, session.engineSessionId)
       : undefined;
-    if (ended !== undefined && endedByEngine(ended)) {
+    const byEngine = ended !== undefined && endedByEngine(ended);
+    if (pane.state === 'alive' && !byEngine) return { alive: true };
+    if (pane.state === 'dead') await this.options.tmux.killSession(target);
+    if (byEngine) {
+      // `/clear` or `/resume` typed in the TUI: it goes on with another conversation, not ours.
       return { alive: false, status: 'ended', reason: `the engine ended its session (${ended})` };
     }
     return {
@@ -332,6 +363,16 @@ export class TmuxRunner implements Runner {
       status: 'lost',
       reason: `tmux session ${target} is gone (killed by hand, or its tmux server stopped)`,
     };
+  }
+
+  /** The pane's state, asked again (up to 3 times) while tmux cannot say. */
+  private async paneStateSure(target: string): Promise<PaneState> {
+    let pane = await this.options.tmux.paneState(target);
+    for (let i = 0; i < 2 && pane.state === 'unknown'; i++) {
+      await sleep(200);
+      pane = await this.options.tmux.paneState(target);
+    }
+    return pane;
   }
 
   /** The reason of our engine's SessionEnd since the last turn, if it sent one. */
@@ -411,24 +452,45 @@ export class TmuxRunner implements Runner {
     const died = new AbortController();
     const watching = this.watchPane(target, died.signal, () => died.abort());
     const signals = input.signal ? [died.signal, input.signal] : [died.signal];
-    const ready = await hooks.next(
-      { event: 'SessionStart', sessionId: ctx.sessionId },
-      { timeoutMs: this.options.readyMs, signal: AbortSignal.any(signals) },
-    );
-    const exited = died.signal.aborted;
-    died.abort();
-    await watching;
-    if (existsSync(envFile)) rmSync(envFile, { force: true });
+    let ready: NextResult;
+    let exited: boolean;
+    try {
+      ready = await hooks.next(
+        { event: 'SessionStart', sessionId: ctx.sessionId },
+        { timeoutMs: this.options.readyMs, signal: AbortSignal.any(signals) },
+      );
+    } finally {
+      exited = died.signal.aborted;
+      died.abort();
+      await watching;
+      if (existsSync(envFile)) rmSync(envFile, { force: true });
+    }
     if (ready.ok) {
       await tmux.run(['set-option', '-w', '-u', '-t', pane, 'remain-on-exit']);
       return undefined;
+    }
+    if (!exited && ready.reason === 'aborted' && input.signal?.reason === SHUTDOWN) {
+      // The daemon is stopping while the TUI starts: leave it; the delivery runs again on the next
+      // start and finds it (and keeps remain-on-exit until then: a failed start stays visible).
+      return {
+        ok: false,
+        endReason: 'cancel',
+        endedAt: new Date(),
+        exitCode: null,
+        exitSignal: null,
+        error: null,
+        stoppedBy: 'still-running',
+        detached: true,
+      };
     }
     const state = exited ? await tmux.paneState(target) : undefined;
     // With history: tmux scrolls a dead pane's output up to print its "Pane is dead" line.
     const screen = await tmux.capturePane(target, { history: true }).catch(() => '');
     await tmux.killSession(target);
     // The last lines with text, without tmux's own "Pane is dead" line (remain-on-exit).
-    const lines = screen.split('\n').filter((l) => l.trim() !== '' && !/^Pane is dead \(/.test(l));
+    // Scrubbed whole before it is cut: a secret on screen is neither stored nor cut in half.
+    const scrubbed = input.scrub ? input.scrub(screen) : screen;
+    const lines = scrubbed.split('\n').filter((l) => l.trim() !== '' && !/^Pane is dead \(/.test(l));
     const last = lines.slice(-3).join(' | ').slice(0, 300) || '(empty)';
     const why = exited
       ? `${preset.binary} exited${state?.state === 'dead' && state.status !== null ? ` with status ${state.status}` : ''} before it was ready`
@@ -453,7 +515,8 @@ export class TmuxRunner implements Runner {
       await pause(PROBE_MS, signal);
       if (signal.aborted) return;
       const pane = await this.options.tmux.paneState(target);
-      if (pane.state !== 'alive') {
+      // `unknown` (tmux slow or failing) is not a verdict: ask again next time.
+      if (pane.state === 'gone' || pane.state === 'dead') {
         onGone();
         return;
       }
@@ -490,9 +553,15 @@ export class TmuxRunner implements Runner {
       why ??= reason;
       stop.abort();
     };
+    const failed = (what: string) => (error: unknown) => {
+      // A watcher that fails stops watching (reported); the hooks still end the turn.
+      this.options.logger.warn(`${what} failed while following a turn`, { target, error });
+    };
     const watchers = Promise.all([
-      this.watchPane(target, stop.signal, () => halt('gone')),
-      this.watchTranscript(ctx, stop.signal, () => halt('interrupted')),
+      this.watchPane(target, stop.signal, () => halt('gone')).catch(failed('watching the pane')),
+      this.watchTranscript(ctx, stop.signal, () => halt('interrupted')).catch(
+        failed('reading the transcript'),
+      ),
     ]);
     let end: NextResult;
     try {
@@ -567,7 +636,7 @@ export class TmuxRunner implements Runner {
       ...base,
       ok: false,
       endReason: 'backstop',
-      error: `no Stop hook after ${Math.round(input.backstopMs / 1000)} s; the TUI is left running in ${target}`,
+      error: `no Stop hook before the backstop (defaults.backstopSeconds, counted from the turn's start); the TUI is left running in ${target}`,
     };
   }
 
@@ -614,6 +683,11 @@ export class TmuxRunner implements Runner {
       );
     } finally {
       rmSync(file, { force: true });
+    }
+    if (ctx.state.turn) {
+      // From here, a restarted daemon presses Enter instead of pasting again.
+      ctx.state.turn.phase = 'pasted';
+      this.saveState(dir, ctx.state);
     }
     // Claude Code drops an Enter sent right after a paste (observed: swallowed every time at 0 ms).
     await sleep(submitDelayMs);

@@ -27,6 +27,8 @@ export interface TmuxResult {
 
 export type PaneState =
   | { state: 'gone' }
+  /** tmux failed for another reason (timeout, no resources): nothing is known about the session. */
+  | { state: 'unknown'; error: string }
   | { state: 'alive' }
   | { state: 'dead'; status: number | null; signal: number | null };
 
@@ -106,7 +108,13 @@ export class Tmux {
       `=${checkTarget(target)}:`,
       '#{pane_dead} #{pane_dead_status} #{pane_dead_signal}',
     ]);
-    if (!r.ok) return { state: 'gone' };
+    if (!r.ok) {
+      // Only tmux's own "not there" answers mean gone; a timeout or a failed spawn says nothing.
+      const error = r.stderr.trim() || `exit ${r.code}`;
+      return /can't find (session|window|pane)|no server running|error connecting|server exited/i.test(error)
+        ? { state: 'gone' }
+        : { state: 'unknown', error };
+    }
     const [dead, status, signal] = r.stdout.trim().split(' ');
     if (dead !== '1') return { state: 'alive' };
     return {
