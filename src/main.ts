@@ -9,6 +9,10 @@ import { createIngressHandler, reply } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
+import { overBudget } from './ledger/budget.js';
+import { Ledger } from './ledger/ledger.js';
+import { loadSalt, payerOf } from './ledger/payer.js';
+import { pricesFromConfig, priceTable } from './ledger/pricing.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
 import { pidAlive, processStartTime } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
@@ -17,7 +21,7 @@ import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
-import type { SessionStore } from './sessions/types.js';
+import type { SessionHold, SessionRecord, SessionStore } from './sessions/types.js';
 import { type Db, openDb } from './store/db.js';
 import { type HttpServer, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
@@ -33,6 +37,7 @@ export interface App {
   db: Db;
   store: SessionStore;
   inbox: Inbox;
+  ledger: Ledger;
   /** Turns found lost when this app started (their engines may still run). */
   lostTurns: LostTurn[];
   runners: Record<string, Runner>;
@@ -84,6 +89,8 @@ export function createApp(options: AppOptions): App {
     }),
   };
   const { defaults, limits } = loaded.config;
+  const ledger = new Ledger(db, priceTable(pricesFromConfig(loaded.config.pricing)));
+  let salt: Buffer | undefined;
   const turns = new TurnService({
     store,
     runners,
@@ -100,6 +107,15 @@ export function createApp(options: AppOptions): App {
     addSecret: (value) => scrubber.add(value),
     scrub: scrubber.scrub,
     logger,
+    ledger,
+    afterTurn: (session) => {
+      if (session.status === 'active') holdIfOverBudget({ db, store, logger, loaded }, session);
+    },
+    payer: (credential, env) => {
+      // Created on first use: a data dir that never ran a turn gets no salt file.
+      salt ??= loadSalt(loaded.dataDir);
+      return payerOf(credential, env, salt);
+    },
   });
   return {
     loaded,
@@ -108,6 +124,7 @@ export function createApp(options: AppOptions): App {
     db,
     store,
     inbox,
+    ledger,
     lostTurns,
     runners,
     turns,
@@ -147,6 +164,26 @@ export function stopOrphanEngines(app: App): void {
   app.lostTurns.length = 0;
 }
 
+/**
+ * The session's hold, putting one on when a budget ceiling is reached (checked after each turn and
+ * before each delivery, so a ceiling lowered in the config applies to running sessions too).
+ */
+export function holdIfOverBudget(
+  app: Pick<App, 'db' | 'store' | 'logger' | 'loaded'>,
+  session: SessionRecord,
+): SessionHold | null {
+  if (session.hold) return session.hold;
+  const hold = overBudget(app.db, session, app.loaded.config.budgets);
+  if (!hold) return null;
+  app.store.setHold(session.id, hold);
+  app.logger.warn('session over budget: its deliveries are held', {
+    workItem: session.workItem,
+    session: session.id,
+    reason: hold.reason,
+  });
+  return hold;
+}
+
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
   const { config, dataDir } = app.loaded;
@@ -166,6 +203,10 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     store: app.store,
     runTurn: (request) => app.turns.runTurn(request),
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
+    heldReason: (workItem) => {
+      const session = app.store.findActive(workItem);
+      return session ? holdIfOverBudget(app, session)?.reason : undefined;
+    },
     checkSession: (session) => app.turns.checkSession(session),
     route: (event, payload) => routeEvent(event, payload, config),
     logger: app.logger,

@@ -23,9 +23,20 @@ export function formatTokens(usage: Usage | null): string {
   return `${formatInt(totalTokens(usage))} tokens (${parts.join(', ')})`;
 }
 
+/**
+ * An estimated amount in USD: cents below one dollar-cent (`~0.21¢`), so nothing real ever reads
+ * like `$0.00` — that string means nothing was measured, and the product never prints it.
+ */
+export function formatUsd(usd: number): string {
+  if (usd === 0) return '~0¢';
+  if (usd < 0.000001) return '<0.0001¢';
+  if (usd < 0.01) return `~${(usd * 100).toFixed(usd < 0.0001 ? 4 : 2)}¢`;
+  return usd < 1 ? `~$${usd.toFixed(4)}` : `~$${usd.toFixed(2)}`;
+}
+
 /** Cost is never shown as $0 for something nothing measured: unknown says so. */
 export function formatCost(turn: Pick<TurnRecord, 'usage' | 'costUsd' | 'meter'>): string {
-  if (turn.costUsd !== null) return `~$${turn.costUsd.toFixed(4)} (engine-reported estimate)`;
+  if (turn.costUsd !== null) return `${formatUsd(turn.costUsd)} (engine-reported estimate)`;
   if (turn.usage === null)
     return turn.meter === 'none' ? 'cost unknown (unmetered engine)' : 'cost unknown (no usage reported)';
   return 'cost unknown (not priced yet)';

@@ -15,9 +15,11 @@ import {
   closeSession,
   keysCommand,
   listSessions,
+  resumeSession,
   sessionLogs,
   showSession,
 } from './sessions.js';
+import { usageCommand } from './usage.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -164,6 +166,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       withApp(cmd, (app) => runCommand(app, io, ref, words.join(' '), { json: opts.json })),
     );
   sessions
+    .command('resume')
+    .description('release a held session (over budget: raise its ceiling with --raise)')
+    .argument('<work-item|session-id>')
+    .option('--raise <amount>', 'raise the ceiling that was reached by this much (turns, tokens or dollars)')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, (app) => resumeSession(app, io, ref, opts)),
+    );
+  sessions
     .command('close')
     .description('end a session (its history is kept)')
     .argument('<session>', 'work item or session id')
@@ -213,6 +224,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<delivery-id>')
     .option('--json', 'JSON output')
     .action(async (id: string, opts, cmd: Command) => withApp(cmd, (app) => retryEvent(app, io, id, opts)));
+
+  program
+    .command('usage')
+    .description('tokens and estimated cost from the usage ledger, with what the totals leave out')
+    .option('--since <when>', 'from this long ago or this date: 7d, 24h, 2w, 2026-11-30 (default 7d)')
+    .option('--until <when>', 'up to this long ago or this date (default now)')
+    .option('--by <key>', 'group by day, engine, model, work-item, payer or session (default day)')
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) => withApp(cmd, (app) => usageCommand(app, io, opts)));
 
   program
     .command('doctor')

@@ -111,6 +111,7 @@ export async function runCommand(
           controller.signal,
           lock.release,
         );
+        if (heldNote(app, deliveryId)) return reportHeld(app, io, deliveryId, options);
         break;
       }
       if (!announced && !options.json) {
@@ -122,6 +123,7 @@ export async function runCommand(
       // died): then take over and dispatch it here.
       const outcome = await follow(app, deliveryId, printSession, printEvent, controller.signal);
       if (outcome === 'settled') break;
+      if (outcome === 'held') return reportHeld(app, io, deliveryId, options);
       if (outcome === 'aborted') {
         io.err(
           `the-loop: stopped following; ${deliveryId} stays queued (see \`the-loop events show ${deliveryId}\`)\n`,
@@ -160,12 +162,32 @@ async function dispatchOwn(
     dispatcher.start();
     const onAbort = () => void dispatcher.stop(0);
     signal.addEventListener('abort', onAbort, { once: true });
-    while (!isSettled(app, deliveryId) && !signal.aborted) await sleep(25);
+    while (!isSettled(app, deliveryId) && !heldNote(app, deliveryId) && !signal.aborted) await sleep(25);
     signal.removeEventListener('abort', onAbort);
     await dispatcher.stop(0);
   } finally {
     release();
   }
+}
+
+/** Why a queued delivery waits (its session is held, e.g. over budget), if it does. */
+const heldNote = (app: App, id: string): string | undefined => {
+  const d = app.inbox.get(id);
+  return d?.status === 'queued' && d.reason?.startsWith('held: ')
+    ? d.reason.slice('held: '.length)
+    : undefined;
+};
+
+/** The delivery is queued behind a hold: say why and how to release it; it runs once resumed. */
+function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): number {
+  const reason = heldNote(app, deliveryId) ?? 'held';
+  const workItem = app.inbox.get(deliveryId)?.workItem ?? '<work-item>';
+  if (options.json) io.out(`${JSON.stringify({ type: 'held', delivery: deliveryId, reason })}\n`);
+  else
+    io.out(
+      `⏸ held: ${reason}. ${deliveryId} stays queued and runs when the session is resumed: \`the-loop sessions resume ${workItem} --raise <amount>\`\n`,
+    );
+  return EXIT.failed;
 }
 
 const isSettled = (app: App, id: string) => {
@@ -179,7 +201,7 @@ async function follow(
   onSession: (s: SessionRecord, created: boolean) => void,
   onEvent: (e: TurnEvent) => void,
   signal: AbortSignal,
-): Promise<'settled' | 'aborted' | 'unlocked'> {
+): Promise<'settled' | 'aborted' | 'unlocked' | 'held'> {
   let turn: TurnRecord | undefined;
   let seen = 0;
   for (;;) {
@@ -197,6 +219,7 @@ async function follow(
       seen = events.length;
     }
     if (settled) return 'settled';
+    if (heldNote(app, deliveryId)) return 'held';
     if (signal.aborted) return 'aborted';
     if (!currentHolder(lockPath(app.loaded.dataDir))) return 'unlocked';
     await sleep(200);

@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import { formatAmount, parseRaise } from '../ledger/budget.js';
 import { addUsage } from '../ledger/usage.js';
-import type { App } from '../main.js';
+import { type App, holdIfOverBudget } from '../main.js';
 import { planKeys, type SentKey } from '../runners/keys.js';
 import type { Runner } from '../runners/runner.js';
 import { Tmux } from '../runners/tmux/tmux.js';
@@ -100,7 +101,7 @@ export function listSessions(
         s.engine,
         s.runner,
         s.tmuxTarget ?? '-',
-        m.running ? 'running' : s.status,
+        m.running ? 'running' : s.hold ? s.hold.kind : s.status,
         String(m.turns),
         m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
         m.lastTurnAt ?? '-',
@@ -126,7 +127,7 @@ export function showSession(store: SessionStore, io: Io, ref: string, options: {
     `  engine id   ${session.engineSessionId ?? '(not yet known)'}`,
     `  cwd         ${session.cwd}`,
     `  credential  ${session.credentialKind ? `${session.credentialKind} via ${session.credentialEnv}` : 'none found in the environment (the engine uses its own login, if any)'}`,
-    `  status      ${summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}`,
+    `  status      ${summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}${session.hold ? ` · held, ${session.hold.kind}: ${session.hold.reason}` : ''}`,
     `  created     ${session.createdAt}${session.closedAt ? ` · closed ${session.closedAt}` : ''}`,
     `  usage       ${summary.usage ? formatTokens(summary.usage) : 'unknown'}${summary.unmeteredTurns ? ` · ${summary.unmeteredTurns} turn(s) unmetered, not included` : ''}`,
     '',
@@ -203,6 +204,65 @@ export async function closeSession(
       `${closed.workItem}: session ${closed.id.slice(0, 8)} closed${note ? ` (${note})` : ''}. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`,
     );
   return EXIT.ok;
+}
+
+/**
+ * `sessions resume <wi> [--raise <amount>]`: release a held session. An over-budget one needs its
+ * ceiling raised (in the unit of the ceiling reached: turns, tokens, or dollars); if it is still over
+ * after the raise, it stays held and says so.
+ */
+export function resumeSession(
+  app: App,
+  io: Io,
+  ref: string,
+  options: { raise?: string; json?: boolean },
+): number {
+  const session = findSession(app.store, ref);
+  if (session.status !== 'active') {
+    throw new LoopError(
+      'usage',
+      `${session.workItem}'s session is ${session.status}: there is nothing to resume`,
+      {
+        hint: 'The next delivery to this work item starts a new session.',
+      },
+    );
+  }
+  const hold = session.hold;
+  if (!hold) {
+    if (options.json) io.out(`${JSON.stringify({ resumed: false, held: false, session })}\n`);
+    else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} is not held.\n`);
+    return EXIT.ok;
+  }
+  if (options.raise === undefined) {
+    throw new LoopError('usage', `${session.workItem} is over budget: ${hold.reason}`, {
+      hint: `Raise the ${hold.scope} ceiling: the-loop sessions resume ${session.workItem} --raise <${hold.dimension === 'usd' ? 'dollars' : hold.dimension}>`,
+    });
+  }
+  const amount = parseRaise(options.raise, hold.dimension);
+  if (Number.isNaN(amount)) {
+    throw new LoopError(
+      'usage',
+      `--raise takes a positive ${hold.dimension === 'usd' ? 'amount of dollars' : `whole number of ${hold.dimension}`}, not ${JSON.stringify(options.raise)}`,
+    );
+  }
+  const raised = app.store.raiseBudget(session.id, { [hold.dimension]: amount });
+  app.store.setHold(session.id, null);
+  const again = holdIfOverBudget(app, { ...raised, hold: null });
+  const after = app.store.get(session.id) as SessionRecord;
+  if (options.json) {
+    io.out(
+      `${JSON.stringify({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`,
+    );
+  } else if (again) {
+    io.out(
+      `${session.workItem}: raised by ${formatAmount(hold.dimension, amount)}, but still over budget: ${again.reason}. Raise it further.\n`,
+    );
+  } else {
+    io.out(
+      `${session.workItem}: resumed; ${hold.scope} ceiling raised by ${formatAmount(hold.dimension, amount)}. Held deliveries run next.\n`,
+    );
+  }
+  return again ? EXIT.failed : EXIT.ok;
 }
 
 /** `sessions attach`: exec `tmux attach-session [-r] -t <target>` on the configured socket. */

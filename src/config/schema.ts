@@ -112,6 +112,23 @@ export const repoSchema = z
   })
   .strict();
 
+const perMillion = z.number().min(0).max(100_000);
+
+const budgetSchema = z
+  .object({
+    maxTurns: z.number().int().min(1).max(1_000_000).optional().describe('Turns per window.'),
+    windowHours: z
+      .number()
+      .min(0.01)
+      .max(24 * 3650)
+      .optional()
+      .describe('The window maxTurns counts in (hours back from now). Default: all time.'),
+    maxTokens: z.number().int().min(1).optional().describe('Tokens of every kind, all time.'),
+    maxUsd: z.number().min(0.0001).optional().describe('Estimated dollars (priced rows only), all time.'),
+  })
+  .strict()
+  .prefault({});
+
 export const configSchema = z
   .object({
     dataDir: z
@@ -154,6 +171,33 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    pricing: z
+      .record(
+        z
+          .string()
+          .min(1)
+          .max(200)
+          .describe('Model id (a date suffix like -20250929 is ignored when matching).'),
+        z
+          .object({
+            input: perMillion.describe('USD per million input tokens.'),
+            output: perMillion.describe(
+              'USD per million output tokens (reasoning tokens are billed as output).',
+            ),
+            cacheRead: perMillion.optional().describe('USD per million cache-read tokens. Default: input.'),
+            cacheWrite5m: perMillion
+              .optional()
+              .describe('USD per million cache-write tokens (5 min). Default: input.'),
+            cacheWrite1h: perMillion
+              .optional()
+              .describe('USD per million cache-write tokens (1 h). Default: input.'),
+            asOf: z.string().min(1).max(40).describe('When the price was read, e.g. 2026-11.'),
+            source: z.string().min(1).max(500).describe('Where it was read (a URL).'),
+          })
+          .strict(),
+      )
+      .default({})
+      .describe('List prices that override or extend the built-in table (costs are list-price estimates).'),
     limits: z
       .object({
         maxLineBytes: z
@@ -238,6 +282,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    budgets: z
+      .object({
+        session: budgetSchema.describe('Ceilings for one session (a work item may have several over time).'),
+        workItem: budgetSchema.describe('Ceilings for all sessions of one work item together.'),
+      })
+      .strict()
+      .prefault({})
+      .describe(
+        'When a ceiling is reached, the session is held (over-budget): no further deliveries until `the-loop sessions resume <wi> --raise <amount>`. Token and dollar ceilings need a metered engine; unmetered sessions can only be bounded by turns.',
+      ),
     dispatch: z
       .object({
         concurrency: z

@@ -28,6 +28,11 @@ export interface DispatcherDeps {
     turn: TurnRecord,
     request: Pick<TurnRequest, 'signal' | 'onEvent' | 'onSession'>,
   ) => Promise<TurnResult | undefined>;
+  /**
+   * Why deliveries to this work item's active session must wait (its hold: over budget, …), or
+   * undefined. Called before a delivery is claimed; it may put the hold on (a ceiling reached).
+   */
+  heldReason?: (workItem: string) => string | undefined;
   /** Check an active session's runner resource before a turn; returns it updated (lost, ended). */
   checkSession?: (session: SessionRecord) => Promise<SessionRecord>;
   /** Pure router for GitHub deliveries. */
@@ -170,6 +175,13 @@ export class Dispatcher {
         continue;
       }
       blocked.add(workItem);
+      // A held session (over budget) gets nothing more until a person resumes it; a close still runs.
+      const held = action === 'close' ? undefined : this.deps.heldReason?.(workItem);
+      if (held !== undefined) {
+        this.deps.inbox.noteHeld(d.id, `held: ${held}`);
+        continue;
+      }
+      if (d.reason?.startsWith('held: ')) this.deps.inbox.noteHeld(d.id, null);
       if (this.running.size + claims.length >= this.deps.concurrency) continue;
       // Claim it: if another dispatcher already did, leave it.
       if (this.deps.inbox.markRunning(d.id))

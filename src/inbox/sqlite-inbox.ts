@@ -135,6 +135,12 @@ export class SqliteInbox implements Inbox {
     ).run(route, workItem, scrubbed, final, this.now(), id);
   }
 
+  noteHeld(id: string, reason: string | null): void {
+    this.q(
+      "UPDATE deliveries SET reason = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND COALESCE(reason, '') IS NOT COALESCE(?, '')",
+    ).run(reason, this.now(), id, reason);
+  }
+
   markRunning(id: string): boolean {
     const info = this.q(
       "UPDATE deliveries SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'",

@@ -40,6 +40,8 @@ export interface Inbox {
   /** Run fn in one transaction (one commit for many small writes). */
   batch?<T>(fn: () => T): T;
   setRoute(id: string, route: RouteAction, workItem: string | null, reason: string | null): void;
+  /** Note why a queued delivery waits (`held: …`), or clear the note (null). */
+  noteHeld(id: string, reason: string | null): void;
   /** queued → running; false when it was not queued (someone else took it). */
   markRunning(id: string): boolean;
   finish(

@@ -1,6 +1,6 @@
 import type { EnginePreset } from '../engines/preset.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
-import type { EndReason } from '../sessions/types.js';
+import type { EndReason, Meter } from '../sessions/types.js';
 import type { SentKey } from './keys.js';
 
 /** One turn for a runner to run. Built by the core; the runner decides how the engine is started. */
@@ -68,6 +68,8 @@ export interface Runner {
   /** The name of the runner's resource for a new session (e.g. its tmux session), stored with it. */
   targetFor?(slug: string): string;
   runTurn(input: RunTurnInput): Promise<RunOutcome>;
+  /** Where this runner's turns of an engine get their usage from (default: the engine's protocol). */
+  meterFor?(preset: EnginePreset): Meter;
   /**
    * Take over a turn an earlier process started and did not finish (its owner died, the engine ran
    * on): follow it to its end from what the runner saved. `adopted: false` when it cannot (then the

@@ -4,9 +4,11 @@ import type { CredentialKind } from '../engines/preset.js';
 import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import type {
+  BudgetRaise,
   EndReason,
   Meter,
   NewSession,
+  SessionHold,
   SessionRecord,
   SessionStatus,
   SessionStore,
@@ -29,6 +31,9 @@ interface SessionRow {
   usage_baseline: string | null;
   credential_kind: CredentialKind | null;
   credential_env: string | null;
+  payer_id: string | null;
+  hold: string | null;
+  budget_raise: string | null;
   tmux_target: string | null;
   created_at: string;
   updated_at: string;
@@ -76,6 +81,9 @@ const toSession = (r: SessionRow): SessionRecord => ({
   usageBaseline: r.usage_baseline ? (JSON.parse(r.usage_baseline) as Usage) : null,
   credentialKind: r.credential_kind,
   credentialEnv: r.credential_env,
+  payerId: r.payer_id,
+  hold: r.hold ? (JSON.parse(r.hold) as SessionHold) : null,
+  budgetRaise: r.budget_raise ? (JSON.parse(r.budget_raise) as BudgetRaise) : {},
   tmuxTarget: r.tmux_target,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -168,8 +176,8 @@ export class SqliteSessionStore implements SessionStore {
       this.db
         .prepare(
           `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
-             credential_kind, credential_env, tmux_target, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`,
+             credential_kind, credential_env, payer_id, tmux_target, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)`,
         )
         .run(
           id,
@@ -181,6 +189,7 @@ export class SqliteSessionStore implements SessionStore {
           input.cwd,
           input.credentialKind,
           input.credentialEnv,
+          input.payerId ?? null,
           input.tmuxTarget ?? null,
           at,
           at,
@@ -211,8 +220,13 @@ export class SqliteSessionStore implements SessionStore {
     this.touch(id, 'usage_baseline = ?', JSON.stringify(usage));
   }
 
-  setCredential(id: string, kind: CredentialKind | null, env: string | null): void {
-    this.touch(id, 'credential_kind = ?, credential_env = ?', kind, env);
+  setCredential(
+    id: string,
+    kind: CredentialKind | null,
+    env: string | null,
+    payerId: string | null = null,
+  ): void {
+    this.touch(id, 'credential_kind = ?, credential_env = ?, payer_id = ?', kind, env, payerId);
   }
 
   close(id: string, reason: string): SessionRecord {
@@ -225,6 +239,20 @@ export class SqliteSessionStore implements SessionStore {
     const session = this.get(id);
     if (!session) throw new LoopError('session-missing', `no session ${id}`);
     return session;
+  }
+
+  setHold(id: string, hold: SessionHold | null): void {
+    this.touch(id, 'hold = ?', hold ? JSON.stringify(hold) : null);
+  }
+
+  raiseBudget(id: string, raise: BudgetRaise): SessionRecord {
+    const session = this.get(id);
+    if (!session) throw new LoopError('session-missing', `no session ${id}`);
+    const next: BudgetRaise = { ...session.budgetRaise };
+    for (const [k, v] of Object.entries(raise) as Array<[keyof BudgetRaise, number]>)
+      next[k] = (next[k] ?? 0) + v;
+    this.touch(id, 'budget_raise = ?', JSON.stringify(next));
+    return this.get(id) as SessionRecord;
   }
 
   markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord {

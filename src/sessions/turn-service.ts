@@ -7,6 +7,8 @@ import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import { whichBinary } from '../engines/which.js';
+import type { Ledger } from '../ledger/ledger.js';
+import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
@@ -71,6 +73,12 @@ export interface TurnServiceDeps {
   addSecret: (value: string) => void;
   scrub: (text: string) => string;
   logger: Logger;
+  /** After each recorded turn, with the session as it is now (budgets are checked there). */
+  afterTurn?: ((session: SessionRecord) => void) | undefined;
+  /** The usage ledger: every finished turn is recorded there (rows, or an unmetered drive). */
+  ledger?: Ledger | undefined;
+  /** Who pays for an engine environment's requests (by credential kind and fingerprint). */
+  payer?: ((credential: EngineEnv['credential'], env: Record<string, string>) => Payer) | undefined;
 }
 
 /** What a refused adoption reports to `drive` (nothing of it is recorded). */
@@ -215,6 +223,7 @@ export class TurnService {
     await planned.check?.();
     let session = plan.session;
     let created = false;
+    const payer = this.payerOf(env);
     if (!session) {
       session = store.create({
         workItem,
@@ -226,6 +235,7 @@ export class TurnService {
         cwd: plan.cwd,
         credentialKind: env.credential?.kind ?? null,
         credentialEnv: env.credential?.env ?? null,
+        payerId: payer.id,
         tmuxTarget: planned.targetFor?.(workItemSlug(plan.item)) ?? null,
       });
       created = true;
@@ -237,8 +247,11 @@ export class TurnService {
       });
     }
     for (const value of env.secretValues) this.deps.addSecret(value);
-    if (!created && (env.credential?.kind ?? null) !== session.credentialKind) {
-      store.setCredential(session.id, env.credential?.kind ?? null, env.credential?.env ?? null);
+    if (
+      !created &&
+      ((env.credential?.kind ?? null) !== session.credentialKind || payer.id !== session.payerId)
+    ) {
+      store.setCredential(session.id, env.credential?.kind ?? null, env.credential?.env ?? null, payer.id);
     }
     request.onSession?.(session, created);
 
@@ -247,7 +260,7 @@ export class TurnService {
     const turn = store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes,
-      meter: caps.meter,
+      meter: runner.meterFor?.(preset) ?? caps.meter,
       deliveryId: request.deliveryId,
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
@@ -261,6 +274,7 @@ export class TurnService {
       created,
       request,
       log,
+      payer,
       start: (input) => runner.runTurn(input),
     });
   }
@@ -307,6 +321,7 @@ export class TurnService {
       created: false,
       request,
       log,
+      payer: this.payerOf(env),
       // The backstop runs from the turn's start, not from the adoption.
       backstopMs: Math.max(1000, Date.parse(turn.startedAt) + this.deps.defaults.backstopMs - Date.now()),
       start: async (input) => {
@@ -339,6 +354,7 @@ export class TurnService {
     created: boolean;
     request: Pick<TurnRequest, 'signal' | 'onEvent'>;
     log: Logger;
+    payer: Payer;
     backstopMs?: number;
     start: (input: RunTurnInput) => Promise<RunOutcome>;
   }): Promise<TurnResult> {
@@ -407,9 +423,10 @@ export class TurnService {
 
     let finished: TurnRecord;
     let fresh: SessionRecord;
+    let usage: ReturnType<typeof turnUsageFrom>;
     try {
       fresh = store.get(session.id) ?? session;
-      const usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
+      usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
       for (const warning of usage.warnings) log.warn(warning);
       if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
       finished = store.finishTurn(turn.id, {
@@ -435,6 +452,13 @@ export class TurnService {
       stoppedBy: outcome.stoppedBy,
       metered: finished.usage !== null,
     });
+    this.record(input, finished, events, usage, outcome);
+    try {
+      const now = store.get(session.id);
+      if (now) this.deps.afterTurn?.(now);
+    } catch (error) {
+      log.error('could not check the session after its turn', { error });
+    }
     if (outcome.sessionGone)
       await this.markGone(session, outcome.sessionGone.status, outcome.sessionGone.reason);
     return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
@@ -468,6 +492,49 @@ export class TurnService {
       this.deps.logger.warn('could not clean up after a session', { session: session.id, error });
     }
     return gone;
+  }
+
+  private payerOf(env: EngineEnv): Payer {
+    return this.deps.payer?.(env.credential, env.env) ?? { kind: 'unknown', id: null };
+  }
+
+  /** The turn in the usage ledger: its rows, or an unmetered drive saying why nothing measured it. */
+  private record(
+    input: { session: SessionRecord; payer: Payer; log: Logger },
+    turn: TurnRecord,
+    events: readonly TurnEvent[],
+    usage: ReturnType<typeof turnUsageFrom>,
+    outcome: RunOutcome,
+  ): void {
+    const { ledger } = this.deps;
+    if (!ledger) return;
+    const { session } = input;
+    const reason =
+      turn.meter === 'none'
+        ? `the ${session.engine} engine reports no usage on the ${session.runner} runner`
+        : outcome.endReason === 'untracked'
+          ? 'nothing reports this TUI turn (no hooks or transcript)'
+          : 'the engine reported no usage for this turn';
+    try {
+      const recorded = ledger.recordTurn(
+        {
+          sessionId: session.id,
+          workItem: session.workItem,
+          turnId: turn.id,
+          engine: session.engine,
+          runner: session.runner,
+          meter: turn.meter,
+          endedAt: turn.endedAt ?? new Date().toISOString(),
+          payer: input.payer,
+        },
+        events,
+        usage,
+        reason,
+      );
+      for (const warning of recorded.warnings) input.log.warn(warning);
+    } catch (error) {
+      input.log.error('could not record the turn in the usage ledger', { error });
+    }
   }
 
   /** Best-effort: record a turn as failed after an unexpected error. */

@@ -24,7 +24,8 @@ export type EndReason =
   | 'interrupted'
   | 'lost'
   | 'untracked';
-export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'none';
+/** Where a turn's usage comes from; `none`: nothing measures it (recorded as an unmetered drive). */
+export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'transcript' | 'otel' | 'none';
 
 export interface SessionRecord {
   id: string;
@@ -40,13 +41,34 @@ export interface SessionRecord {
   usageBaseline: Usage | null;
   credentialKind: CredentialKind | null;
   credentialEnv: string | null;
+  /** Who pays, beyond the kind: an API key's fingerprint (`key:<hex>`) or a cloud (`bedrock`). */
+  payerId: string | null;
   /** tmux runner: the tmux session name (`loop-<slug>`), stored at creation. */
   tmuxTarget: string | null;
+  /** Deliveries to this session are held (over budget, …) until a person resumes it. */
+  hold: SessionHold | null;
+  /** What a person raised this session's ceilings by. */
+  budgetRaise: BudgetRaise;
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
   closeReason: string | null;
 }
+
+export type BudgetDimension = 'turns' | 'tokens' | 'usd';
+
+export interface SessionHold {
+  kind: 'over-budget';
+  /** What was reached, in words: "2 of 2 turns (session, last 24 h)". */
+  reason: string;
+  dimension: BudgetDimension;
+  scope: 'session' | 'work-item';
+  used: number;
+  limit: number;
+  since: string;
+}
+
+export type BudgetRaise = Partial<Record<BudgetDimension, number>>;
 
 export interface TurnRecord {
   id: number;
@@ -88,6 +110,7 @@ export interface NewSession {
   cwd: string;
   credentialKind: CredentialKind | null;
   credentialEnv: string | null;
+  payerId?: string | null | undefined;
 }
 
 export interface TurnEnd {
@@ -111,8 +134,12 @@ export interface SessionStore {
   /** Record the engine session id as confirmed by the engine. */
   markEngineSessionStarted(id: string, engineSessionId: string): void;
   setUsageBaseline(id: string, usage: Usage): void;
-  setCredential(id: string, kind: CredentialKind | null, env: string | null): void;
+  setCredential(id: string, kind: CredentialKind | null, env: string | null, payerId?: string | null): void;
   close(id: string, reason: string): SessionRecord;
+  /** Hold deliveries to a session (null: release it). */
+  setHold(id: string, hold: SessionHold | null): void;
+  /** Raise a session's ceilings by these amounts (added to earlier raises). */
+  raiseBudget(id: string, raise: BudgetRaise): SessionRecord;
   /** An active session found gone (`lost`) or ended by its engine (`ended`), with what was seen. */
   markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord;
   /** Take over a running turn whose owner died (an adopting daemon): it is now this process's. */

@@ -5,6 +5,7 @@ import {
   anthropicUsage,
   type EngineUnderTest,
   expectCanaryNowhere,
+  expectLedgerMatches,
   realBinary,
   runTwoTurns,
   type TwoTurnRun,
@@ -62,6 +63,11 @@ describe('real Claude Code CLI, two turns through `the-loop run`', () => {
 
   it('delivers the canary credential only through the environment', () => {
     expect(claude.credentialHeader(run.mock.modelTurns()[0]?.headers ?? {})).toBe(run.canary);
+    expectCanaryNowhere(run);
+  });
+
+  it("records both turns in the usage ledger with the mock's token sums, paid by a fingerprinted key", async () => {
+    await expectLedgerMatches(run, claude, 'stream-json');
     expectCanaryNowhere(run);
   });
 });

@@ -4,6 +4,7 @@ import { startOpenAIMock } from '../fixtures/mock-apis/openai.js';
 import {
   type EngineUnderTest,
   expectCanaryNowhere,
+  expectLedgerMatches,
   openaiUsage,
   realBinary,
   runTwoTurns,
@@ -54,6 +55,11 @@ describe('real Codex CLI, two turns through `the-loop run`', () => {
 
   it('delivers the canary credential only through the environment', () => {
     expect(codex.credentialHeader(run.mock.modelTurns()[0]?.headers ?? {})).toBe(run.canary);
+    expectCanaryNowhere(run);
+  });
+
+  it("records both turns in the usage ledger with the mock's token sums, paid by a fingerprinted key", async () => {
+    await expectLedgerMatches(run, codex, 'codex-json');
     expectCanaryNowhere(run);
   });
 });

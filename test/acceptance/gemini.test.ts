@@ -4,6 +4,7 @@ import { startGeminiMock } from '../fixtures/mock-apis/gemini.js';
 import {
   type EngineUnderTest,
   expectCanaryNowhere,
+  expectLedgerMatches,
   geminiUsage,
   realBinary,
   runTwoTurns,
@@ -58,6 +59,11 @@ describe('real Gemini CLI, two turns through `the-loop run`', () => {
 
   it('delivers the canary credential only through the environment', () => {
     expect(gemini.credentialHeader(run.mock.modelTurns()[0]?.headers ?? {})).toBe(run.canary);
+    expectCanaryNowhere(run);
+  });
+
+  it("records both turns in the usage ledger with the mock's token sums, paid by a fingerprinted key", async () => {
+    await expectLedgerMatches(run, gemini, 'gemini-json');
     expectCanaryNowhere(run);
   });
 });

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import type { Usage } from '../../src/engines/protocols/types.js';
@@ -147,6 +148,62 @@ export async function runTwoTurns(
         rmSync(root, { recursive: true, force: true });
       },
     };
+  }
+}
+
+/**
+ * The usage ledger holds the run's turns: token sums equal to what the mock reported, one row per
+ * turn (result-event meters), priced, paid by an API key told apart by a fingerprint — and the
+ * report says so without the credential anywhere in it.
+ */
+export async function expectLedgerMatches(run: TwoTurnRun, e: EngineUnderTest, meter: string): Promise<void> {
+  const env = { THE_LOOP_CONFIG: join(run.root, 'config.yaml') };
+  const json = await runCli(['usage', '--json', '--by', 'payer'], { cwd: run.root, env });
+  const text = await runCli(['usage', '--by', 'engine'], { cwd: run.root, env });
+  run.outputs.push(
+    { stdout: json.stdout, stderr: json.stderr },
+    { stdout: text.stdout, stderr: text.stderr },
+  );
+  expect(json.code, json.stderr).toBe(0);
+  const report = JSON.parse(json.stdout) as {
+    total: { rows: number; turns: number; usage: Usage; costUsd: number | null };
+    groups: Array<{ key: string; rows: number }>;
+    notIncluded: { unmeteredCount: number };
+  };
+  expect(report.total.usage).toEqual(e.expectedUsage(run.mock.reported));
+  expect(report.total).toMatchObject({ rows: 2, turns: 2 });
+  expect(report.notIncluded.unmeteredCount).toBe(0);
+  expect(report.groups).toHaveLength(1);
+  expect(report.groups[0]?.key).toMatch(/^api-key key:[0-9a-f]{12}$/);
+  expect(text.stdout).toContain(e.engine);
+  // Nothing unmetered; a mock model missing from the price table is unknown, never $0.
+  expect(text.stdout).not.toMatch(/unmetered run/);
+  expect(text.stdout).not.toContain('$0.00');
+  if (report.total.costUsd === null) expect(text.stdout).toMatch(/estimated cost unknown/);
+  // The ledger knows where each figure came from: one row per turn of the engine's result meter.
+  const db = new Database(join(run.dataDir, 'the-loop.db'), { readonly: true });
+  try {
+    const rows = db
+      .prepare('SELECT meter, source_id, payer_kind, cost_usd, cost_basis FROM usage_ledger ORDER BY id')
+      .all() as Array<{
+      meter: string;
+      source_id: string;
+      payer_kind: string;
+      cost_usd: number | null;
+      cost_basis: string | null;
+    }>;
+    expect(rows.map((r) => [r.meter, r.payer_kind])).toEqual([
+      [meter, 'api-key'],
+      [meter, 'api-key'],
+    ]);
+    for (const r of rows) {
+      expect(r.source_id).toMatch(/^turn:\d+$/);
+      // A cost has its basis; an unknown cost (a model without a price) is NULL, never 0.
+      if (r.cost_usd === null) expect(r.cost_basis).toBeNull();
+      else expect(['engine-reported', 'list-price']).toContain(r.cost_basis);
+    }
+  } finally {
+    db.close();
   }
 }
 

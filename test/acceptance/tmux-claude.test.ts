@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Tmux } from '../../src/runners/tmux/tmux.js';
@@ -144,6 +145,36 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
 
     const screen = await tmux.capturePane(TARGET, { history: true });
     expect(screen).toContain('It was PAPAYA-88.');
+
+    // The usage ledger: one row per model request, read from the transcript, equal to the mock's.
+    const usage = await runCli(['usage', '--json'], { cwd: root, env });
+    outputs.push(usage.stdout, usage.stderr);
+    const report = JSON.parse(usage.stdout) as {
+      total: { rows: number; turns: number; usage: Record<string, number> };
+    };
+    expect(report.total).toMatchObject({
+      rows: 2,
+      turns: 2,
+      usage: {
+        inputTokens: 930,
+        outputTokens: 24,
+        cacheReadTokens: 300,
+        cacheCreationTokens: 5,
+        reasoningTokens: 0,
+      },
+    });
+    const db = new Database(join(root, 'data', 'the-loop.db'), { readonly: true });
+    try {
+      const rows = db.prepare('SELECT meter, source_id FROM usage_ledger ORDER BY id').all() as Array<{
+        meter: string;
+        source_id: string;
+      }>;
+      expect(rows.map((r) => r.meter)).toEqual(['transcript', 'transcript']);
+      // Keyed by the API message id: a transcript read again adds nothing.
+      for (const r of rows) expect(r.source_id).toMatch(/^msg_/);
+    } finally {
+      db.close();
+    }
     const list = await runCli(['sessions', 'list'], { cwd: root, env });
     expect(list.stdout).toMatch(new RegExp(`tmux\\s+${TARGET}`));
   }, 300_000);

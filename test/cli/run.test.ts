@@ -26,7 +26,7 @@ describe('the-loop run (fake engine, real processes, real SQLite)', () => {
     expect(first.stdout).toMatch(/new session .* fake on process/);
     expect(first.stdout).toMatch(/turn 1; I remember: nothing/);
     expect(first.stdout).toMatch(
-      /✔ turn 1 succeeded · ended by result · .* · 112 tokens \(100 in, 7 out, 3 cache read, 2 cache write\) · ~\$0\.0010/,
+      /✔ turn 1 succeeded · ended by result · .* · 112 tokens \(100 in, 7 out, 3 cache read, 2 cache write\) · ~0\.10¢/,
     );
 
     const second = await cli(['run', WI, 'and again']);

@@ -25,7 +25,16 @@ export type TurnEvent =
    * Usage as the engine reported it. Whether that is the turn's own figures or the session's running
    * total is the preset's `usageScope`, applied by the runner, not the parser.
    */
-  | { type: 'usage'; usage: Usage; model?: string | undefined; costUsd?: number | undefined }
+  | {
+      type: 'usage';
+      usage: Usage;
+      model?: string | undefined;
+      costUsd?: number | undefined;
+      /** Per-request meters (transcripts): the request's key, so re-reading it never counts it twice. */
+      sourceId?: string | undefined;
+      /** When the request was made, by the source's clock (transcripts). */
+      at?: string | undefined;
+    }
   /** The engine's own end-of-turn event. */
   | { type: 'turn-end'; ok: boolean; message?: string | undefined; subtype?: string | undefined }
   /** An error the engine reported (API error, tool crash, ...). Does not by itself end the turn. */

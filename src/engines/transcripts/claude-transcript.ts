@@ -171,7 +171,14 @@ function mapAssistant(record: AssistantRecord, seen: ReadonlySet<string>): Mappe
     costUsd: record.costUSD ?? undefined,
   };
   out.request = request;
-  out.events.push({ type: 'usage', usage: request.usage, model: request.model, costUsd: request.costUsd });
+  out.events.push({
+    type: 'usage',
+    usage: request.usage,
+    model: request.model,
+    costUsd: request.costUsd,
+    sourceId: request.key,
+    at: request.timestamp,
+  });
   return out;
 }
 

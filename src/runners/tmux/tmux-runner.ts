@@ -15,6 +15,7 @@ import {
 import { whichBinary } from '../../engines/which.js';
 import { sanitizeUntrusted } from '../../github/prompt.js';
 import type { Logger } from '../../log/logger.js';
+import type { Meter } from '../../sessions/types.js';
 import { type Runner, type RunOutcome, type RunTurnInput, type SessionProbe, SHUTDOWN } from '../runner.js';
 import type { HookEvent } from './claude-hook-events.js';
 import { claudeHookSettings, HookEventsTail, type NextResult, writeSettingsFile } from './claude-hooks.js';
@@ -127,6 +128,11 @@ export class TmuxRunner implements Runner {
         hint: 'Its preset declares no interactive mode with a pre-assigned session id ({sessionId} in interactive.args, sessionId: assign). Use --runner process.',
       });
     }
+  }
+
+  /** A TUI's usage comes from its transcript (per request), or from nothing. */
+  meterFor(preset: EnginePreset): Meter {
+    return preset.interactive?.transcript === 'claude-jsonl' ? 'transcript' : 'none';
   }
 
   targetFor(slug: string): string {
@@ -483,7 +489,12 @@ export class TmuxRunner implements Runner {
         detached: true,
       };
     }
-    const state = exited ? await tmux.paneState(target) : undefined;
+    let state = exited ? await tmux.paneState(target) : undefined;
+    // tmux may mark the pane dead before it has the exit status (and sometimes never gets it).
+    for (let i = 0; i < 10 && state?.state === 'dead' && state.status === null; i++) {
+      await sleep(100);
+      state = await tmux.paneState(target);
+    }
     // With history: tmux scrolls a dead pane's output up to print its "Pane is dead" line.
     const screen = await tmux.capturePane(target, { history: true }).catch(() => '');
     await tmux.killSession(target);

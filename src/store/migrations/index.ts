@@ -156,4 +156,63 @@ CREATE UNIQUE INDEX sessions_one_active ON sessions (work_item) WHERE status = '
 CREATE INDEX sessions_work_item ON sessions (work_item, created_at);
 `,
   },
+  {
+    version: 5,
+    name: 'usage-ledger',
+    sql: `
+-- One row per metered engine request (transcripts) or per turn (result events): what it used, what
+-- that would cost at list price (or what the engine said), who pays. Unique per (meter, source id):
+-- reading a transcript again, or a replayed event, never counts anything twice.
+CREATE TABLE usage_ledger (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  meter                 TEXT NOT NULL,
+  source_id             TEXT NOT NULL,
+  at                    TEXT NOT NULL,
+  session_id            TEXT,
+  work_item             TEXT,
+  turn_id               INTEGER,
+  engine                TEXT,
+  runner                TEXT,
+  model                 TEXT,
+  input_tokens          INTEGER NOT NULL,
+  output_tokens         INTEGER NOT NULL,
+  cache_read_tokens     INTEGER NOT NULL,
+  cache_creation_tokens INTEGER NOT NULL,
+  reasoning_tokens      INTEGER NOT NULL,
+  -- NULL: not priced (unknown model). Never 0 for unknown.
+  cost_usd              REAL,
+  cost_basis            TEXT CHECK (cost_basis IN ('engine-reported', 'list-price')),
+  price_key             TEXT,
+  payer_kind            TEXT NOT NULL CHECK (payer_kind IN ('api-key', 'subscription', 'cloud', 'unknown')),
+  payer_id              TEXT,
+  recorded_at           TEXT NOT NULL,
+  UNIQUE (meter, source_id)
+);
+CREATE INDEX usage_ledger_at ON usage_ledger (at);
+CREATE INDEX usage_ledger_session ON usage_ledger (session_id);
+-- Runs nothing measured: reported as unknown ("Not included"), never as zero.
+CREATE TABLE unmetered_drives (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  at         TEXT NOT NULL,
+  session_id TEXT,
+  work_item  TEXT,
+  turn_id    INTEGER UNIQUE,
+  engine     TEXT,
+  runner     TEXT,
+  reason     TEXT NOT NULL
+);
+CREATE INDEX unmetered_drives_at ON unmetered_drives (at);
+ALTER TABLE sessions ADD COLUMN payer_id TEXT;
+`,
+  },
+  {
+    version: 6,
+    name: 'session-holds',
+    sql: `
+-- Why deliveries to an active session are held (JSON: kind, reason, figures, since), e.g. over-budget;
+-- and what a person raised its ceilings by (JSON: turns, tokens, usd).
+ALTER TABLE sessions ADD COLUMN hold TEXT;
+ALTER TABLE sessions ADD COLUMN budget_raise TEXT;
+`,
+  },
 ];

@@ -1,0 +1,102 @@
+import { LoopError } from '../core/errors.js';
+import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, usageReport } from '../ledger/report.js';
+import { totalTokens } from '../ledger/usage.js';
+import type { App } from '../main.js';
+import { formatInt, formatUsd, oneLine, table } from './format.js';
+import { EXIT, type Io } from './io.js';
+
+export interface UsageOptions {
+  since?: string;
+  until?: string;
+  by?: string;
+  json?: boolean;
+}
+
+/** A cost for a group: what the priced rows add up to, and what is unknown — never `$0` for unknown. */
+export function formatGroupCost(g: Pick<ReportGroup, 'costUsd' | 'unpricedRows' | 'rows'>): string {
+  if (g.rows === 0) return '-';
+  if (g.costUsd === null) return 'unknown';
+  const dollars = formatUsd(g.costUsd);
+  return g.unpricedRows > 0 ? `${dollars} + unknown` : dollars;
+}
+
+const day = (iso: string) => iso.slice(0, 16).replace('T', ' ');
+
+/** `the-loop usage`: totals of the usage ledger, grouped, with what they leave out. */
+export function usageCommand(app: App, io: Io, options: UsageOptions): number {
+  const now = new Date();
+  const since = options.since ? parseWhen(options.since, now, '--since') : parseWhen('7d', now, '--since');
+  const until = options.until ? parseWhen(options.until, now, '--until') : new Date(now.getTime() + 1000);
+  if (since >= until) throw new LoopError('usage', '--since must be before --until');
+  const by = (options.by ?? 'day') as GroupBy;
+  if (!GROUP_BY.includes(by)) {
+    throw new LoopError(
+      'usage',
+      `--by takes one of ${GROUP_BY.join(', ')}, not ${JSON.stringify(options.by)}`,
+    );
+  }
+  const report = usageReport(app.db, { since, until, by });
+  if (options.json) {
+    io.out(`${JSON.stringify(report, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  const { total, notIncluded } = report;
+  const missing: string[] = [];
+  if (notIncluded.unmeteredCount > 0)
+    missing.push(`${notIncluded.unmeteredCount} unmetered run${notIncluded.unmeteredCount === 1 ? '' : 's'}`);
+  if (notIncluded.unpricedRows > 0)
+    missing.push(
+      `cost of ${notIncluded.unpricedRows} unpriced row${notIncluded.unpricedRows === 1 ? '' : 's'}`,
+    );
+  io.out(
+    `Usage ${day(report.since)} → ${day(report.until)} UTC: ${formatInt(totalTokens(total.usage))} tokens in ${formatInt(total.turns)} turn${total.turns === 1 ? '' : 's'} (${formatInt(total.rows)} ledger row${total.rows === 1 ? '' : 's'}) · estimated cost ${formatGroupCost(total)}${missing.length ? ` · not included: ${missing.join(', ')}` : ''}\n\n`,
+  );
+  if (report.groups.length > 0) {
+    io.out(
+      table(
+        [
+          by.toUpperCase(),
+          'TURNS',
+          'ROWS',
+          'INPUT',
+          'OUTPUT',
+          'CACHE READ',
+          'CACHE WRITE',
+          'REASONING',
+          'EST. COST',
+          'BASIS',
+        ],
+        report.groups.map((g) => [
+          oneLine(g.key, 60),
+          formatInt(g.turns),
+          formatInt(g.rows),
+          formatInt(g.usage.inputTokens),
+          formatInt(g.usage.outputTokens),
+          formatInt(g.usage.cacheReadTokens),
+          formatInt(g.usage.cacheCreationTokens),
+          formatInt(g.usage.reasoningTokens),
+          formatGroupCost(g),
+          g.costBases.join('+') || '-',
+        ]),
+      ),
+    );
+  } else {
+    io.out('No metered usage in this period.\n');
+  }
+  io.out('\nNot included (cost unknown, not in the totals above):\n');
+  if (notIncluded.unmetered.length === 0 && notIncluded.unpricedRows === 0) io.out('  nothing\n');
+  for (const u of notIncluded.unmetered) {
+    io.out(
+      `  ${formatInt(u.count)} unmetered run${u.count === 1 ? '' : 's'} · ${u.engine ?? '?'} on ${u.runner ?? '?'} · last ${day(u.last)} · ${oneLine(u.reason, 120)}\n`,
+    );
+  }
+  if (notIncluded.unpricedRows > 0) {
+    io.out(
+      `  cost of ${formatInt(notIncluded.unpricedRows)} row${notIncluded.unpricedRows === 1 ? '' : 's'} of models without a list price (${notIncluded.unpricedModels.map((m) => oneLine(m, 60)).join(', ')}): their tokens are counted above; add prices under pricing: in the config\n`,
+    );
+  }
+  io.out(
+    '\nCosts are estimates, not charges: engine-reported (the engine computed them) or list-price (the built-in table, or pricing: in the config, at its stated date).\n',
+  );
+  return EXIT.ok;
+}

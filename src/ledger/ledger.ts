@@ -1,0 +1,192 @@
+import type { TurnEvent, Usage } from '../engines/protocols/types.js';
+import type { Meter } from '../sessions/types.js';
+import type { Db } from '../store/db.js';
+import type { Payer } from './payer.js';
+import { listPriceCost, type PriceTable } from './pricing.js';
+import type { TurnUsage } from './usage.js';
+
+/**
+ * The usage ledger (invariant 2): every metered request or turn as a row, with its cost basis and
+ * payer, idempotent per (meter, source id); every run nothing measured as an unmetered drive. Costs
+ * are estimates — `engine-reported` when the engine computed them, `list-price` when we did from the
+ * price table — and a model missing from the table has `cost: null`, never 0.
+ */
+export interface LedgerEntry {
+  meter: Exclude<Meter, 'none'>;
+  sourceId: string;
+  at: string;
+  sessionId: string | null;
+  workItem: string | null;
+  turnId: number | null;
+  engine: string | null;
+  runner: string | null;
+  model: string | null;
+  usage: Usage;
+  /** The engine's own figure, when it gave one. */
+  engineCostUsd?: number | null | undefined;
+  payer: Payer;
+}
+
+export interface TurnContext {
+  sessionId: string;
+  workItem: string;
+  turnId: number;
+  engine: string;
+  runner: string;
+  meter: Meter;
+  endedAt: string;
+  payer: Payer;
+}
+
+export class Ledger {
+  private readonly insert;
+  private readonly insertDrive;
+
+  constructor(
+    private readonly db: Db,
+    private readonly prices: PriceTable,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.insert = db.prepare(
+      `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner, model,
+         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
+         cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at)
+       VALUES (@meter, @sourceId, @at, @sessionId, @workItem, @turnId, @engine, @runner, @model,
+         @input, @output, @cacheRead, @cacheCreation, @reasoning, @cost, @basis, @priceKey, @payerKind, @payerId, @recordedAt)
+       ON CONFLICT (meter, source_id) DO NOTHING`,
+    );
+    this.insertDrive = db.prepare(
+      `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING`,
+    );
+  }
+
+  /** Price an entry: the engine's figure if it gave one, else list price, else unknown (null). */
+  price(entry: Pick<LedgerEntry, 'usage' | 'model' | 'engineCostUsd'>): {
+    cost: number | null;
+    basis: 'engine-reported' | 'list-price' | null;
+    priceKey: string | null;
+    warning?: string;
+  } {
+    // A negative (or non-finite) figure is not a cost: treated as no engine figure.
+    if (
+      typeof entry.engineCostUsd === 'number' &&
+      Number.isFinite(entry.engineCostUsd) &&
+      entry.engineCostUsd >= 0
+    ) {
+      return { cost: entry.engineCostUsd, basis: 'engine-reported', priceKey: null };
+    }
+    const found = entry.model ? this.prices.lookup(entry.model) : undefined;
+    if (!found) {
+      return {
+        cost: null,
+        basis: null,
+        priceKey: null,
+        warning: entry.model
+          ? `no list price for model ${entry.model}: its cost is unknown (add it under pricing: in the config)`
+          : 'the usage names no model: its cost is unknown',
+      };
+    }
+    return {
+      cost: listPriceCost(entry.usage, found.price),
+      basis: 'list-price',
+      priceKey: `${found.key}@${found.price.asOf}`,
+    };
+  }
+
+  /** Add entries; already-recorded (meter, source id) pairs are skipped. Returns what was added. */
+  add(entries: readonly LedgerEntry[]): { inserted: number; warnings: string[] } {
+    const warnings = new Set<string>();
+    let inserted = 0;
+    const recordedAt = this.now().toISOString();
+    this.db.transaction(() => {
+      for (const e of entries) {
+        const priced = this.price(e);
+        if (priced.warning) warnings.add(priced.warning);
+        inserted += this.insert.run({
+          meter: e.meter,
+          sourceId: e.sourceId,
+          at: e.at,
+          sessionId: e.sessionId,
+          workItem: e.workItem,
+          turnId: e.turnId,
+          engine: e.engine,
+          runner: e.runner,
+          model: e.model,
+          input: e.usage.inputTokens,
+          output: e.usage.outputTokens,
+          cacheRead: e.usage.cacheReadTokens,
+          cacheCreation: e.usage.cacheCreationTokens,
+          reasoning: e.usage.reasoningTokens,
+          cost: priced.cost,
+          basis: priced.basis,
+          priceKey: priced.priceKey,
+          payerKind: e.payer.kind,
+          payerId: e.payer.id,
+          recordedAt,
+        }).changes;
+      }
+    })();
+    return { inserted, warnings: [...warnings] };
+  }
+
+  /**
+   * Record a finished turn: one row per request for per-request meters (transcripts), one row for
+   * the turn otherwise; a turn nothing measured becomes an unmetered drive with the reason.
+   */
+  recordTurn(
+    turn: TurnContext,
+    events: readonly TurnEvent[],
+    turnUsage: TurnUsage,
+    unmeteredReason: string,
+  ): { inserted: number; warnings: string[]; unmetered: boolean } {
+    const base = {
+      sessionId: turn.sessionId,
+      workItem: turn.workItem,
+      turnId: turn.turnId,
+      engine: turn.engine,
+      runner: turn.runner,
+      payer: turn.payer,
+    };
+    const entries: LedgerEntry[] = [];
+    if (turn.meter === 'transcript') {
+      let n = 0;
+      for (const event of events) {
+        if (event.type !== 'usage') continue;
+        n += 1;
+        entries.push({
+          ...base,
+          meter: 'transcript',
+          sourceId: event.sourceId ?? `turn:${turn.turnId}:${n}`,
+          at: event.at ?? turn.endedAt,
+          model: event.model ?? null,
+          usage: event.usage,
+          engineCostUsd: event.costUsd,
+        });
+      }
+    } else if (turn.meter !== 'none' && turnUsage.usage) {
+      entries.push({
+        ...base,
+        meter: turn.meter,
+        sourceId: `turn:${turn.turnId}`,
+        at: turn.endedAt,
+        model: turnUsage.model,
+        usage: turnUsage.usage,
+        engineCostUsd: turnUsage.costUsd,
+      });
+    }
+    if (entries.length === 0) {
+      this.insertDrive.run(
+        turn.endedAt,
+        turn.sessionId,
+        turn.workItem,
+        turn.turnId,
+        turn.engine,
+        turn.runner,
+        unmeteredReason,
+      );
+      return { inserted: 0, warnings: [], unmetered: true };
+    }
+    return { ...this.add(entries), unmetered: false };
+  }
+}
