@@ -19,7 +19,7 @@ import {
   sessionLogs,
   showSession,
 } from './sessions.js';
-import { usageCommand } from './usage.js';
+import { usageCommand, usageScanCommand } from './usage.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -232,7 +232,20 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--until <when>', 'up to this long ago or this date (default now)')
     .option('--by <key>', 'group by day, engine, model, work-item, payer or session (default day)')
     .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) => withApp(cmd, (app) => usageCommand(app, io, opts)));
+    .action(async (opts, cmd: Command) => withApp(cmd, (app) => usageCommand(app, io, opts)))
+    .command('scan')
+    .description(
+      "import Claude Code's transcript history into the ledger (incremental: only new bytes are read)",
+    )
+    .argument('[dirs...]', "transcript directories (default: the Claude config dir's projects/)")
+    .option('--workers <n>', 'threads to scan with (default: one per core)', intOption('--workers', 1, 64))
+    .option('--json', 'JSON output')
+    .action(async (dirs: string[], opts, cmd: Command) =>
+      // `--json` after `scan` may be taken by `usage` itself (same option name): either counts.
+      withApp(cmd, (app) =>
+        usageScanCommand(app, io, dirs, { ...opts, json: opts.json ?? cmd.parent?.opts().json }),
+      ),
+    );
 
   program
     .command('doctor')

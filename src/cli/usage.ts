@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, usageReport } from '../ledger/report.js';
+import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
 import type { App } from '../main.js';
 import { formatInt, formatUsd, oneLine, table } from './format.js';
@@ -21,6 +24,46 @@ export function formatGroupCost(g: Pick<ReportGroup, 'costUsd' | 'unpricedRows' 
 }
 
 const day = (iso: string) => iso.slice(0, 16).replace('T', ' ');
+
+/** `the-loop usage scan [dirs…]`: import transcript history; prints what was read and added. */
+export async function usageScanCommand(
+  app: App,
+  io: Io,
+  dirsGiven: string[],
+  options: { workers?: number; json?: boolean },
+): Promise<number> {
+  const dirs =
+    dirsGiven.length > 0 ? dirsGiven.map((d) => resolve(io.cwd, d)) : defaultTranscriptDirs(io.env);
+  if (dirs.length === 0) {
+    throw new LoopError('usage', 'no Claude Code transcript directory found', {
+      hint: 'Name one: the-loop usage scan ~/.claude/projects (or set CLAUDE_CONFIG_DIR).',
+    });
+  }
+  for (const d of dirs) {
+    if (!existsSync(d)) throw new LoopError('usage', `not a directory: ${d}`);
+  }
+  const summary = await scanTranscripts(app.db, app.ledger, dirs, { workers: options.workers });
+  for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
+  if (options.json) {
+    io.out(`${JSON.stringify(summary, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  io.out(
+    `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers || 'no'} worker threads) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
+  );
+  if (summary.restarted)
+    io.out(
+      `  ${summary.restarted} file(s) shrank or were replaced: read again from the start (nothing counted twice).\n`,
+    );
+  if (summary.skippedLines) {
+    io.out(
+      `  ${formatInt(summary.skippedLines)} unusable line(s) skipped, e.g. ${oneLine(summary.warnings[0] ?? '', 200)}\n`,
+    );
+  }
+  for (const u of summary.unreadable.slice(0, 10)) io.out(`  unreadable: ${oneLine(u, 200)}\n`);
+  io.out('See the totals with `the-loop usage --since 30d`.\n');
+  return EXIT.ok;
+}
 
 /** `the-loop usage`: totals of the usage ledger, grouped, with what they leave out. */
 export function usageCommand(app: App, io: Io, options: UsageOptions): number {

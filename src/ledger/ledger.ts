@@ -51,8 +51,7 @@ export class Ledger {
       `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner, model,
          input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
          cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at)
-       VALUES (@meter, @sourceId, @at, @sessionId, @workItem, @turnId, @engine, @runner, @model,
-         @input, @output, @cacheRead, @cacheCreation, @reasoning, @cost, @basis, @priceKey, @payerKind, @payerId, @recordedAt)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (meter, source_id) DO NOTHING`,
     );
     this.insertDrive = db.prepare(
@@ -99,32 +98,50 @@ export class Ledger {
     const warnings = new Set<string>();
     let inserted = 0;
     const recordedAt = this.now().toISOString();
+    // One price lookup per model, not per row (an import brings hundreds of thousands of rows).
+    const prices = new Map<string | null, ReturnType<PriceTable['lookup']>>();
     this.db.transaction(() => {
       for (const e of entries) {
-        const priced = this.price(e);
+        let priced: ReturnType<Ledger['price']>;
+        if (typeof e.engineCostUsd === 'number') priced = this.price(e);
+        else {
+          let found = prices.get(e.model);
+          if (!prices.has(e.model)) {
+            found = e.model ? this.prices.lookup(e.model) : undefined;
+            prices.set(e.model, found);
+          }
+          priced = found
+            ? {
+                cost: listPriceCost(e.usage, found.price),
+                basis: 'list-price',
+                priceKey: `${found.key}@${found.price.asOf}`,
+              }
+            : this.price(e);
+        }
         if (priced.warning) warnings.add(priced.warning);
-        inserted += this.insert.run({
-          meter: e.meter,
-          sourceId: e.sourceId,
-          at: e.at,
-          sessionId: e.sessionId,
-          workItem: e.workItem,
-          turnId: e.turnId,
-          engine: e.engine,
-          runner: e.runner,
-          model: e.model,
-          input: e.usage.inputTokens,
-          output: e.usage.outputTokens,
-          cacheRead: e.usage.cacheReadTokens,
-          cacheCreation: e.usage.cacheCreationTokens,
-          reasoning: e.usage.reasoningTokens,
-          cost: priced.cost,
-          basis: priced.basis,
-          priceKey: priced.priceKey,
-          payerKind: e.payer.kind,
-          payerId: e.payer.id,
+        const u = e.usage;
+        inserted += this.insert.run(
+          e.meter,
+          e.sourceId,
+          e.at,
+          e.sessionId,
+          e.workItem,
+          e.turnId,
+          e.engine,
+          e.runner,
+          e.model,
+          u.inputTokens,
+          u.outputTokens,
+          u.cacheReadTokens,
+          u.cacheCreationTokens,
+          u.reasoningTokens,
+          priced.cost,
+          priced.basis,
+          priced.priceKey,
+          e.payer.kind,
+          e.payer.id,
           recordedAt,
-        }).changes;
+        ).changes;
       }
     })();
     return { inserted, warnings: [...warnings] };

@@ -88,6 +88,7 @@ describe('openDb and migrations', () => {
       .filter((n) => !n.startsWith('sqlite_'));
     expect(tables).toEqual([
       'deliveries',
+      'scan_files',
       'schema_migrations',
       'sessions',
       'turn_events',

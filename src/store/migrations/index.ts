@@ -215,4 +215,19 @@ ALTER TABLE sessions ADD COLUMN hold TEXT;
 ALTER TABLE sessions ADD COLUMN budget_raise TEXT;
 `,
   },
+  {
+    version: 7,
+    name: 'transcript-scan',
+    sql: `
+-- \`usage scan\`: how far each transcript file was read (a file that shrank or was replaced is read
+-- again from the start; the ledger's unique key keeps that from counting anything twice).
+CREATE TABLE scan_files (
+  path       TEXT PRIMARY KEY,
+  inode      INTEGER NOT NULL,
+  size       INTEGER NOT NULL,
+  offset     INTEGER NOT NULL,
+  scanned_at TEXT NOT NULL
+);
+`,
+  },
 ];
