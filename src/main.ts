@@ -172,9 +172,16 @@ export function holdIfOverBudget(
   app: Pick<App, 'db' | 'store' | 'logger' | 'loaded'>,
   session: SessionRecord,
 ): SessionHold | null {
-  if (session.hold) return session.hold;
+  // Evaluated every time: a window that moved on, or a ceiling raised in the config, releases it.
   const hold = overBudget(app.db, session, app.loaded.config.budgets);
-  if (!hold) return null;
+  if (!hold) {
+    if (session.hold) {
+      app.store.setHold(session.id, null);
+      app.logger.info('session no longer over budget: released', { workItem: session.workItem });
+    }
+    return null;
+  }
+  if (session.hold) return session.hold;
   app.store.setHold(session.id, hold);
   app.logger.warn('session over budget: its deliveries are held', {
     workItem: session.workItem,
@@ -205,7 +212,21 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
     heldReason: (workItem) => {
       const session = app.store.findActive(workItem);
-      return session ? holdIfOverBudget(app, session)?.reason : undefined;
+      if (session) return holdIfOverBudget(app, session)?.reason;
+      // No session yet (or it was closed): the work item's own ceilings still apply, with what
+      // people raised them by on its earlier sessions.
+      const { workItem: ceiling } = config.budgets;
+      if (ceiling.maxTurns === undefined && ceiling.maxTokens === undefined && ceiling.maxUsd === undefined) {
+        return undefined;
+      }
+      const budgetRaise: SessionRecord['budgetRaise'] = {};
+      for (const s of app.store.list({ workItem })) {
+        for (const [k, v] of Object.entries(s.budgetRaise) as Array<[keyof typeof budgetRaise, number]>) {
+          budgetRaise[k] = (budgetRaise[k] ?? 0) + v;
+        }
+      }
+      const hold = overBudget(app.db, { id: '', workItem, budgetRaise }, { session: {}, workItem: ceiling });
+      return hold ? `${hold.reason}; raise budgets.workItem in the config to go on` : undefined;
     },
     checkSession: (session) => app.turns.checkSession(session),
     route: (event, payload) => routeEvent(event, payload, config),

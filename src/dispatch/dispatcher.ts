@@ -178,7 +178,13 @@ export class Dispatcher {
       // A held session (over budget) gets nothing more until a person resumes it; a close still runs.
       const held = action === 'close' ? undefined : this.deps.heldReason?.(workItem);
       if (held !== undefined) {
-        this.deps.inbox.noteHeld(d.id, `held: ${held}`);
+        // Every queued delivery of the work item waits behind the hold, and says so (a `run` waiting
+        // for a later one must see it too).
+        for (const q of pending) {
+          if (q.status === 'queued' && q.workItem === workItem && q.route !== 'close') {
+            this.deps.inbox.noteHeld(q.id, `held: ${held}`);
+          }
+        }
         continue;
       }
       if (d.reason?.startsWith('held: ')) this.deps.inbox.noteHeld(d.id, null);

@@ -43,7 +43,7 @@ export class Ledger {
   private readonly insertDrive;
 
   constructor(
-    private readonly db: Db,
+    readonly db: Db,
     private readonly prices: PriceTable,
     private readonly now: () => Date = () => new Date(),
   ) {
@@ -51,8 +51,23 @@ export class Ledger {
       `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner, model,
          input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
          cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (meter, source_id) DO NOTHING`,
+       VALUES (@meter, @sourceId, @at, @sessionId, @workItem, @turnId, @engine, @runner, @model, @input, @output,
+         @cacheRead, @cacheCreation, @reasoning, @cost, @basis, @priceKey, @payerKind, @payerId, @recordedAt)
+       ON CONFLICT (meter, source_id) DO UPDATE SET
+         -- Claude Code writes a message once per content block while it streams: early copies can
+         -- carry a placeholder output count; the largest one seen is the message's.
+         output_tokens = MAX(output_tokens, excluded.output_tokens),
+         -- Repriced for the extra output only (@outputUnit: the list price of one token), so the
+         -- first record's input figures keep their cost.
+         cost_usd = CASE WHEN excluded.output_tokens <= output_tokens THEN cost_usd
+           WHEN cost_basis = 'list-price' AND @outputUnit IS NOT NULL
+             THEN cost_usd + (excluded.output_tokens - output_tokens) * @outputUnit
+           ELSE excluded.cost_usd END,
+         -- A row imported by a scan first gets its turn when the turn records it.
+         turn_id = COALESCE(turn_id, excluded.turn_id),
+         session_id = COALESCE(session_id, excluded.session_id),
+         work_item = COALESCE(work_item, excluded.work_item)
+       WHERE excluded.output_tokens > output_tokens OR (turn_id IS NULL AND excluded.turn_id IS NOT NULL)`,
     );
     this.insertDrive = db.prepare(
       `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
@@ -102,7 +117,7 @@ export class Ledger {
     const prices = new Map<string | null, ReturnType<PriceTable['lookup']>>();
     this.db.transaction(() => {
       for (const e of entries) {
-        let priced: ReturnType<Ledger['price']>;
+        let priced: ReturnType<Ledger['price']> & { outputUnit?: number };
         if (typeof e.engineCostUsd === 'number') priced = this.price(e);
         else {
           let found = prices.get(e.model);
@@ -115,33 +130,36 @@ export class Ledger {
                 cost: listPriceCost(e.usage, found.price),
                 basis: 'list-price',
                 priceKey: `${found.key}@${found.price.asOf}`,
+                outputUnit: found.price.output / 1_000_000,
               }
             : this.price(e);
         }
         if (priced.warning) warnings.add(priced.warning);
         const u = e.usage;
-        inserted += this.insert.run(
-          e.meter,
-          e.sourceId,
-          e.at,
-          e.sessionId,
-          e.workItem,
-          e.turnId,
-          e.engine,
-          e.runner,
-          e.model,
-          u.inputTokens,
-          u.outputTokens,
-          u.cacheReadTokens,
-          u.cacheCreationTokens,
-          u.reasoningTokens,
-          priced.cost,
-          priced.basis,
-          priced.priceKey,
-          e.payer.kind,
-          e.payer.id,
+        // Counts new rows, and rows a later copy corrected.
+        inserted += this.insert.run({
+          meter: e.meter,
+          sourceId: e.sourceId,
+          at: e.at,
+          sessionId: e.sessionId,
+          workItem: e.workItem,
+          turnId: e.turnId,
+          engine: e.engine,
+          runner: e.runner,
+          model: e.model,
+          input: u.inputTokens,
+          output: u.outputTokens,
+          cacheRead: u.cacheReadTokens,
+          cacheCreation: u.cacheCreationTokens,
+          reasoning: u.reasoningTokens,
+          cost: priced.cost,
+          basis: priced.basis,
+          priceKey: priced.priceKey,
+          payerKind: e.payer.kind,
+          payerId: e.payer.id,
           recordedAt,
-        ).changes;
+          outputUnit: priced.outputUnit ?? null,
+        }).changes;
       }
     })();
     return { inserted, warnings: [...warnings] };

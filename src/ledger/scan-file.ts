@@ -5,8 +5,9 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
  * filtered as bytes before anything is decoded (only an `assistant` record with a `"usage":{` key is
  * looked at), and of those only the few fields the ledger needs are decoded — the usage object (a
  * small JSON.parse), the model, the message and request ids, the timestamp and the session id. The
- * file is streamed in chunks, never read whole; a line longer than a chunk is assembled only if it is
- * a candidate. Only complete lines are read: the cursor stops before a partial last line.
+ * file is streamed in chunks, never read whole; a line longer than a chunk is assembled in a grown
+ * buffer (up to 64 MB, then skipped). Only complete lines are read: the cursor stops before a
+ * partial last line.
  *
  * Why byte patterns are safe here: inside a JSON string a quote is escaped (`\"`), so the literal
  * `"usage":{` or `"type":"assistant"` can only be a key or value of the record's own objects.
@@ -60,6 +61,22 @@ function stringAfter(line: Buffer, at: number, key: Buffer): string | undefined 
   return value.includes('\\') ? undefined : value;
 }
 
+const OUTPUT = Buffer.from('"output_tokens":');
+
+/** The output count of the line's own usage object, read without parsing it. */
+function outputTokensOf(line: Buffer): number | undefined {
+  const at = line.indexOf(OUTPUT, line.lastIndexOf(USAGE));
+  if (at < 0) return undefined;
+  let n = 0;
+  let digits = 0;
+  for (let i = at + OUTPUT.length; i < line.length && digits < 15; i++, digits++) {
+    const c = line[i] as number;
+    if (c < 0x30 || c > 0x39) break;
+    n = n * 10 + (c - 0x30);
+  }
+  return digits > 0 ? n : undefined;
+}
+
 /** The `{…}` object starting at `open`, by brace depth, skipping strings. */
 function objectAt(line: Buffer, open: number): string | undefined {
   let depth = 0;
@@ -92,10 +109,20 @@ const count = (value: unknown): number | undefined =>
  * ids and model at the start of the message, usage at its end, request id and timestamp after it —
  * so no search walks the whole line.
  */
-export function recordOf(line: Buffer, seen?: ReadonlySet<string>): ScannedRecord | string | null {
+export function recordOf(
+  line: Buffer,
+  seen?: ReadonlyMap<string, ScannedRecord>,
+): ScannedRecord | string | null {
   const m = line.indexOf(MESSAGE);
   const messageId = m >= 0 ? stringAfter(line, line.indexOf(ID, m), ID) : undefined;
-  if (messageId !== undefined && seen?.has(messageId)) return null;
+  const first = messageId === undefined ? undefined : seen?.get(messageId);
+  if (first) {
+    // A copy (one per content block): while the answer streams, early copies can carry a
+    // placeholder output count — the largest one seen is the message's.
+    const output = outputTokensOf(line);
+    if (output !== undefined && output > first[5]) first[5] = output;
+    return null;
+  }
   const u = line.lastIndexOf(USAGE);
   const text = objectAt(line, u + USAGE.length - 1);
   if (text === undefined) return 'usage object not closed';
@@ -108,7 +135,12 @@ export function recordOf(line: Buffer, seen?: ReadonlySet<string>): ScannedRecor
   const requestId = stringAfter(line, line.indexOf(REQUEST_ID, u), REQUEST_ID);
   const key = messageId ?? requestId;
   if (!key) return 'no message or request id';
-  if (seen?.has(key)) return null;
+  const copyOf = seen?.get(key);
+  if (copyOf) {
+    const output = count(usage.output_tokens);
+    if (output !== undefined && output > copyOf[5]) copyOf[5] = output;
+    return null;
+  }
   const timestamp = stringAfter(line, line.lastIndexOf(TIMESTAMP), TIMESTAMP);
   if (!timestamp || Number.isNaN(Date.parse(timestamp))) return 'no usable timestamp';
   const input = count(usage.input_tokens);
@@ -133,7 +165,7 @@ export function recordOf(line: Buffer, seen?: ReadonlySet<string>): ScannedRecor
 export async function scanFile(
   path: string,
   cursor: ScanCursor,
-  seen: Set<string> = new Set(),
+  seen: Map<string, ScannedRecord> = new Map(),
 ): Promise<FileScan> {
   return scanFileSync(path, cursor, seen);
 }
@@ -143,7 +175,11 @@ export async function scanFile(
  * else waits, and reads from the page cache are copies — a thread-pool round trip per chunk showed
  * as a fifth of the scan time.
  */
-export function scanFileSync(path: string, cursor: ScanCursor, seen: Set<string> = new Set()): FileScan {
+export function scanFileSync(
+  path: string,
+  cursor: ScanCursor,
+  seen: Map<string, ScannedRecord> = new Map(),
+): FileScan {
   const handle = openSync(path, 'r');
   try {
     const stat = fstatSync(handle);
@@ -223,7 +259,7 @@ export function scanFileSync(path: string, cursor: ScanCursor, seen: Set<string>
           if (r === null) out.duplicates += 1;
           else if (typeof r === 'string') skip(r, out.offset + lineStart);
           else {
-            seen.add(r[0]);
+            seen.set(r[0], r);
             out.records.push(r);
           }
         }

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { type FileScan, scanFile } from './scan-file.js';
+import { type FileScan, type ScannedRecord, scanFile } from './scan-file.js';
 
 /** A worker thread of `usage scan`: scans its share of the files and posts the results back. */
 export interface ScanJob {
@@ -14,7 +14,7 @@ const jobs = (workerData as { jobs: ScanJob[] }).jobs;
 const results: ScanResult[] = [];
 // One key set for all files of this thread: copies across files (a resumed session repeats its
 // history) are dropped here already.
-const seen = new Set<string>();
+const seen = new Map<string, ScannedRecord>();
 for (const job of jobs) {
   try {
     results.push({ path: job.path, scan: await scanFile(job.path, job, seen) });

@@ -2,11 +2,12 @@ import { type Dirent, existsSync, readdirSync, statSync } from 'node:fs';
 import { availableParallelism, homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { describeError, LoopError } from '../core/errors.js';
 import type { Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import type { Ledger, LedgerEntry } from './ledger.js';
 import type { Payer, PayerKind } from './payer.js';
-import { type FileScan, scanFile } from './scan-file.js';
+import { type FileScan, type ScannedRecord, scanFile } from './scan-file.js';
 import type { ScanJob, ScanResult } from './scan-worker.js';
 
 /**
@@ -64,6 +65,9 @@ function listFiles(dirs: readonly string[]): string[] {
   for (const d of dirs) walk(d);
   return out.sort();
 }
+
+/** Sessions metered per turn from result events: their requests are in the ledger already. */
+const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json']);
 
 /** Below this much to read, threads cost more than they save. */
 const THREAD_THRESHOLD_BYTES = 32 * 1024 * 1024;
@@ -151,7 +155,7 @@ export async function scanTranscripts(
   };
   const unknownPayer: Payer = { kind: 'unknown', id: null };
   const entries: LedgerEntry[] = [];
-  const keys = new Set<string>();
+  const keys = new Map<string, LedgerEntry>();
   const cursors: Array<{ path: string; scan: FileScan }> = [];
   for (const r of results) {
     if ('error' in r) {
@@ -168,11 +172,16 @@ export async function scanTranscripts(
     summary.warnings.push(...scan.warnings);
     for (const [key, sessionId, at, model, input, output, cacheRead, cacheCreation] of scan.records) {
       summary.records += 1;
-      // The same key from another thread's files.
-      if (keys.has(key)) continue;
-      keys.add(key);
+      // The same key from another thread's files: one entry, with the largest output count.
+      const earlier = keys.get(key);
+      if (earlier) {
+        if (output > earlier.usage.outputTokens) earlier.usage.outputTokens = output;
+        continue;
+      }
+      // Claude Code's own notices (API errors, "No response requested.") are not requests.
+      if (model === '<synthetic>') continue;
       const ours = sessions.get(sessionId);
-      if (ours && ours.meter !== 'transcript' && ours.meter !== null) {
+      if (ours && PER_TURN_METERS.has(ours.meter ?? '')) {
         summary.alreadyMetered += 1;
         continue;
       }
@@ -183,7 +192,7 @@ export async function scanTranscripts(
         cacheCreationTokens: cacheCreation,
         reasoningTokens: 0,
       };
-      entries.push({
+      const entry: LedgerEntry = {
         meter: 'transcript',
         sourceId: key,
         at,
@@ -195,7 +204,9 @@ export async function scanTranscripts(
         model: model || null,
         usage,
         payer: ours ? { kind: ours.credential_kind ?? 'unknown', id: ours.payer_id } : unknownPayer,
-      });
+      };
+      keys.set(key, entry);
+      entries.push(entry);
     }
   }
   const saveCursor = db.prepare(
@@ -219,7 +230,7 @@ export async function scanTranscripts(
 
 async function scanHere(jobs: readonly ScanJob[]): Promise<ScanResult[]> {
   const out: ScanResult[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, ScannedRecord>();
   for (const job of jobs) {
     try {
       out.push({ path: job.path, scan: await scanFile(job.path, job, seen) });
@@ -245,20 +256,37 @@ async function scanInWorkers(
     share.jobs.push({ path: job.path, offset: job.offset, inode: job.inode });
   }
   const url = new URL('./scan-worker.js', import.meta.url);
-  const parts = await Promise.all(
-    shares
-      .filter((s) => s.jobs.length > 0)
-      .map(
-        (share) =>
-          new Promise<ScanResult[]>((resolvePart, reject) => {
-            const worker = new Worker(url, { workerData: { jobs: share.jobs } });
-            worker.once('message', (m: ScanResult[]) => resolvePart(m));
-            worker.once('error', reject);
-            worker.once('exit', (code) => {
-              if (code !== 0) reject(new Error(`scan worker exited with code ${code}`));
-            });
-          }),
-      ),
-  );
-  return parts.flat();
+  const workers: Worker[] = [];
+  try {
+    const parts = await Promise.all(
+      shares
+        .filter((s) => s.jobs.length > 0)
+        .map(
+          (share) =>
+            new Promise<ScanResult[]>((resolvePart, reject) => {
+              const worker = new Worker(url, { workerData: { jobs: share.jobs } });
+              workers.push(worker);
+              let result: ScanResult[] | undefined;
+              worker.once('message', (m: ScanResult[]) => {
+                result = m;
+              });
+              worker.once('error', reject);
+              // Settled on every exit: a worker that ends without its results is an error too.
+              worker.once('exit', (code) =>
+                result
+                  ? resolvePart(result)
+                  : reject(new Error(`a scan thread exited (code ${code}) without its results`)),
+              );
+            }),
+        ),
+    );
+    return parts.flat();
+  } catch (cause) {
+    // One thread failed: the others' work is wasted anyway; stop them instead of waiting.
+    await Promise.all(workers.map((w) => w.terminate()));
+    throw new LoopError('internal', `the transcript scan failed: ${describeError(cause)}`, {
+      cause,
+      hint: 'Run it again with --workers 1 to scan in one thread; nothing was recorded for this scan.',
+    });
+  }
 }

@@ -448,11 +448,16 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   markTurnLost(turnId: number, error: string): void {
-    this.db
-      .prepare(
-        "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
-      )
-      .run(this.now(), error, turnId);
+    const at = this.now();
+    this.db.transaction(() => {
+      const info = this.db
+        .prepare(
+          "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
+        )
+        .run(at, error, turnId);
+      // Whatever it used before its owner died was not measured: the ledger says so (invariant 2).
+      if (info.changes > 0) recordUnmeteredTurn(this.db, turnId, at, `lost: ${error}`);
+    })();
   }
 }
 
@@ -462,4 +467,13 @@ export class SqliteSessionStore implements SessionStore {
  */
 function ownerGone(owner: number | null, isAlive: (pid: number) => boolean): boolean {
   return owner === null || owner === process.pid || !isAlive(owner);
+}
+
+/** A turn nothing measured, in the ledger's unmetered runs (once per turn). */
+export function recordUnmeteredTurn(db: Db, turnId: number, at: string, reason: string): void {
+  db.prepare(
+    `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
+       SELECT ?, s.id, s.work_item, t.id, s.engine, s.runner, ? FROM turns t JOIN sessions s ON s.id = t.session_id
+       WHERE t.id = ? ON CONFLICT (turn_id) DO NOTHING`,
+  ).run(at, reason, turnId);
 }

@@ -12,6 +12,7 @@ import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
+import { recordUnmeteredTurn } from './registry.js';
 import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
 
 export interface TurnRequest {
@@ -551,6 +552,15 @@ export class TurnService {
         costUsd: null,
         error: error instanceof Error ? error.message : String(error),
       });
+      // Nothing measured what it may have used.
+      if (this.deps.ledger) {
+        recordUnmeteredTurn(
+          this.deps.ledger.db,
+          turnId,
+          new Date().toISOString(),
+          `failed before its usage was recorded: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
     } catch (inner) {
       this.deps.logger.error('could not record a failed turn', { turn: turnId, error: inner });
     }

@@ -136,5 +136,9 @@ describe('budgets: a 2-turn ceiling holds the third delivery until resume --rais
     expect(res.code).toBe(1);
     expect(res.stdout).toMatch(/⏸ held: turn ceiling reached: 3 turns of 3 turns \(session\)/);
     expect(res.stdout).toMatch(/the-loop sessions resume github:acme\/widgets#15 --raise <amount>/);
+    // A second one, queued behind the first held delivery, says so too (it never hangs).
+    const again = await cli(['run', WI, 'and another']);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toMatch(/⏸ held: turn ceiling reached/);
   }, 60_000);
 });

@@ -194,13 +194,24 @@ describe('Ledger.add', () => {
         id: expect.any(Number),
       },
     ]);
-    // Again, even with other figures: the first record stands.
-    expect(ledger.add([e, { ...e, usage: u(9, 9), engineCostUsd: 99 }])).toEqual({
-      inserted: 0,
-      warnings: [],
-    });
+    // Again: nothing changes. A copy with a smaller output count changes nothing either.
+    expect(ledger.add([e])).toEqual({ inserted: 0, warnings: [] });
+    expect(ledger.add([{ ...e, usage: { ...e.usage, outputTokens: 0 } }]).inserted).toBe(0);
     expect(rows()).toHaveLength(1);
     expect(rows()[0]?.cost_basis).toBe('list-price');
+    // A later copy with a larger output count (Claude Code's streamed copies carry placeholders)
+    // corrects the output and its cost — and nothing else (the input stays the first record's).
+    const before = rows()[0] as { input_tokens: number; output_tokens: number; cost_usd: number };
+    expect(
+      ledger.add([
+        { ...e, usage: { ...e.usage, inputTokens: 999, outputTokens: before.output_tokens + 100 } },
+      ]).inserted,
+    ).toBe(1);
+    const after = rows()[0] as { input_tokens: number; output_tokens: number; cost_usd: number };
+    expect(after.input_tokens).toBe(before.input_tokens);
+    expect(after.output_tokens).toBe(before.output_tokens + 100);
+    expect(after.cost_usd).toBeGreaterThan(before.cost_usd);
+    expect(rows()).toHaveLength(1);
     // The same source id under another meter is another row.
     expect(ledger.add([{ ...e, meter: 'otel' }]).inserted).toBe(1);
     expect(rows()).toHaveLength(2);

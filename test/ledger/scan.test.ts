@@ -216,6 +216,23 @@ describe('scanTranscripts (into the ledger)', () => {
     expect(total().rows).toBe(3);
   });
 
+  it('keeps the largest output count of a message written while it streamed (1 → 1 → 260)', async () => {
+    const a = assistant({ id: 'msg_s', req: 'req_s', input: 100, output: 1 });
+    const b = assistant({ id: 'msg_t', req: 'req_t', input: 5, output: 1 });
+    const final = a.replace('"output_tokens":1', '"output_tokens":260');
+    writeFileSync(file(), `${a}\n${a.replace('hello', 'more')}\n${final}\n`);
+    // The other message's final copy is in another file (read after: it must still win).
+    writeFileSync(file('b.jsonl'), `${b}\n`);
+    writeFileSync(file('c.jsonl'), `${b.replace('"output_tokens":1', '"output_tokens":40')}\n`);
+    await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    expect(total().usage).toMatchObject({ inputTokens: 105, outputTokens: 300 });
+    // A copy that arrives in a later scan corrects the row too (never lowers it).
+    appendFileSync(file('b.jsonl'), `${b.replace('"output_tokens":1', '"output_tokens":41')}\n`);
+    await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    expect(total().usage).toMatchObject({ inputTokens: 105, outputTokens: 301 });
+    expect(total().rows).toBe(2);
+  });
+
   it('does not add again a session this installation meters per turn, and attributes its own tmux sessions', async () => {
     db.prepare(
       `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, engine_session_started, cwd, status, created_at, updated_at, credential_kind, payer_id)

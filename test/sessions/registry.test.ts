@@ -750,6 +750,17 @@ describe('orphan turns and adoption', () => {
       error: 'could not be adopted: tmux session gone',
       usage: null,
     });
+    // What it used was not measured: it is an unmetered run in the ledger, once.
+    store.markTurnLost(turn.id, 'again');
+    const { db } = openStore();
+    expect(db.prepare('SELECT turn_id, engine, runner, reason FROM unmetered_drives').all()).toEqual([
+      {
+        turn_id: turn.id,
+        engine: s.engine,
+        runner: s.runner,
+        reason: 'lost: could not be adopted: tmux session gone',
+      },
+    ]);
     // A finished turn keeps its end.
     const next = store.beginTurn(s.id, turnInput);
     const finished = store.finishTurn(next.id, end());
