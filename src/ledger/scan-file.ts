@@ -112,6 +112,7 @@ const count = (value: unknown): number | undefined =>
 export function recordOf(
   line: Buffer,
   seen?: ReadonlyMap<string, ScannedRecord>,
+  metered?: ReadonlySet<string>,
 ): ScannedRecord | string | null {
   const m = line.indexOf(MESSAGE);
   const messageId = m >= 0 ? stringAfter(line, line.indexOf(ID, m), ID) : undefined;
@@ -121,6 +122,11 @@ export function recordOf(
     // placeholder output count — the largest one seen is the message's.
     const output = outputTokensOf(line);
     if (output !== undefined && output > first[5]) first[5] = output;
+    // A copy in a session metered per turn marks the message as that session's (a fork read first).
+    if (metered && metered.size > 0 && !metered.has(first[1])) {
+      const sessionId = stringAfter(line, line.indexOf(SESSION_ID), SESSION_ID);
+      if (sessionId && metered.has(sessionId)) first[1] = sessionId;
+    }
     return null;
   }
   const u = line.lastIndexOf(USAGE);
@@ -166,8 +172,9 @@ export async function scanFile(
   path: string,
   cursor: ScanCursor,
   seen: Map<string, ScannedRecord> = new Map(),
+  metered?: ReadonlySet<string>,
 ): Promise<FileScan> {
-  return scanFileSync(path, cursor, seen);
+  return scanFileSync(path, cursor, seen, metered);
 }
 
 /**
@@ -179,6 +186,7 @@ export function scanFileSync(
   path: string,
   cursor: ScanCursor,
   seen: Map<string, ScannedRecord> = new Map(),
+  metered?: ReadonlySet<string>,
 ): FileScan {
   const handle = openSync(path, 'r');
   try {
@@ -255,7 +263,7 @@ export function scanFileSync(
         const line = buffer.subarray(lineStart, lineEnd);
         // The record's own type follows its message: looked for from the end.
         if (line.lastIndexOf(ASSISTANT) >= 0) {
-          const r = recordOf(line, seen);
+          const r = recordOf(line, seen, metered);
           if (r === null) out.duplicates += 1;
           else if (typeof r === 'string') skip(r, out.offset + lineStart);
           else {

@@ -10,14 +10,15 @@ export interface ScanJob {
 
 export type ScanResult = { path: string; scan: FileScan } | { path: string; error: string };
 
-const jobs = (workerData as { jobs: ScanJob[] }).jobs;
+const { jobs, metered } = workerData as { jobs: ScanJob[]; metered: string[] };
+const meteredSessions = new Set(metered);
 const results: ScanResult[] = [];
 // One key set for all files of this thread: copies across files (a resumed session repeats its
 // history) are dropped here already.
 const seen = new Map<string, ScannedRecord>();
 for (const job of jobs) {
   try {
-    results.push({ path: job.path, scan: await scanFile(job.path, job, seen) });
+    results.push({ path: job.path, scan: await scanFile(job.path, job, seen, meteredSessions) });
   } catch (error) {
     results.push({ path: job.path, error: (error as NodeJS.ErrnoException).code ?? String(error) });
   }

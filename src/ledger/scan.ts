@@ -108,14 +108,6 @@ export async function scanTranscripts(
     const resumesAt = seen && seen.inode === ino && seen.offset <= size ? seen.offset : 0;
     jobs.push({ path, offset: seen?.offset ?? 0, inode: seen?.inode, bytes: size - resumesAt });
   }
-  const total = jobs.reduce((n, j) => n + j.bytes, 0);
-  const threads =
-    total < THREAD_THRESHOLD_BYTES
-      ? 0
-      : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
-  const results: ScanResult[] = threads === 0 ? await scanHere(jobs) : await scanInWorkers(jobs, threads);
-  const startedAt = new Map(jobs.map((j) => [j.path, j]));
-
   // Requests of our own sessions: attributed to them; those metered per turn are not added again.
   const sessions = new Map(
     (
@@ -137,6 +129,20 @@ export async function scanTranscripts(
       }>
     ).map((s) => [s.engine_session_id, s]),
   );
+  const metered = new Set(
+    [...sessions]
+      .filter(([, v]) => PER_TURN_METERS.has(v.meter ?? ''))
+      .map(([engineSessionId]) => engineSessionId),
+  );
+  const total = jobs.reduce((n, j) => n + j.bytes, 0);
+  const threads =
+    total < THREAD_THRESHOLD_BYTES
+      ? 0
+      : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
+  const results: ScanResult[] =
+    threads === 0 ? await scanHere(jobs, metered) : await scanInWorkers(jobs, threads, metered);
+  const startedAt = new Map(jobs.map((j) => [j.path, j]));
+
   const summary: ScanSummary = {
     dirs,
     files: files.length,
@@ -156,6 +162,14 @@ export async function scanTranscripts(
   const unknownPayer: Payer = { kind: 'unknown', id: null };
   const entries: LedgerEntry[] = [];
   const keys = new Map<string, LedgerEntry>();
+  // First pass: the requests of sessions this installation meters per turn, wherever they appear.
+  const meteredKeys = new Set<string>();
+  for (const r of results) {
+    if ('error' in r) continue;
+    for (const record of r.scan.records) {
+      if (PER_TURN_METERS.has(sessions.get(record[1])?.meter ?? '')) meteredKeys.add(record[0]);
+    }
+  }
   const cursors: Array<{ path: string; scan: FileScan }> = [];
   for (const r of results) {
     if ('error' in r) {
@@ -171,6 +185,8 @@ export async function scanTranscripts(
     if (scan.restarted) summary.restarted += 1;
     summary.warnings.push(...scan.warnings);
     for (const [key, sessionId, at, model, input, output, cacheRead, cacheCreation] of scan.records) {
+      // Claude Code's own notices (API errors, "No response requested.") are not requests.
+      if (model === '<synthetic>') continue;
       summary.records += 1;
       // The same key from another thread's files: one entry, with the largest output count.
       const earlier = keys.get(key);
@@ -178,13 +194,12 @@ export async function scanTranscripts(
         if (output > earlier.usage.outputTokens) earlier.usage.outputTokens = output;
         continue;
       }
-      // Claude Code's own notices (API errors, "No response requested.") are not requests.
-      if (model === '<synthetic>') continue;
-      const ours = sessions.get(sessionId);
-      if (ours && PER_TURN_METERS.has(ours.meter ?? '')) {
+      // Metered per turn already — also when a copy of it sits in another session's file (a fork).
+      if (meteredKeys.has(key)) {
         summary.alreadyMetered += 1;
         continue;
       }
+      const ours = sessions.get(sessionId);
       const usage: Usage = {
         inputTokens: input,
         outputTokens: output,
@@ -228,12 +243,12 @@ export async function scanTranscripts(
   return summary;
 }
 
-async function scanHere(jobs: readonly ScanJob[]): Promise<ScanResult[]> {
+async function scanHere(jobs: readonly ScanJob[], metered: ReadonlySet<string>): Promise<ScanResult[]> {
   const out: ScanResult[] = [];
   const seen = new Map<string, ScannedRecord>();
   for (const job of jobs) {
     try {
-      out.push({ path: job.path, scan: await scanFile(job.path, job, seen) });
+      out.push({ path: job.path, scan: await scanFile(job.path, job, seen, metered) });
     } catch (error) {
       out.push({ path: job.path, error: (error as NodeJS.ErrnoException).code ?? String(error) });
     }
@@ -245,6 +260,7 @@ async function scanHere(jobs: readonly ScanJob[]): Promise<ScanResult[]> {
 async function scanInWorkers(
   jobs: ReadonlyArray<ScanJob & { bytes: number }>,
   n: number,
+  metered: ReadonlySet<string>,
 ): Promise<ScanResult[]> {
   const shares: Array<{ bytes: number; jobs: ScanJob[] }> = Array.from({ length: n }, () => ({
     bytes: 0,
@@ -264,7 +280,7 @@ async function scanInWorkers(
         .map(
           (share) =>
             new Promise<ScanResult[]>((resolvePart, reject) => {
-              const worker = new Worker(url, { workerData: { jobs: share.jobs } });
+              const worker = new Worker(url, { workerData: { jobs: share.jobs, metered: [...metered] } });
               workers.push(worker);
               let result: ScanResult[] | undefined;
               worker.once('message', (m: ScanResult[]) => {

@@ -243,12 +243,21 @@ describe('scanTranscripts (into the ledger)', () => {
       `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter) VALUES
          ('s-proc', 1, 'd', 1, 'succeeded', 'a', 'stream-json'), ('s-tmux', 1, 'd', 1, 'succeeded', 'a', 'transcript')`,
     ).run();
+    const metered = assistant({ id: 'msg_metered', session: 'claude-proc' });
     writeFileSync(
-      file(),
-      `${assistant({ session: 'claude-proc' })}\n${assistant({ session: 'claude-tmux' })}\n${assistant({ session: 'elsewhere' })}\n`,
+      file('b.jsonl'),
+      `${metered}\n${assistant({ session: 'claude-tmux' })}\n${assistant({ session: 'elsewhere' })}\n`,
+    );
+    // A fork of the metered session (its history copied under another id), read first: still skipped.
+    writeFileSync(file('a.jsonl'), `${metered.replace('"sessionId":"claude-proc"', '"sessionId":"fork"')}\n`);
+    // Claude Code's own notices are not requests.
+    writeFileSync(
+      file('c.jsonl'),
+      `${assistant({ session: 'elsewhere' }).replace('claude-sonnet-4-5-20250929', '<synthetic>')}\n`,
     );
     const summary = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
-    expect(summary).toMatchObject({ records: 3, added: 2, alreadyMetered: 1 });
+    // The fork's copy and the metered one are one message: metered once, the other a duplicate.
+    expect(summary).toMatchObject({ records: 4, added: 2, alreadyMetered: 1, duplicates: 1 });
     const rows = db
       .prepare('SELECT session_id, work_item, payer_kind, payer_id FROM usage_ledger ORDER BY id')
       .all();
