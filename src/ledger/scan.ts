@@ -234,8 +234,8 @@ export async function scanTranscripts(
     const added = ledger.add(entries);
     summary.added = added.inserted;
     summary.warnings.push(...added.warnings);
-    // Only a fully consumed file is marked as seen at its size: a partial last line is read again.
-    // The size is what the file had when read: an unchanged file is not opened next time.
+    // The size is what the file had when read: an unchanged file is not opened next time, and a
+    // partial last line (the offset stops before it) is read once the file grows.
     for (const { path, scan } of cursors) saveCursor.run(path, scan.inode, scan.size, scan.offset, now);
   })();
   summary.duplicates = summary.records - summary.alreadyMetered - summary.added;
