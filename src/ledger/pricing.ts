@@ -33,26 +33,20 @@ const anthropic = (input: number, output: number): ModelPrice => ({
   source: ANTHROPIC,
 });
 
-const openai = (input: number, output: number, cacheRead: number): ModelPrice => ({
-  input,
-  output,
-  cacheRead,
-  // OpenAI does not bill cache writes separately.
-  cacheWrite5m: input,
-  cacheWrite1h: input,
-  asOf: '2025-11',
-  source: OPENAI,
-});
-
-const google = (input: number, output: number, cacheRead: number): ModelPrice => ({
-  input,
-  output,
-  cacheRead,
-  cacheWrite5m: input,
-  cacheWrite1h: input,
-  asOf: '2025-11',
-  source: GOOGLE,
-});
+/** Vendors that bill no cache writes apart from input (OpenAI, Google): writes at the input price. */
+const noCacheWrites =
+  (source: string) =>
+  (input: number, output: number, cacheRead: number): ModelPrice => ({
+    input,
+    output,
+    cacheRead,
+    cacheWrite5m: input,
+    cacheWrite1h: input,
+    asOf: '2025-11',
+    source,
+  });
+const openai = noCacheWrites(OPENAI);
+const google = noCacheWrites(GOOGLE);
 
 /** Built-in prices, keyed by model id without a date suffix (see `modelKey`). Standard tier, ≤200k context. */
 export const BUILTIN_PRICES: Readonly<Record<string, ModelPrice>> = {

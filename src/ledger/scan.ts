@@ -7,8 +7,7 @@ import type { Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import type { Ledger, LedgerEntry } from './ledger.js';
 import type { Payer, PayerKind } from './payer.js';
-import { type FileScan, type ScannedRecord, scanFile } from './scan-file.js';
-import type { ScanJob, ScanResult } from './scan-worker.js';
+import { type FileScan, type ScanJob, type ScanResult, scanFiles } from './scan-file.js';
 
 /**
  * `the-loop usage scan`: imports Claude Code's transcript history into the usage ledger,
@@ -140,7 +139,7 @@ export async function scanTranscripts(
       ? 0
       : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
   const results: ScanResult[] =
-    threads === 0 ? await scanHere(jobs, metered) : await scanInWorkers(jobs, threads, metered);
+    threads === 0 ? scanFiles(jobs, metered) : await scanInWorkers(jobs, threads, metered);
   const startedAt = new Map(jobs.map((j) => [j.path, j]));
 
   const summary: ScanSummary = {
@@ -241,19 +240,6 @@ export async function scanTranscripts(
   summary.duplicates = summary.records - summary.alreadyMetered - summary.added;
   summary.ms = Date.now() - started;
   return summary;
-}
-
-async function scanHere(jobs: readonly ScanJob[], metered: ReadonlySet<string>): Promise<ScanResult[]> {
-  const out: ScanResult[] = [];
-  const seen = new Map<string, ScannedRecord>();
-  for (const job of jobs) {
-    try {
-      out.push({ path: job.path, scan: await scanFile(job.path, job, seen, metered) });
-    } catch (error) {
-      out.push({ path: job.path, error: (error as NodeJS.ErrnoException).code ?? String(error) });
-    }
-  }
-  return out;
 }
 
 /** Spread the files over `n` threads by size (largest first onto the least loaded). */

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -12,26 +12,13 @@ import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { runCli } from '../helpers/cli.js';
 import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
-import { sessionProcesses, stopTmuxServer, waitGone } from '../helpers/tmux.js';
+import { removeWhenQuiet, sessionProcesses, stopTmuxServer, waitGone } from '../helpers/tmux.js';
 import { ARGV_RECORDER, realBinary } from './helpers.js';
 
 const socket = `the-loop-tui-${randomUUID().slice(0, 8)}`;
 const tmux = new Tmux({ socket });
 const WI = 'github:acme/tui#7';
 const TARGET = 'loop-github-acme-tui-7';
-
-/** The TUI may still write its config for a few seconds after its tmux server is gone. */
-async function removeWhenQuiet(dir: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-      return;
-    } catch (error) {
-      if (i >= 50) throw error;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
 
 /** Every file under a directory, as bytes. */
 function allFiles(dir: string): string[] {

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { ROOT, runCli } from '../helpers/cli.js';
 import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
-import { stopTmuxServer } from '../helpers/tmux.js';
+import { removeWhenQuiet, stopTmuxServer } from '../helpers/tmux.js';
 import { realBinary } from './helpers.js';
 
 /**
@@ -61,19 +61,6 @@ async function until<T>(
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** The TUI may still write its config for a few seconds after its tmux server is gone. */
-async function removeWhenQuiet(dir: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-      return;
-    } catch (error) {
-      if (i >= 50) throw error;
-      await new Promise((r) => setTimeout(r, 200));
-    }
   }
 }
 

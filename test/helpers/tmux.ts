@@ -62,3 +62,16 @@ export async function waitGone(pids: number[], timeoutMs = 10_000): Promise<bool
   while (pids.some(pidAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   return !pids.some(pidAlive);
 }
+
+/** A TUI may still write its config for a few seconds after its tmux server is gone: retry the removal. */
+export async function removeWhenQuiet(dir: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (error) {
+      if (i >= 50) throw error;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}

@@ -127,25 +127,25 @@ describe('scanFile', () => {
     const a = assistant();
     const b = assistant();
     writeFileSync(file(), `${user('hi')}\n${a}\n${b.slice(0, 40)}`);
-    const first = await scanFile(file(), { offset: 0 });
+    const first = scanFile(file(), { offset: 0 });
     expect(first.records).toHaveLength(1);
     expect(first.offset).toBe(Buffer.byteLength(`${user('hi')}\n${a}\n`));
     appendFileSync(file(), `${b.slice(40)}\n`);
-    const second = await scanFile(file(), { offset: first.offset, inode: first.inode });
+    const second = scanFile(file(), { offset: first.offset, inode: first.inode });
     expect(second.records.map((r) => r[0])).toEqual([JSON.parse(b).message.id]);
     expect(second.offset).toBe(readFileSync(file()).length);
   });
 
   it('reads again from byte 0 a file that shrank or was replaced', async () => {
     writeFileSync(file(), `${assistant()}\n${assistant()}\n`);
-    const first = await scanFile(file(), { offset: 0 });
+    const first = scanFile(file(), { offset: 0 });
     truncateSync(file(), 10);
     appendFileSync(file(), `\n${assistant()}\n`);
-    const shrunk = await scanFile(file(), { offset: first.offset, inode: first.inode });
+    const shrunk = scanFile(file(), { offset: first.offset, inode: first.inode });
     expect(shrunk.restarted).toBe('truncated');
     writeFileSync(file('b.jsonl'), `${assistant()}\n`);
     renameSync(file('b.jsonl'), file());
-    const replaced = await scanFile(file(), { offset: 5, inode: first.inode });
+    const replaced = scanFile(file(), { offset: 5, inode: first.inode });
     expect(replaced.restarted).toBe('replaced');
     expect(replaced.records).toHaveLength(1);
   });
@@ -159,7 +159,7 @@ describe('scanFile', () => {
       assistant({ id: 'msg_3' }),
     ];
     writeFileSync(file(), `${lines.join('\n')}\n`);
-    const scan = await scanFile(file(), { offset: 0 });
+    const scan = scanFile(file(), { offset: 0 });
     expect(scan.records.map((r) => r[0])).toEqual(['msg_1', 'msg_2', 'msg_3']);
     expect(scan.offset).toBe(readFileSync(file()).length);
   });
@@ -173,7 +173,7 @@ describe('scanFile', () => {
       assistant({ id: 'msg_ok' }),
     ];
     writeFileSync(file(), `${lines.join('\n')}\n`);
-    const scan = await scanFile(file(), { offset: 0 });
+    const scan = scanFile(file(), { offset: 0 });
     expect(scan.records.map((r) => r[0])).toEqual(['msg_ok']);
     expect(scan.skipped).toBe(1);
     expect(scan.warnings[0]).toMatch(/byte \d+: a token count is not a non-negative whole number/);

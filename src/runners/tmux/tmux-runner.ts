@@ -249,16 +249,12 @@ export class TmuxRunner implements Runner {
         const ended = since.find((e) => e.event === 'SessionEnd' && e.sessionId === ctx.sessionId);
         if (ended?.event === 'SessionEnd' && endedByEngine(ended.reason)) {
           const reason = `the engine ended its session (${ended.reason})`;
-          return {
+          return tuiOutcome({
             ok: false,
             endReason: 'error',
-            endedAt: new Date(),
-            exitCode: null,
-            exitSignal: null,
             error: `${reason} before this turn; nothing was pasted`,
-            stoppedBy: 'still-running',
             sessionGone: { status: 'ended', reason },
-          };
+          });
         }
         await this.readTranscriptOnce(ctx);
         ctx.turnEnded = false;
@@ -273,15 +269,7 @@ export class TmuxRunner implements Runner {
       await this.deliver(ctx, interactive.submitDelayMs);
       if (!hooks) {
         // Nothing tells us when this engine's turn ends: say so, and do not pretend to measure it.
-        return {
-          ok: true,
-          endReason: 'untracked',
-          endedAt: new Date(),
-          exitCode: null,
-          exitSignal: null,
-          error: null,
-          stoppedBy: 'still-running',
-        };
+        return tuiOutcome({ ok: true, endReason: 'untracked', error: null });
       }
       state.turn.phase = 'submitted';
       this.saveState(ctx.dir, state);
@@ -348,9 +336,10 @@ export class TmuxRunner implements Runner {
   }): Promise<SessionProbe> {
     if (!session.tmuxTarget) return { alive: false, status: 'lost', reason: 'no tmux session recorded' };
     const target = checkTarget(session.tmuxTarget);
-    // tmux itself missing is not the session being gone: that is a clear error, not a verdict.
-    if ((await this.options.tmux.version()) === null) await this.check();
     const pane = await this.paneStateSure(target);
+    // Asked before every delivery: one tmux call when the pane is there. Otherwise tmux itself
+    // missing is not the session being gone — that is a clear error (check), not a verdict.
+    if (pane.state !== 'alive') await this.check();
     if (pane.state === 'unknown') {
       throw new LoopError('internal', `cannot tell whether tmux session ${target} is there: ${pane.error}`);
     }
@@ -478,16 +467,7 @@ export class TmuxRunner implements Runner {
     if (!exited && ready.reason === 'aborted' && input.signal?.reason === SHUTDOWN) {
       // The daemon is stopping while the TUI starts: leave it; the delivery runs again on the next
       // start and finds it (and keeps remain-on-exit until then: a failed start stays visible).
-      return {
-        ok: false,
-        endReason: 'cancel',
-        endedAt: new Date(),
-        exitCode: null,
-        exitSignal: null,
-        error: null,
-        stoppedBy: 'still-running',
-        detached: true,
-      };
+      return tuiOutcome({ ok: false, endReason: 'cancel', error: null, detached: true });
     }
     let state = exited ? await tmux.paneState(target) : undefined;
     // tmux may mark the pane dead before it has the exit status (and sometimes never gets it).
@@ -508,16 +488,14 @@ export class TmuxRunner implements Runner {
       : ready.reason === 'aborted'
         ? `${preset.binary} was stopped before it was ready`
         : `${preset.binary} did not report ready within ${Math.round(this.options.readyMs / 1000)} s`;
-    return {
+    return tuiOutcome({
       ok: false,
       endReason: ready.reason === 'aborted' && !exited ? 'cancel' : 'error',
-      endedAt: new Date(),
       exitCode: state?.state === 'dead' ? state.status : null,
-      exitSignal: null,
       error: `${why} in ${target}. Last screen: ${last}${exited ? '' : " — first-run dialogs must be answered in the engine's config dir (see docs/engines.md)"}`,
       stoppedBy: exited ? 'exit' : 'SIGKILL',
       sessionGone: { status: 'lost', reason: `${why} in ${target}` },
-    };
+    });
   }
 
   /** Calls `onGone` (once) when the session's pane is no longer running its program. */
@@ -592,7 +570,7 @@ export class TmuxRunner implements Runner {
       await watchers;
     }
     const endedAt = new Date();
-    const base = { endedAt, exitCode: null, exitSignal: null, stoppedBy: 'still-running' as const };
+    const base = tuiOutcome({ ok: false, endReason: 'result', error: null, endedAt });
     if (end.ok && end.event.event === 'SessionEnd' && !endedByEngine(end.event.reason)) {
       // Ended from outside (its tmux session or server killed): the same as vanishing.
       why = 'gone';
@@ -762,6 +740,13 @@ export class TmuxRunner implements Runner {
       ? `tmux session ${session.tmuxTarget} ended`
       : `tmux session ${session.tmuxTarget} was already gone`;
   }
+}
+
+/** How a TUI turn ended: the TUI itself runs on (no exit code, nothing signalled) unless said otherwise. */
+function tuiOutcome(
+  fields: Pick<RunOutcome, 'ok' | 'endReason' | 'error'> & Partial<RunOutcome>,
+): RunOutcome {
+  return { endedAt: new Date(), exitCode: null, exitSignal: null, stoppedBy: 'still-running', ...fields };
 }
 
 /**
