@@ -1,19 +1,20 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LoadedConfig, loadConfig } from './config/load.js';
+import { type AppOptions, openBase } from './base.js';
+import type { LoadedConfig } from './config/load.js';
 import { LoopError } from './core/errors.js';
 import { parseWorkItem, workItemSlug } from './core/work-item.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock } from './dispatch/lock.js';
-import { createIngressHandler, reply } from './github/ingress.js';
+import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
 import { overBudget } from './ledger/budget.js';
-import { Ledger } from './ledger/ledger.js';
+import type { Ledger } from './ledger/ledger.js';
+import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
-import { pricesFromConfig, priceTable } from './ledger/pricing.js';
-import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
+import type { Logger, SecretScrubber } from './log/logger.js';
 import { pidAlive, processStartTime } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
@@ -22,8 +23,8 @@ import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { SessionHold, SessionRecord, SessionStore } from './sessions/types.js';
-import { type Db, openDb } from './store/db.js';
-import { type HttpServer, startHttpServer } from './web/server.js';
+import type { Db } from './store/db.js';
+import { type HttpServer, reply, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
 
 /**
@@ -42,30 +43,17 @@ export interface App {
   lostTurns: LostTurn[];
   runners: Record<string, Runner>;
   turns: TurnService;
+  /** The OpenTelemetry meter's receiver (routes for the daemon's server, env for opted-in engines). */
+  telemetry: TelemetryReceiver;
   dispose(): void;
 }
 
-export interface AppOptions {
-  cwd: string;
-  env: Readonly<Record<string, string | undefined>>;
-  configPath?: string | undefined;
-  dataDir?: string | undefined;
-}
-
-export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
+export type { AppOptions } from './base.js';
+export { registryPath } from './base.js';
 
 export function createApp(options: AppOptions): App {
-  const loaded = loadConfig(options);
-  const scrubber = new SecretScrubber();
-  for (const value of loaded.secretValues) scrubber.add(value);
-  const logSink = fileSink(loaded.logFile);
-  const logger = createLogger({
-    level: loaded.config.log.level,
-    sinks: [logSink],
-    scrub: scrubber.scrub,
-    fields: { pid: process.pid },
-  });
-  const db = openDb(registryPath(loaded.dataDir));
+  const base = openBase(options);
+  const { loaded, scrubber, logger, db, ledger } = base;
   const store = new SqliteSessionStore(db, { scrub: scrubber.scrub });
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   // A turn whose owning process died is lost. Its engine may still run (it leads its own process
@@ -89,8 +77,15 @@ export function createApp(options: AppOptions): App {
     }),
   };
   const { defaults, limits } = loaded.config;
-  const ledger = new Ledger(db, priceTable(pricesFromConfig(loaded.config.pricing)));
   let salt: Buffer | undefined;
+  const telemetry = new TelemetryReceiver({
+    db,
+    ledger,
+    logger,
+    dataDir: loaded.dataDir,
+    engines: loaded.engines,
+    addSecret: (value) => scrubber.add(value),
+  });
   const turns = new TurnService({
     store,
     runners,
@@ -116,6 +111,7 @@ export function createApp(options: AppOptions): App {
       salt ??= loadSalt(loaded.dataDir);
       return payerOf(credential, env, salt);
     },
+    telemetry,
   });
   return {
     loaded,
@@ -128,10 +124,8 @@ export function createApp(options: AppOptions): App {
     lostTurns,
     runners,
     turns,
-    dispose: () => {
-      if (db.open) db.close();
-      logSink.close?.();
-    },
+    telemetry,
+    dispose: base.dispose,
   };
 }
 
@@ -318,6 +312,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
       port: config.server.port,
       logger: app.logger,
       routes: {
+        ...app.telemetry.routes(),
         [config.webhook.path]: createIngressHandler({
           secret,
           maxBodyBytes: config.server.maxBodyBytes,
@@ -352,6 +347,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
       },
     );
   }
+  app.telemetry.listenAt(server.url);
   dispatcher.start();
   app.logger.info('daemon started', { url: server.url });
   return {
@@ -360,6 +356,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
     webhookUrl: `${server.url}${config.webhook.path}`,
     stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
       await server.close();
+      app.telemetry.listenAt(undefined);
       await dispatcher.stop(graceMs);
       lock.release();
       app.logger.info('daemon stopped');

@@ -6,6 +6,7 @@ import { acquireLock, currentHolder } from '../dispatch/lock.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
+import { type HttpServer, startHttpServer } from '../web/server.js';
 import { formatCost, formatDuration, formatTokens, oneLine, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
 
@@ -149,6 +150,7 @@ async function dispatchOwn(
 ): Promise<void> {
   stopOrphanEngines(app);
   await reconcile(app, workItem);
+  const telemetry = await receiveTelemetry(app);
   // Only this work item, and nothing that arrived after this delivery: later deliveries are left
   // for whoever dispatches next, so stopping here never cancels someone else's turn.
   const dispatcher = createDispatcher(app, {
@@ -166,8 +168,29 @@ async function dispatchOwn(
     signal.removeEventListener('abort', onAbort);
     await dispatcher.stop(0);
   } finally {
+    await telemetry?.close();
+    app.telemetry.listenAt(undefined);
     release();
   }
+}
+
+/**
+ * Without a daemon, `run` receives the OpenTelemetry of engines that opt in itself, on the loopback:
+ * at the configured port when it is free (where a TUI left running keeps exporting to the daemon
+ * started later), else on any free port.
+ */
+async function receiveTelemetry(app: App): Promise<HttpServer | undefined> {
+  if (!Object.values(app.loaded.engines).some((e) => e.otel?.enabled)) return undefined;
+  const start = (port: number) =>
+    startHttpServer({ host: '127.0.0.1', port, routes: app.telemetry.routes(), logger: app.logger });
+  let server: HttpServer;
+  try {
+    server = await start(app.loaded.config.server.port);
+  } catch {
+    server = await start(0);
+  }
+  app.telemetry.listenAt(server.url);
+  return server;
 }
 
 /** Why a queued delivery waits (its session is held, e.g. over budget), if it does. */

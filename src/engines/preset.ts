@@ -115,6 +115,37 @@ export const presetObjectSchema = z
       .describe('Extra environment variables passed through from the daemon.'),
     env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
     extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
+    otel: z
+      .object({
+        enabled: z
+          .boolean()
+          .default(false)
+          .describe(
+            "Meter this engine with OpenTelemetry: its OTLP exporter is pointed at the daemon's receiver (/v1/logs, /v1/metrics) and what it exports becomes the session's ledger rows (meter otel), instead of its other meter.",
+          ),
+        signal: z
+          .enum(['logs', 'metrics'])
+          .default('logs')
+          .describe(
+            'Which signal carries the usage: logs = one api_request event per model request (per-request rows, with request ids); metrics = token and cost counters per export interval. Only that exporter is turned on, so nothing is counted twice.',
+          ),
+        env: z
+          .record(envName, z.string())
+          .default({})
+          .describe("Switches that turn the engine's exporter on, e.g. CLAUDE_CODE_ENABLE_TELEMETRY=1."),
+        exportIntervalMs: z
+          .number()
+          .int()
+          .min(100)
+          .max(600_000)
+          .default(1000)
+          .describe(
+            'How often the engine exports (OTEL_LOGS_EXPORT_INTERVAL / OTEL_METRIC_EXPORT_INTERVAL).',
+          ),
+      })
+      .strict()
+      .optional()
+      .describe('OpenTelemetry metering: how to turn the exporter on, and whether to use it.'),
     pty: z
       .boolean()
       .default(false)

@@ -40,6 +40,8 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       firstRun: 'claude',
       submitDelayMs: 200,
     },
+    // Off by default; `otel: { enabled: true }` meters the session from its OTLP export.
+    otel: { enabled: false, signal: 'logs', env: { CLAUDE_CODE_ENABLE_TELEMETRY: '1' } },
     credentials: [
       { env: 'ANTHROPIC_API_KEY', kind: 'api-key' },
       { env: 'ANTHROPIC_AUTH_TOKEN', kind: 'api-key' },

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Inbox, NewDelivery } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
+import { readBody, reply } from '../web/server.js';
 import type { RouteResult } from './route.js';
 import { verifySignature } from './verify.js';
 
@@ -17,47 +18,6 @@ export interface IngressOptions {
 
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
 const EVENT_NAME = /^[a-z_]{1,64}$/;
-
-export function reply(
-  res: ServerResponse,
-  status: number,
-  text: string,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) return;
-  const body = `${text}\n`;
-  res.writeHead(status, {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    ...headers,
-  });
-  res.end(body);
-}
-
-/** Read the body up to `limit` bytes; null when it is larger (the request is then drained, not kept). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > limit) {
-        over = true;
-        parts.length = 0;
-        resolve(null);
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on('end', () => {
-      if (!over) resolve(Buffer.concat(parts, size));
-    });
-    req.on('aborted', () => resolve('aborted'));
-    req.on('error', () => resolve('aborted'));
-  });
-}
 
 /**
  * `POST /gh-webhook`: check method, content type and headers; read the raw body within the limit;

@@ -2,7 +2,7 @@ import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Meter } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
 import type { Payer } from './payer.js';
-import { listPriceCost, type PriceTable } from './pricing.js';
+import { listPriceCost, type ModelPrice, type PriceTable } from './pricing.js';
 import type { TurnUsage } from './usage.js';
 
 /**
@@ -38,9 +38,25 @@ export interface TurnContext {
   payer: Payer;
 }
 
+/** How a model is priced in one `add` call (looked up once per model). */
+interface ModelPricing {
+  basis: 'engine-reported' | 'list-price' | null;
+  priceKey: string | null;
+  warning?: string | undefined;
+  /** The list price of one output token (to reprice a later, larger output count). */
+  outputUnit: number | null;
+  price?: ModelPrice | undefined;
+}
+
+/** The reason of an OTLP-metered turn's drive while its telemetry has not arrived (removed when it does). */
+export const NO_TELEMETRY_YET =
+  'no telemetry from the engine by the end of the turn (removed when its OTLP export arrives)';
+
 export class Ledger {
   private readonly insert;
   private readonly insertDrive;
+  private readonly turnHasRows;
+  private readonly settleDrive;
 
   constructor(
     readonly db: Db,
@@ -51,17 +67,16 @@ export class Ledger {
       `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner, model,
          input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
          cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at)
-       VALUES (@meter, @sourceId, @at, @sessionId, @workItem, @turnId, @engine, @runner, @model, @input, @output,
-         @cacheRead, @cacheCreation, @reasoning, @cost, @basis, @priceKey, @payerKind, @payerId, @recordedAt)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (meter, source_id) DO UPDATE SET
          -- Claude Code writes a message once per content block while it streams: early copies can
          -- carry a placeholder output count; the largest one seen is the message's.
          output_tokens = MAX(output_tokens, excluded.output_tokens),
-         -- Repriced for the extra output only (@outputUnit: the list price of one token), so the
-         -- first record's input figures keep their cost.
+         -- Repriced for the extra output only (the last parameter: the list price of one output
+         -- token), so the first record's input figures keep their cost.
          cost_usd = CASE WHEN excluded.output_tokens <= output_tokens THEN cost_usd
-           WHEN cost_basis = 'list-price' AND @outputUnit IS NOT NULL
-             THEN cost_usd + (excluded.output_tokens - output_tokens) * @outputUnit
+           WHEN cost_basis = 'list-price' AND ? IS NOT NULL
+             THEN cost_usd + (excluded.output_tokens - output_tokens) * ?
            ELSE excluded.cost_usd END,
          -- A row imported by a scan first gets its turn when the turn records it.
          turn_id = COALESCE(turn_id, excluded.turn_id),
@@ -73,6 +88,13 @@ export class Ledger {
       `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING`,
     );
+    this.turnHasRows = db.prepare('SELECT 1 FROM usage_ledger WHERE turn_id = ? LIMIT 1').pluck();
+    this.settleDrive = db.prepare('DELETE FROM unmetered_drives WHERE turn_id = ? AND reason = ?');
+  }
+
+  /** Telemetry arrived for these turns: they are metered after all (their waiting drives go). */
+  telemetryArrived(turnIds: Iterable<number>): void {
+    for (const id of new Set(turnIds)) this.settleDrive.run(id, NO_TELEMETRY_YET);
   }
 
   /** Price an entry: the engine's figure if it gave one, else list price, else unknown (null). */
@@ -109,57 +131,68 @@ export class Ledger {
   }
 
   /** Add entries; already-recorded (meter, source id) pairs are skipped. Returns what was added. */
-  add(entries: readonly LedgerEntry[]): { inserted: number; warnings: string[] } {
+  add(entries: Iterable<LedgerEntry>): { inserted: number; warnings: string[] } {
     const warnings = new Set<string>();
     let inserted = 0;
     const recordedAt = this.now().toISOString();
-    // One price lookup per model, not per row (an import brings hundreds of thousands of rows).
-    const prices = new Map<string | null, ReturnType<PriceTable['lookup']>>();
+    // One price lookup per model, not per row (an import brings hundreds of thousands of rows, and
+    // nothing is allocated per row that the statement does not need).
+    const models = new Map<string | null, ModelPricing>();
     this.db.transaction(() => {
       for (const e of entries) {
-        let priced: ReturnType<Ledger['price']> & { outputUnit?: number };
-        if (typeof e.engineCostUsd === 'number') priced = this.price(e);
-        else {
-          let found = prices.get(e.model);
-          if (!prices.has(e.model)) {
-            found = e.model ? this.prices.lookup(e.model) : undefined;
-            prices.set(e.model, found);
+        let priced: ModelPricing;
+        let cost: number | null = null;
+        if (typeof e.engineCostUsd === 'number') {
+          const p = this.price(e);
+          priced = { basis: p.basis, priceKey: p.priceKey, warning: p.warning, outputUnit: null };
+          cost = p.cost;
+        } else {
+          let found = models.get(e.model);
+          if (!found) {
+            const p = this.price({ model: e.model, usage: e.usage });
+            const price = e.model ? this.prices.lookup(e.model)?.price : undefined;
+            found = {
+              basis: p.basis,
+              priceKey: p.priceKey,
+              warning: p.warning,
+              outputUnit: price ? price.output / 1_000_000 : null,
+              price,
+            };
+            models.set(e.model, found);
           }
-          priced = found
-            ? {
-                cost: listPriceCost(e.usage, found.price),
-                basis: 'list-price',
-                priceKey: `${found.key}@${found.price.asOf}`,
-                outputUnit: found.price.output / 1_000_000,
-              }
-            : this.price(e);
+          priced = found;
+          cost = found.price ? listPriceCost(e.usage, found.price) : null;
         }
         if (priced.warning) warnings.add(priced.warning);
         const u = e.usage;
         // Counts new rows, and rows a later copy corrected.
-        inserted += this.insert.run({
-          meter: e.meter,
-          sourceId: e.sourceId,
-          at: e.at,
-          sessionId: e.sessionId,
-          workItem: e.workItem,
-          turnId: e.turnId,
-          engine: e.engine,
-          runner: e.runner,
-          model: e.model,
-          input: u.inputTokens,
-          output: u.outputTokens,
-          cacheRead: u.cacheReadTokens,
-          cacheCreation: u.cacheCreationTokens,
-          reasoning: u.reasoningTokens,
-          cost: priced.cost,
-          basis: priced.basis,
-          priceKey: priced.priceKey,
-          payerKind: e.payer.kind,
-          payerId: e.payer.id,
+        const { outputUnit } = priced;
+        // Positional parameters, in the statement's order (binding an object per row costs a
+        // sixth of a large import).
+        inserted += this.insert.run(
+          e.meter,
+          e.sourceId,
+          e.at,
+          e.sessionId,
+          e.workItem,
+          e.turnId,
+          e.engine,
+          e.runner,
+          e.model,
+          u.inputTokens,
+          u.outputTokens,
+          u.cacheReadTokens,
+          u.cacheCreationTokens,
+          u.reasoningTokens,
+          cost,
+          priced.basis,
+          priced.priceKey,
+          e.payer.kind,
+          e.payer.id,
           recordedAt,
-          outputUnit: priced.outputUnit ?? null,
-        }).changes;
+          outputUnit,
+          outputUnit,
+        ).changes;
       }
     })();
     return { inserted, warnings: [...warnings] };
@@ -184,7 +217,12 @@ export class Ledger {
       payer: turn.payer,
     };
     const entries: LedgerEntry[] = [];
-    if (turn.meter === 'transcript') {
+    if (turn.meter === 'otel') {
+      // The OTLP receiver writes this turn's rows as the engine exports them. None yet: an unmetered
+      // drive until they come (a turn whose telemetry never arrives stays unknown, never $0).
+      if (this.turnHasRows.get(turn.turnId)) return { inserted: 0, warnings: [], unmetered: false };
+      unmeteredReason = NO_TELEMETRY_YET;
+    } else if (turn.meter === 'transcript') {
       let n = 0;
       for (const event of events) {
         if (event.type !== 'usage') continue;

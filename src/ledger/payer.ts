@@ -45,31 +45,49 @@ export function payerOf(
 }
 
 /** The installation's fingerprint salt, created on first use. */
-export function loadSalt(dataDir: string): Buffer {
-  const file = join(dataDir, 'payer-salt');
+export const loadSalt = (dataDir: string): Buffer => loadKeyFile(dataDir, 'payer-salt');
+
+/**
+ * A random 32-byte key kept in `<dataDir>/<name>` (hex, 0600), created on first use. Two processes
+ * creating it at once keep the first one's; an unusable file (empty, short, not hex) is replaced.
+ */
+export function loadKeyFile(dataDir: string, name: string): Buffer {
+  const file = join(dataDir, name);
   const read = (): Buffer | null => {
     try {
-      const salt = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-      return salt.length >= 16 ? salt : null;
+      const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+      return key.length >= 16 ? key : null;
     } catch {
       return null; // Not there yet.
     }
   };
   const existing = read();
   if (existing) return existing;
-  const salt = randomBytes(32);
+  const key = randomBytes(32);
   try {
-    // `wx`: two processes creating it at once keep the first one's.
-    writeFileSync(file, salt.toString('hex'), { mode: 0o600, flag: 'wx' });
-    return salt;
+    writeFileSync(file, key.toString('hex'), { mode: 0o600, flag: 'wx' });
+    return key;
   } catch {
     const first = read();
     if (first) return first;
   }
-  // There but unusable (empty, short, not hex): replace it, never use a short salt.
-  writeFileSync(file, salt.toString('hex'), { mode: 0o600 });
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
   chmodSync(file, 0o600);
-  return salt;
+  return key;
+}
+
+/**
+ * A session's payer from what its row keeps: the fingerprint says an API key, a cloud id says which
+ * provider's account (a cloud switch wins over the credential, as in `payerOf`).
+ */
+export function sessionPayer(credentialKind: string | null, payerId: string | null): Payer {
+  if (payerId?.startsWith('key:')) return { kind: 'api-key', id: payerId };
+  if (payerId && CLOUD_SWITCHES.some((s) => s.id === payerId)) return { kind: 'cloud', id: payerId };
+  const kind =
+    credentialKind === 'api-key' || credentialKind === 'subscription' || credentialKind === 'cloud'
+      ? credentialKind
+      : 'unknown';
+  return { kind, id: null };
 }
 
 export function describePayer(payer: { kind: PayerKind; id: string | null }): string {

@@ -80,6 +80,13 @@ export interface TurnServiceDeps {
   ledger?: Ledger | undefined;
   /** Who pays for an engine environment's requests (by credential kind and fingerprint). */
   payer?: ((credential: EngineEnv['credential'], env: Record<string, string>) => Payer) | undefined;
+  /**
+   * The OpenTelemetry meter: the environment pointing an opted-in engine's exporter at the receiver
+   * (undefined: the engine does not opt in, or nothing receives). Its turns are then metered `otel`.
+   */
+  telemetry?:
+    | { envFor(sessionId: string, preset: EnginePreset): Record<string, string> | undefined }
+    | undefined;
 }
 
 /** What a refused adoption reports to `drive` (nothing of it is recorded). */
@@ -258,10 +265,11 @@ export class TurnService {
 
     const caps = capabilitiesOf(preset);
     const runner = this.runner(session.runner);
+    const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
     const turn = store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes,
-      meter: runner.meterFor?.(preset) ?? caps.meter,
+      meter: otelEnv ? 'otel' : (runner.meterFor?.(preset) ?? caps.meter),
       deliveryId: request.deliveryId,
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
@@ -270,7 +278,7 @@ export class TurnService {
       session,
       turn,
       preset,
-      env: env.env,
+      env: otelEnv ? { ...env.env, ...otelEnv } : env.env,
       prompt: request.prompt,
       created,
       request,

@@ -1,7 +1,47 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { reply } from '../github/ingress.js';
 import type { Logger } from '../log/logger.js';
+
+export function reply(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) return;
+  const body = `${text}\n`;
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** Read the body up to `limit` bytes; null when it is larger (the request is then drained, not kept). */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > limit) {
+        over = true;
+        parts.length = 0;
+        resolve(null);
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(parts, size));
+    });
+    req.on('aborted', () => resolve('aborted'));
+    req.on('error', () => resolve('aborted'));
+  });
+}
 
 export type Handler = (
   req: import('node:http').IncomingMessage,

@@ -78,6 +78,8 @@ export async function runTwoTurns(
   e: EngineUnderTest,
   prompts: [string, string],
   replies: [string, string],
+  /** Added to the engine's config override (e.g. `{ otel: { enabled: true } }`). */
+  engineConfig: Record<string, unknown> = {},
 ): Promise<TwoTurnRun> {
   const root = mkdtempSync(join(tmpdir(), `the-loop-${e.engine}-`));
   const workdir = join(root, 'work');
@@ -103,6 +105,7 @@ export async function runTwoTurns(
         [e.engine]: {
           binary: ARGV_RECORDER,
           env: { ...home.env, REAL_BINARY: e.realBinary, ARGV_RECORD_FILE: argvFile },
+          ...engineConfig,
         },
       },
     }),

@@ -1,0 +1,55 @@
+import { join } from 'node:path';
+import { type LoadedConfig, loadConfig } from './config/load.js';
+import { Ledger } from './ledger/ledger.js';
+import { pricesFromConfig, priceTable } from './ledger/pricing.js';
+import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
+import { type Db, openDb } from './store/db.js';
+
+/**
+ * What every command opens: the config, the log (scrubbed), the registry database and the usage
+ * ledger — and nothing of the runners, the dispatcher or the server, so the commands that only read
+ * or fill the ledger (`usage`, `usage scan`) start without loading them. `createApp` builds on it.
+ */
+export interface Base {
+  loaded: LoadedConfig;
+  logger: Logger;
+  scrubber: SecretScrubber;
+  db: Db;
+  ledger: Ledger;
+  dispose(): void;
+}
+
+export interface AppOptions {
+  cwd: string;
+  env: Readonly<Record<string, string | undefined>>;
+  configPath?: string | undefined;
+  dataDir?: string | undefined;
+}
+
+export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
+
+export function openBase(options: AppOptions): Base {
+  const loaded = loadConfig(options);
+  const scrubber = new SecretScrubber();
+  for (const value of loaded.secretValues) scrubber.add(value);
+  const logSink = fileSink(loaded.logFile);
+  const logger = createLogger({
+    level: loaded.config.log.level,
+    sinks: [logSink],
+    scrub: scrubber.scrub,
+    fields: { pid: process.pid },
+  });
+  const db = openDb(registryPath(loaded.dataDir));
+  const ledger = new Ledger(db, priceTable(pricesFromConfig(loaded.config.pricing)));
+  return {
+    loaded,
+    logger,
+    scrubber,
+    db,
+    ledger,
+    dispose: () => {
+      if (db.open) db.close();
+      logSink.close?.();
+    },
+  };
+}
