@@ -1,25 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig } from '../config/load.js';
+import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import { type App, createApp } from '../main.js';
-import { configCheck, configInit, configSchemaCommand } from './config.js';
-import { doctorCommand } from './doctor.js';
-import { listEvents, parseStatus, retryEvent, showEvent } from './events.js';
+import type { App } from '../main.js';
+import { parseStatus } from './events.js';
 import { EXIT, type Io, processIo } from './io.js';
-import { runCommand } from './run.js';
-import { serveCommand } from './serve.js';
-import {
-  attachSession,
-  closeSession,
-  keysCommand,
-  listSessions,
-  resumeSession,
-  sessionLogs,
-  showSession,
-} from './sessions.js';
-import { usageCommand, usageScanCommand } from './usage.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -77,13 +63,26 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride();
 
   const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
+  // Command modules and the app are imported when a command runs, not when the CLI starts: each
+  // command loads what it uses (the ledger commands never load the runners or the server).
   const withApp = async (cmd: Command, fn: (app: App) => Promise<number> | number) => {
     const g = globals(cmd);
+    const { createApp } = await import('../main.js');
     const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
     try {
       setExit(await fn(app));
     } finally {
       app.dispose();
+    }
+  };
+  const withBase = async (cmd: Command, fn: (base: Base) => Promise<number> | number) => {
+    const g = globals(cmd);
+    const { openBase } = await import('../base.js');
+    const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    try {
+      setExit(await fn(base));
+    } finally {
+      base.dispose();
     }
   };
 
@@ -111,7 +110,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         throw new LoopError('usage', 'no prompt given', {
           hint: 'the-loop run github:owner/repo#1 "fix the failing test"',
         });
-      await withApp(cmd, (app) => runCommand(app, io, workItem, prompt, opts));
+      await withApp(cmd, async (app) =>
+        (await import('./run.js')).runCommand(app, io, workItem, prompt, opts),
+      );
     });
 
   const sessions = program.command('sessions').description('see, follow and end sessions');
@@ -121,14 +122,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-a, --all', 'include closed sessions')
     .option('-w, --work-item <ref>', 'only this work item')
     .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) => withApp(cmd, (app) => listSessions(app.store, io, opts)));
+    .action(async (opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions.js')).listSessions(app.store, io, opts)),
+    );
   sessions
     .command('show')
     .description('one session and its turns')
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, (app) => showSession(app.store, io, ref, opts)),
+      withApp(cmd, async (app) => (await import('./sessions.js')).showSession(app.store, io, ref, opts)),
     );
   sessions
     .command('logs')
@@ -137,14 +140,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-t, --turn <n>', 'only this turn', intOption('--turn', 1, 1_000_000))
     .option('--json', 'JSON lines output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, (app) => sessionLogs(app.store, io, ref, opts)),
+      withApp(cmd, async (app) => (await import('./sessions.js')).sessionLogs(app.store, io, ref, opts)),
     );
   sessions
     .command('attach')
     .description('join a tmux-runner session in this terminal (tmux attach; detach with C-b d)')
     .argument('<session>', 'work item or session id')
     .option('-r, --read-only', 'watch without typing')
-    .action(async (ref: string, opts, cmd: Command) => withApp(cmd, (app) => attachSession(app, ref, opts)));
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions.js')).attachSession(app, ref, opts)),
+    );
   sessions
     .command('keys')
     .description(
@@ -154,7 +159,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<keys...>', 'keys, e.g. Escape Up y Enter')
     .option('--json', 'JSON output')
     .action(async (ref: string, keys: string[], opts, cmd: Command) =>
-      withApp(cmd, (app) => keysCommand(app, io, ref, keys, opts)),
+      withApp(cmd, async (app) => (await import('./sessions.js')).keysCommand(app, io, ref, keys, opts)),
     );
   sessions
     .command('send')
@@ -163,7 +168,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<text...>', 'the text')
     .option('--json', 'JSON lines output')
     .action(async (ref: string, words: string[], opts, cmd: Command) =>
-      withApp(cmd, (app) => runCommand(app, io, ref, words.join(' '), { json: opts.json })),
+      withApp(cmd, async (app) =>
+        (await import('./run.js')).runCommand(app, io, ref, words.join(' '), { json: opts.json }),
+      ),
     );
   sessions
     .command('resume')
@@ -172,7 +179,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--raise <amount>', 'raise the ceiling that was reached by this much (turns, tokens or dollars)')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, (app) => resumeSession(app, io, ref, opts)),
+      withApp(cmd, async (app) => (await import('./sessions.js')).resumeSession(app, io, ref, opts)),
     );
   sessions
     .command('close')
@@ -180,7 +187,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, (app) => closeSession(app.store, app.runners, io, ref, opts)),
+      withApp(cmd, async (app) =>
+        (await import('./sessions.js')).closeSession(app.store, app.runners, io, ref, opts),
+      ),
     );
 
   const events = program
@@ -204,8 +213,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-n, --limit <n>', 'at most this many (default 50)', intOption('--limit', 1, 100_000))
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) =>
-      withApp(cmd, (app) =>
-        listEvents(app, io, {
+      withApp(cmd, async (app) =>
+        (await import('./events.js')).listEvents(app, io, {
           ...opts,
           workItem: opts.workItem ? formatWorkItem(parseWorkItem(opts.workItem)) : undefined,
         }),
@@ -217,13 +226,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<delivery-id>')
     .option('--body', 'also print the payload')
     .option('--json', 'JSON output')
-    .action(async (id: string, opts, cmd: Command) => withApp(cmd, (app) => showEvent(app, io, id, opts)));
+    .action(async (id: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./events.js')).showEvent(app, io, id, opts)),
+    );
   events
     .command('retry')
     .description('queue a failed delivery again')
     .argument('<delivery-id>')
     .option('--json', 'JSON output')
-    .action(async (id: string, opts, cmd: Command) => withApp(cmd, (app) => retryEvent(app, io, id, opts)));
+    .action(async (id: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./events.js')).retryEvent(app, io, id, opts)),
+    );
 
   program
     .command('usage')
@@ -232,20 +245,32 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--until <when>', 'up to this long ago or this date (default now)')
     .option('--by <key>', 'group by day, engine, model, work-item, payer or session (default day)')
     .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) => withApp(cmd, (app) => usageCommand(app, io, opts)))
+    .action(async (opts, cmd: Command) =>
+      withBase(cmd, async (app) => (await import('./usage.js')).usageCommand(app, io, opts)),
+    )
     .command('scan')
     .description(
       "import Claude Code's transcript history into the ledger (incremental: only new bytes are read)",
     )
     .argument('[dirs...]', "transcript directories (default: the Claude config dir's projects/)")
     .option('--workers <n>', 'threads to scan with (default: one per core)', intOption('--workers', 1, 64))
+    .option('--report', "then print the report (`usage`'s --since, --until and --by apply)")
+    .option('--since <when>', 'with --report: from this long ago or this date (default 7d)')
+    .option('--until <when>', 'with --report: up to this long ago or this date (default now)')
+    .option('--by <key>', 'with --report: group by day, engine, model, work-item, payer or session')
     .option('--json', 'JSON output')
-    .action(async (dirs: string[], opts, cmd: Command) =>
-      // `--json` after `scan` may be taken by `usage` itself (same option name): either counts.
-      withApp(cmd, (app) =>
-        usageScanCommand(app, io, dirs, { ...opts, json: opts.json ?? cmd.parent?.opts().json }),
-      ),
-    );
+    .action(async (dirs: string[], opts, cmd: Command) => {
+      // Options given before `scan` are taken by `usage` itself (same names): either counts.
+      const parent = (cmd.parent?.opts() ?? {}) as Record<string, string | boolean | undefined>;
+      const pick = (key: 'since' | 'until' | 'by') => (opts[key] ?? parent[key]) as string | undefined;
+      await withBase(cmd, async (app) =>
+        (await import('./usage.js')).usageScanCommand(app, io, dirs, {
+          workers: opts.workers,
+          json: opts.json ?? (parent.json as boolean | undefined),
+          report: opts.report ? { since: pick('since'), until: pick('until'), by: pick('by') } : undefined,
+        }),
+      );
+    });
 
   program
     .command('doctor')
@@ -253,8 +278,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) => {
       const g = globals(cmd);
+      const { loadConfig } = await import('../config/load.js');
       const loaded = loadConfig({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
-      setExit(await doctorCommand(loaded.engines, loaded.config.defaults.engine, io, opts));
+      setExit(
+        await (await import('./doctor.js')).doctorCommand(
+          loaded.engines,
+          loaded.config.defaults.engine,
+          io,
+          opts,
+        ),
+      );
     });
 
   const config = program.command('config').description('configuration: init, check, schema');
@@ -263,16 +296,20 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('write a commented starter config (and its JSON Schema beside it)')
     .option('-f, --force', 'overwrite an existing file')
     .option('--json', 'JSON output')
-    .action((opts, cmd: Command) => setExit(configInit(io, { ...opts, config: globals(cmd).config })));
+    .action(async (opts, cmd: Command) =>
+      setExit((await import('./config.js')).configInit(io, { ...opts, config: globals(cmd).config })),
+    );
   config
     .command('check')
     .description('validate the config and show the engines it declares')
     .option('--json', 'JSON output')
-    .action((opts, cmd: Command) => setExit(configCheck(io, { ...opts, ...globals(cmd) })));
+    .action(async (opts, cmd: Command) =>
+      setExit((await import('./config.js')).configCheck(io, { ...opts, ...globals(cmd) })),
+    );
   config
     .command('schema')
     .description('print the JSON Schema of the config file')
-    .action(() => setExit(configSchemaCommand(io)));
+    .action(async () => setExit((await import('./config.js')).configSchemaCommand(io)));
 
   program
     .command('serve')
@@ -283,7 +320,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts, cmd: Command) => {
       const g = globals(cmd);
       setExit(
-        await serveCommand(io, {
+        await (await import('./serve.js')).serveCommand(io, {
           cwd: io.cwd,
           env: io.env,
           configPath: g.config,

@@ -1,10 +1,17 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
-import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, usageReport } from '../ledger/report.js';
+import {
+  GROUP_BY,
+  type GroupBy,
+  parseWhen,
+  type ReportGroup,
+  type UsageReport,
+  usageReport,
+} from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
-import type { App } from '../main.js';
 import { formatInt, formatUsd, oneLine, table } from './format.js';
 import { EXIT, type Io } from './io.js';
 
@@ -27,11 +34,13 @@ const day = (iso: string) => iso.slice(0, 16).replace('T', ' ');
 
 /** `the-loop usage scan [dirs…]`: import transcript history; prints what was read and added. */
 export async function usageScanCommand(
-  app: App,
+  app: Base,
   io: Io,
   dirsGiven: string[],
-  options: { workers?: number; json?: boolean },
+  options: { workers?: number; json?: boolean; report?: UsageOptions | undefined },
 ): Promise<number> {
+  // A bad --since is refused before anything is read.
+  const query = options.report ? reportQuery(options.report) : undefined;
   const dirs =
     dirsGiven.length > 0 ? dirsGiven.map((d) => resolve(io.cwd, d)) : defaultTranscriptDirs(io.env);
   if (dirs.length === 0) {
@@ -44,12 +53,13 @@ export async function usageScanCommand(
   }
   const summary = await scanTranscripts(app.db, app.ledger, dirs, { workers: options.workers });
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
+  const report = query ? usageReport(app.db, query) : undefined;
   if (options.json) {
-    io.out(`${JSON.stringify(summary, null, 2)}\n`);
+    io.out(`${JSON.stringify(report ? { scan: summary, report } : summary, null, 2)}\n`);
     return EXIT.ok;
   }
   io.out(
-    `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers || 'no'} worker threads) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
+    `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers > 1 ? `${summary.workers} threads` : 'one thread'}) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
   );
   if (summary.restarted)
     io.out(
@@ -61,12 +71,15 @@ export async function usageScanCommand(
     );
   }
   for (const u of summary.unreadable.slice(0, 10)) io.out(`  unreadable: ${oneLine(u, 200)}\n`);
-  io.out('See the totals with `the-loop usage --since 30d`.\n');
+  if (report && query) {
+    io.out('\n');
+    printReport(io, report, query.by);
+  } else io.out('See the totals with `the-loop usage --since 30d` (or scan with --report).\n');
   return EXIT.ok;
 }
 
-/** `the-loop usage`: totals of the usage ledger, grouped, with what they leave out. */
-export function usageCommand(app: App, io: Io, options: UsageOptions): number {
+/** The report's period and grouping from the options, checked. */
+function reportQuery(options: UsageOptions): { since: Date; until: Date; by: GroupBy } {
   const now = new Date();
   const since = options.since ? parseWhen(options.since, now, '--since') : parseWhen('7d', now, '--since');
   const until = options.until ? parseWhen(options.until, now, '--until') : new Date(now.getTime() + 1000);
@@ -78,11 +91,22 @@ export function usageCommand(app: App, io: Io, options: UsageOptions): number {
       `--by takes one of ${GROUP_BY.join(', ')}, not ${JSON.stringify(options.by)}`,
     );
   }
-  const report = usageReport(app.db, { since, until, by });
+  return { since, until, by };
+}
+
+/** `the-loop usage`: totals of the usage ledger, grouped, with what they leave out. */
+export function usageCommand(app: Pick<Base, 'db'>, io: Io, options: UsageOptions): number {
+  const query = reportQuery(options);
+  const report = usageReport(app.db, query);
   if (options.json) {
     io.out(`${JSON.stringify(report, null, 2)}\n`);
     return EXIT.ok;
   }
+  printReport(io, report, query.by);
+  return EXIT.ok;
+}
+
+function printReport(io: Io, report: UsageReport, by: GroupBy): void {
   const { total, notIncluded } = report;
   const missing: string[] = [];
   if (notIncluded.unmeteredCount > 0)
@@ -141,5 +165,4 @@ export function usageCommand(app: App, io: Io, options: UsageOptions): number {
   io.out(
     '\nCosts are estimates, not charges: engine-reported (the engine computed them) or list-price (the built-in table, or pricing: in the config, at its stated date).\n',
   );
-  return EXIT.ok;
 }

@@ -3,11 +3,10 @@ import { availableParallelism, homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describeError, LoopError } from '../core/errors.js';
-import type { Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import type { Ledger, LedgerEntry } from './ledger.js';
-import type { Payer, PayerKind } from './payer.js';
-import { type FileScan, type ScanJob, type ScanResult, scanFiles } from './scan-file.js';
+import { type Payer, sessionPayer } from './payer.js';
+import { type FileScan, type ScanJob, type ScannedRecord, type ScanResult, scanFiles } from './scan-file.js';
 
 /**
  * `the-loop usage scan`: imports Claude Code's transcript history into the usage ledger,
@@ -32,6 +31,7 @@ export interface ScanSummary {
   restarted: number;
   unreadable: string[];
   warnings: string[];
+  /** Threads that scanned, this one included (0: too little to read for threads; this one alone). */
   workers: number;
   ms: number;
 }
@@ -65,8 +65,11 @@ function listFiles(dirs: readonly string[]): string[] {
   return out.sort();
 }
 
-/** Sessions metered per turn from result events: their requests are in the ledger already. */
-const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json']);
+/** Sessions metered from result events or telemetry: their requests are in the ledger already. */
+const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json', 'otel']);
+
+/** About what a thread scans while a worker thread starts (~50 ms). */
+const WORKER_START_BYTES = 32 * 1024 * 1024;
 
 /** Below this much to read, threads cost more than they save. */
 const THREAD_THRESHOLD_BYTES = 32 * 1024 * 1024;
@@ -122,7 +125,7 @@ export async function scanTranscripts(
         engine: string;
         runner: string;
         engine_session_id: string;
-        credential_kind: PayerKind | null;
+        credential_kind: string | null;
         payer_id: string | null;
         meter: string | null;
       }>
@@ -159,8 +162,8 @@ export async function scanTranscripts(
     ms: 0,
   };
   const unknownPayer: Payer = { kind: 'unknown', id: null };
-  const entries: LedgerEntry[] = [];
-  const keys = new Map<string, LedgerEntry>();
+  // The first copy of each request, by key (the arrays the threads returned: no copies are made).
+  const unique = new Map<string, ScannedRecord>();
   // First pass: the requests of sessions this installation meters per turn, wherever they appear.
   const meteredKeys = new Set<string>();
   for (const r of results) {
@@ -183,14 +186,15 @@ export async function scanTranscripts(
     summary.records += scan.duplicates;
     if (scan.restarted) summary.restarted += 1;
     summary.warnings.push(...scan.warnings);
-    for (const [key, sessionId, at, model, input, output, cacheRead, cacheCreation] of scan.records) {
+    for (const record of scan.records) {
+      const key = record[0];
       // Claude Code's own notices (API errors, "No response requested.") are not requests.
-      if (model === '<synthetic>') continue;
+      if (record[3] === '<synthetic>') continue;
       summary.records += 1;
       // The same key from another thread's files: one entry, with the largest output count.
-      const earlier = keys.get(key);
+      const earlier = unique.get(key);
       if (earlier) {
-        if (output > earlier.usage.outputTokens) earlier.usage.outputTokens = output;
+        if (record[5] > earlier[5]) earlier[5] = record[5];
         continue;
       }
       // Metered per turn already — also when a copy of it sits in another session's file (a fork).
@@ -198,15 +202,14 @@ export async function scanTranscripts(
         summary.alreadyMetered += 1;
         continue;
       }
+      unique.set(key, record);
+    }
+  }
+  // Ledger entries are made one at a time as they are inserted, not all held at once.
+  function* entries(): Generator<LedgerEntry> {
+    for (const [key, sessionId, at, model, input, output, cacheRead, cacheCreation] of unique.values()) {
       const ours = sessions.get(sessionId);
-      const usage: Usage = {
-        inputTokens: input,
-        outputTokens: output,
-        cacheReadTokens: cacheRead,
-        cacheCreationTokens: cacheCreation,
-        reasoningTokens: 0,
-      };
-      const entry: LedgerEntry = {
+      yield {
         meter: 'transcript',
         sourceId: key,
         at,
@@ -216,11 +219,15 @@ export async function scanTranscripts(
         engine: ours?.engine ?? 'claude',
         runner: ours?.runner ?? null,
         model: model || null,
-        usage,
-        payer: ours ? { kind: ours.credential_kind ?? 'unknown', id: ours.payer_id } : unknownPayer,
+        usage: {
+          inputTokens: input,
+          outputTokens: output,
+          cacheReadTokens: cacheRead,
+          cacheCreationTokens: cacheCreation,
+          reasoningTokens: 0,
+        },
+        payer: ours ? sessionPayer(ours.credential_kind, ours.payer_id) : unknownPayer,
       };
-      keys.set(key, entry);
-      entries.push(entry);
     }
   }
   const saveCursor = db.prepare(
@@ -229,27 +236,38 @@ export async function scanTranscripts(
          scanned_at = excluded.scanned_at`,
   );
   const now = new Date().toISOString();
+  // A smaller page cache than the connection's default (16 MB) for the import: the rows are
+  // written once, and what the cache would hold is the import's own pages.
+  const cacheSize = db.pragma('cache_size', { simple: true }) as number;
+  db.pragma('cache_size = -4000');
   db.transaction(() => {
-    const added = ledger.add(entries);
+    const added = ledger.add(entries());
     summary.added = added.inserted;
     summary.warnings.push(...added.warnings);
     // The size is what the file had when read: an unchanged file is not opened next time, and a
     // partial last line (the offset stops before it) is read once the file grows.
     for (const { path, scan } of cursors) saveCursor.run(path, scan.inode, scan.size, scan.offset, now);
   })();
+  db.pragma(`cache_size = ${Number(cacheSize)}`);
   summary.duplicates = summary.records - summary.alreadyMetered - summary.added;
   summary.ms = Date.now() - started;
   return summary;
 }
 
-/** Spread the files over `n` threads by size (largest first onto the least loaded). */
+/**
+ * Spread the files over `n` threads by size (largest first onto the least loaded): this thread
+ * scans the first share itself while `n - 1` worker threads scan the others (a thread of its own
+ * would leave this one idle, and cost another heap).
+ */
 async function scanInWorkers(
   jobs: ReadonlyArray<ScanJob & { bytes: number }>,
   n: number,
   metered: ReadonlySet<string>,
 ): Promise<ScanResult[]> {
-  const shares: Array<{ bytes: number; jobs: ScanJob[] }> = Array.from({ length: n }, () => ({
-    bytes: 0,
+  // This thread starts at once; a worker starts its scan later (a heap, the module): this thread's
+  // share is larger by about what it reads meanwhile.
+  const shares: Array<{ bytes: number; jobs: ScanJob[] }> = Array.from({ length: n }, (_, i) => ({
+    bytes: i === 0 ? -WORKER_START_BYTES : 0,
     jobs: [],
   }));
   for (const job of [...jobs].sort((a, b) => b.bytes - a.bytes)) {
@@ -257,32 +275,35 @@ async function scanInWorkers(
     share.bytes += job.bytes;
     share.jobs.push({ path: job.path, offset: job.offset, inode: job.inode });
   }
+  const [own, ...others] = shares;
   const url = new URL('./scan-worker.js', import.meta.url);
   const workers: Worker[] = [];
   try {
-    const parts = await Promise.all(
-      shares
-        .filter((s) => s.jobs.length > 0)
-        .map(
-          (share) =>
-            new Promise<ScanResult[]>((resolvePart, reject) => {
-              const worker = new Worker(url, { workerData: { jobs: share.jobs, metered: [...metered] } });
-              workers.push(worker);
-              let result: ScanResult[] | undefined;
-              worker.once('message', (m: ScanResult[]) => {
-                result = m;
-              });
-              worker.once('error', reject);
-              // Settled on every exit: a worker that ends without its results is an error too.
-              worker.once('exit', (code) =>
-                result
-                  ? resolvePart(result)
-                  : reject(new Error(`a scan thread exited (code ${code}) without its results`)),
-              );
-            }),
-        ),
-    );
-    return parts.flat();
+    const started = others
+      .filter((s) => s.jobs.length > 0)
+      .map(
+        (share) =>
+          new Promise<ScanResult[]>((resolvePart, reject) => {
+            const worker = new Worker(url, { workerData: { jobs: share.jobs, metered: [...metered] } });
+            workers.push(worker);
+            let result: ScanResult[] | undefined;
+            worker.once('message', (m: ScanResult[]) => {
+              result = m;
+            });
+            worker.once('error', reject);
+            // Settled on every exit: a worker that ends without its results is an error too.
+            worker.once('exit', (code) =>
+              result
+                ? resolvePart(result)
+                : reject(new Error(`a scan thread exited (code ${code}) without its results`)),
+            );
+          }),
+      );
+    // Nothing rejects unhandled while this thread scans its own share.
+    for (const p of started) p.catch(() => {});
+    const mine = scanFiles(own?.jobs ?? [], metered);
+    const parts = await Promise.all(started);
+    return [...mine, ...parts.flat()];
   } catch (cause) {
     // One thread failed: the others' work is wasted anyway; stop them instead of waiting.
     await Promise.all(workers.map((w) => w.terminate()));

@@ -164,11 +164,22 @@ describe('scanFile', () => {
     expect(scan.offset).toBe(readFileSync(file()).length);
   });
 
+  it('reads records whose type is written first (another key order) the general way', () => {
+    const lines = [
+      '{"type":"assistant","message":{"id":"msg_first","model":"claude-sonnet-4-5","usage":{"input_tokens":3,"output_tokens":4}},"sessionId":"s1","timestamp":"2026-11-20T10:00:00Z"}',
+      '{"type":"user","message":{"role":"user","content":"hi"},"timestamp":"2026-11-20T10:00:01Z"}',
+    ];
+    writeFileSync(file(), `${lines.join('\n')}\n`);
+    const scan = scanFile(file(), { offset: 0 });
+    expect(scan.records.map((r) => [r[0], r[4], r[5]])).toEqual([['msg_first', 3, 4]]);
+  });
+
   it('skips garbage, unknown record types and broken lines with a count and a few reasons', async () => {
     const lines = [
       'not json at all',
       '{"type":"brand-new-type","payload":{"usage":{}}}',
-      '{"type":"assistant","message":{"id":"msg_bad","usage":{"input_tokens":"many"}},"timestamp":"2026-11-20T10:00:00Z"}',
+      // In Claude Code's key order (the type after the message).
+      '{"message":{"id":"msg_bad","usage":{"input_tokens":"many"}},"type":"assistant","timestamp":"2026-11-20T10:00:00Z"}',
       '\u0000\u0001binary',
       assistant({ id: 'msg_ok' }),
     ];

@@ -230,4 +230,15 @@ CREATE TABLE scan_files (
 );
 `,
   },
+  {
+    version: 8,
+    name: 'ledger-partial-indexes',
+    sql: `
+-- Rows imported from transcript history mostly belong to no session: indexing only the rows that do
+-- keeps a large import fast. Budgets look rows up by session and by work item.
+DROP INDEX usage_ledger_session;
+CREATE INDEX usage_ledger_session ON usage_ledger (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX usage_ledger_work_item ON usage_ledger (work_item) WHERE work_item IS NOT NULL;
+`,
+  },
 ];
