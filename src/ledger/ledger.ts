@@ -3,7 +3,7 @@ import type { Meter } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
 import type { Payer } from './payer.js';
 import { listPriceCost, type ModelPrice, type PriceTable } from './pricing.js';
-import type { TurnUsage } from './usage.js';
+import { addUsage, type TurnUsage } from './usage.js';
 
 /**
  * The usage ledger (invariant 2): every metered request or turn as a row, with its cost basis and
@@ -223,19 +223,30 @@ export class Ledger {
       if (this.turnHasRows.get(turn.turnId)) return { inserted: 0, warnings: [], unmetered: false };
       unmeteredReason = NO_TELEMETRY_YET;
     } else if (turn.meter === 'transcript') {
+      // One row per request: a request's later events (the rest of an output first counted with a
+      // placeholder) add up into its row.
+      const bySource = new Map<string, LedgerEntry>();
       let n = 0;
       for (const event of events) {
         if (event.type !== 'usage') continue;
         n += 1;
-        entries.push({
+        const sourceId = event.sourceId ?? `turn:${turn.turnId}:${n}`;
+        const earlier = bySource.get(sourceId);
+        if (earlier) {
+          earlier.usage = addUsage(earlier.usage, event.usage);
+          continue;
+        }
+        const entry: LedgerEntry = {
           ...base,
           meter: 'transcript',
-          sourceId: event.sourceId ?? `turn:${turn.turnId}:${n}`,
+          sourceId,
           at: event.at ?? turn.endedAt,
           model: event.model ?? null,
           usage: event.usage,
           engineCostUsd: event.costUsd,
-        });
+        };
+        bySource.set(sourceId, entry);
+        entries.push(entry);
       }
     } else if (turn.meter !== 'none' && turnUsage.usage) {
       entries.push({

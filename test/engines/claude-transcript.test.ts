@@ -505,6 +505,32 @@ describe('incremental reading', () => {
     expect(out).toEqual(whole);
   });
 
+  it('a request first written with a placeholder output count ends with the largest one, across reads', async () => {
+    // Claude Code writes one record per content block while it streams; an early one can carry a
+    // placeholder output count (here 1 instead of 48 on the first of the three copies).
+    const lines = linesOf(fixture('tool-use'));
+    const first = lines.findIndex((l) => l.includes('"output_tokens":48'));
+    lines[first] = (lines[first] ?? '').replace('"output_tokens":48', '"output_tokens":1');
+    const usageOfEvents = (events: TurnEvent[]) =>
+      events.flatMap((e) => (e.type === 'usage' ? [[e.sourceId, e.usage.outputTokens]] : []));
+    const file = tempFile();
+    writeFileSync(file, `${lines.slice(0, first + 1).join('\n')}\n`);
+    const a = await readTranscriptFrom(file, fresh(), OPTIONS);
+    const key = a.requests[0]?.key;
+    expect(usageOfEvents(a.events)).toEqual([[key, 1]]);
+    expect(a.state.outputs).toEqual({ [key as string]: 1 });
+    // The later copies come in the next read: the rest of the output, under the same source id.
+    appendFileSync(file, `${lines.slice(first + 1).join('\n')}\n`);
+    const b = await readTranscriptFrom(file, JSON.parse(JSON.stringify(a.state)) as TranscriptState, OPTIONS);
+    expect(usageOfEvents(b.events)).toEqual([
+      [key, 47],
+      [b.requests[0]?.key, 14],
+    ]);
+    // A copy with a smaller count (out of order) changes nothing.
+    const whole = await readWhole(`${[...lines.slice(first + 1), lines[first]].join('\n')}\n`);
+    expect(usageOfEvents(whole.out.events).map(([, n]) => n)).toEqual([48, 14]);
+  });
+
   it('caps the remembered message ids, keeping the newest', async () => {
     const n = SEEN_MESSAGE_IDS_LIMIT + 2_000;
     const lines = Array.from({ length: n }, (_, i) =>

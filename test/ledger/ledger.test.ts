@@ -337,6 +337,33 @@ describe('Ledger.recordTurn', () => {
     expect(rows().map((r) => r.source_id)).toEqual(['req_01', 'req_02', 'turn:7:3', 'req_03']);
   });
 
+  it("transcript meter: a request's later events (the rest of a placeholder output) add into its row", () => {
+    const ledger = newLedger();
+    const events: TurnEvent[] = [
+      {
+        type: 'usage',
+        usage: u(100, 1),
+        model: 'claude-sonnet-4-5',
+        sourceId: 'msg_9',
+        at: '2026-03-01T10:00:00.000Z',
+      },
+      { type: 'text', text: 'streaming' },
+      {
+        type: 'usage',
+        usage: u(0, 47),
+        model: 'claude-sonnet-4-5',
+        sourceId: 'msg_9',
+        at: '2026-03-01T10:00:02.000Z',
+      },
+    ];
+    expect(ledger.recordTurn(turn(), events, NO_USAGE, 'unused').inserted).toBe(1);
+    expect(rows().map((r) => [r.source_id, r.input_tokens, r.output_tokens, r.at])).toEqual([
+      ['msg_9', 100, 48, '2026-03-01T10:00:00.000Z'],
+    ]);
+    // Priced for all 48 output tokens (sonnet: $3 in, $15 out per million).
+    expect(rows()[0]?.cost_usd).toBeCloseTo((100 * 3 + 48 * 15) / 1e6, 12);
+  });
+
   it('result meter: one row turn:<id> from the turn usage, engine-reported cost kept', () => {
     const ledger = newLedger();
     const context = turn({ meter: 'stream-json', turnId: 12, endedAt: '2026-03-02T08:00:00.000Z' });

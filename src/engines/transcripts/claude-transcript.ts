@@ -52,6 +52,14 @@ export interface MappedRecord {
   warning?: string | undefined;
   /** The record's own `uuid` (any type), by which a duplicated record is recognised. */
   uuid?: string | undefined;
+  /**
+   * A later copy of a request already counted (one is written per content block), with its output
+   * count: while the answer streams, early copies can carry a placeholder, so the caller keeps the
+   * largest and reports the difference.
+   */
+  copy?:
+    | { key: string; outputTokens: number; model?: string | undefined; at?: string | undefined }
+    | undefined;
 }
 
 /**
@@ -158,7 +166,15 @@ function mapAssistant(record: AssistantRecord, seen: ReadonlySet<string>): Mappe
     out.warning = 'assistant record with usage but no message id, request id or uuid: usage not counted';
     return out;
   }
-  if (seen.has(key)) return out;
+  if (seen.has(key)) {
+    out.copy = {
+      key,
+      outputTokens: usageOf(message.usage).usage.outputTokens,
+      model: message.model,
+      at: record.timestamp,
+    };
+    return out;
+  }
   const request: TranscriptRequest = {
     key,
     messageId: message.id,
@@ -271,6 +287,8 @@ export interface TranscriptState {
   inode?: number | undefined;
   /** Keys of the requests already counted, oldest first, at most `SEEN_MESSAGE_IDS_LIMIT`. */
   seenMessageIds: string[];
+  /** The output count counted so far for the most recent requests (a later copy may raise it). */
+  outputs?: Record<string, number> | undefined;
 }
 
 export interface ReadTranscriptOptions {
@@ -297,6 +315,8 @@ export interface TranscriptRead {
 
 /** Enough ids to cover any overlap a re-read can produce, small enough to store with the session. */
 export const SEEN_MESSAGE_IDS_LIMIT = 10_000;
+/** Requests whose output count is remembered across reads (see `TranscriptState.outputs`). */
+const OUTPUTS_LIMIT = 256;
 /** A file of garbage must not become a list of millions of warnings. */
 const WARNING_LIMIT = 100;
 /** Record uuids remembered within one read, to drop duplicated records; bounded for huge files. */
@@ -313,6 +333,7 @@ export async function readTranscriptFrom(
   options: ReadTranscriptOptions,
 ): Promise<TranscriptRead> {
   const seen = new Set(state.seenMessageIds);
+  const outputs = new Map(Object.entries(state.outputs ?? {}));
   const events: TurnEvent[] = [];
   const markers: TranscriptMarker[] = [];
   const requests: TranscriptRequest[] = [];
@@ -342,8 +363,29 @@ export async function readTranscriptFrom(
       if (mapped.request) {
         seen.add(mapped.request.key);
         requests.push(mapped.request);
+        outputs.set(mapped.request.key, mapped.request.usage.outputTokens);
       }
       events.push(...mapped.events);
+      const copy = mapped.copy;
+      const counted = copy ? outputs.get(copy.key) : undefined;
+      if (copy && counted !== undefined && copy.outputTokens > counted) {
+        // The rest of the output of a request counted with a placeholder: the difference, under the
+        // same source id (the ledger adds a request's events up into one row).
+        outputs.set(copy.key, copy.outputTokens);
+        events.push({
+          type: 'usage',
+          usage: {
+            inputTokens: 0,
+            outputTokens: copy.outputTokens - counted,
+            cacheReadTokens: 0,
+            cacheCreationTokens: 0,
+            reasoningTokens: 0,
+          },
+          model: copy.model,
+          sourceId: copy.key,
+          at: copy.at,
+        });
+      }
       markers.push(...mapped.markers);
     },
     onOversized(bytes, at) {
@@ -362,6 +404,9 @@ export async function readTranscriptFrom(
   }
   if (dropped > 0) warnings.push(`${path}: ${dropped} more warnings not shown`);
   const ids = [...seen];
+  // Placeholders are corrected within a message's own copies, written together: the last few
+  // hundred requests are enough to remember.
+  const recent = [...outputs].slice(-OUTPUTS_LIMIT);
   return {
     events,
     markers,
@@ -369,6 +414,7 @@ export async function readTranscriptFrom(
     state: {
       ...read.cursor,
       seenMessageIds: ids.length > SEEN_MESSAGE_IDS_LIMIT ? ids.slice(-SEEN_MESSAGE_IDS_LIMIT) : ids,
+      outputs: Object.fromEntries(recent),
     },
     warnings,
     restarted: read.restarted,
