@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import { LoopError } from '../core/errors.js';
 import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
@@ -121,6 +122,8 @@ function readConfigFile(path: string): unknown {
       `${path}: ${size} bytes is too large for a config file (max ${MAX_CONFIG_BYTES})`,
     );
   }
+  // Loaded only when there is a file to read (a third of a command's start-up otherwise).
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   const doc = parseDocument(readFileSync(path, 'utf8'), { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const lines = doc.errors.map((e) => e.message.split('\n')[0]);

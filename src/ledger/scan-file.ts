@@ -178,6 +178,27 @@ export interface ScanJob {
 
 export type ScanResult = { path: string; scan: FileScan } | { path: string; error: string };
 
+/** A job with the number of bytes it will read (to share work out and cut it into pieces). */
+export interface ScannedJob extends ScanJob {
+  bytes: number;
+}
+
+/** Consecutive runs of jobs of about `size` bytes each (a job is never split). */
+export function* pieces<T extends { bytes: number }>(jobs: readonly T[], size: number): Generator<T[]> {
+  let piece: T[] = [];
+  let bytes = 0;
+  for (const job of jobs) {
+    piece.push(job);
+    bytes += job.bytes;
+    if (bytes >= size) {
+      yield piece;
+      piece = [];
+      bytes = 0;
+    }
+  }
+  if (piece.length > 0) yield piece;
+}
+
 /**
  * Scan files one after the other (one thread's share). One key map for all of them: copies across
  * files (a resumed session repeats its history) are folded here already. `metered`: Claude session
@@ -270,8 +291,8 @@ export function scanFile(
         continue;
       }
       const complete = lastNewline + 1;
-      const take = (lineStart: number, lineEnd: number) => {
-        const r = recordOf(buffer.subarray(lineStart, lineEnd), seen, metered);
+      const take = (line: Buffer, lineStart: number) => {
+        const r = recordOf(line, seen, metered);
         if (r === null) out.duplicates += 1;
         else if (typeof r === 'string') skip(r, out.offset + lineStart);
         else {
@@ -292,9 +313,11 @@ export function scanFile(
         if (a < 0 || a >= complete) break;
         const lineStart = buffer.lastIndexOf(0x0a, a) + 1;
         const lineEnd = buffer.indexOf(0x0a, a);
-        if (buffer.subarray(lineStart, a).lastIndexOf(USAGE) >= 0) {
+        const line = buffer.subarray(lineStart, lineEnd);
+        // The usage object is in the message, before the type (searched back from there).
+        if (line.lastIndexOf(USAGE, a - lineStart) >= 0) {
           found += 1;
-          take(lineStart, lineEnd);
+          take(line, lineStart);
         }
         s = lineEnd + 1;
       }
@@ -305,7 +328,7 @@ export function scanFile(
         const lineEnd = buffer.indexOf(0x0a, u);
         // The record's own type follows its message: looked for from the end.
         const line = buffer.subarray(lineStart, lineEnd);
-        if (line.lastIndexOf(ASSISTANT) >= 0) take(lineStart, lineEnd);
+        if (line.lastIndexOf(ASSISTANT) >= 0) take(line, lineStart);
         s = lineEnd + 1;
       }
       out.offset += complete;
