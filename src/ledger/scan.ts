@@ -93,7 +93,13 @@ export async function scanTranscripts(
   db: Db,
   ledger: Ledger,
   dirsIn: readonly string[],
-  options: { workers?: number; onProgress?: (done: number, total: number) => void } = {},
+  options: {
+    workers?: number;
+    onProgress?: (done: number, total: number) => void;
+    /** Tuning (tests): below this many bytes to read, no worker threads; pieces handed over. */
+    threadThresholdBytes?: number;
+    pieceBytes?: number;
+  } = {},
 ): Promise<ScanSummary> {
   const started = Date.now();
   const dirs = dirsIn.map((d) => resolve(d));
@@ -153,7 +159,7 @@ export async function scanTranscripts(
   );
   const total = jobs.reduce((n, j) => n + j.bytes, 0);
   const threads =
-    total < THREAD_THRESHOLD_BYTES
+    total < (options.threadThresholdBytes ?? THREAD_THRESHOLD_BYTES)
       ? 0
       : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
   const startedAt = new Map(jobs.map((j) => [j.path, j]));
@@ -179,6 +185,7 @@ export async function scanTranscripts(
   const unique = new Map<string, number>();
   // Requests of sessions this installation meters per turn, wherever a copy of them appears.
   const meteredKeys = new Set<string>();
+  const countedMetered = new Set<string>();
   const cursors: Array<{ path: string; scan: FileScan }> = [];
   const entry = ([
     key,
@@ -269,8 +276,12 @@ export async function scanTranscripts(
           continue;
         }
         // Metered per turn already — also when a copy of it sits in another session's file (a fork).
+        // Counted once per request; its other copies are duplicates.
         if (meteredKeys.has(key)) {
-          summary.alreadyMetered += 1;
+          if (!countedMetered.has(key)) {
+            countedMetered.add(key);
+            summary.alreadyMetered += 1;
+          }
           continue;
         }
         unique.set(key, record[5]);
@@ -285,6 +296,7 @@ export async function scanTranscripts(
       if (grown.length > 0) ledger.add(entries(grown));
       for (const key of nowMetered) {
         unique.delete(key);
+        countedMetered.add(key);
         summary.alreadyMetered += 1;
         const removed = unimport.get(key) as { recorded_at: string } | undefined;
         if (removed && removed.recorded_at >= importStarted) summary.added -= 1;
@@ -307,7 +319,7 @@ export async function scanTranscripts(
   db.pragma('synchronous = NORMAL');
   try {
     if (threads === 0) take(scanFiles(jobs, metered));
-    else await scanInWorkers(jobs, threads, metered, take);
+    else await scanInWorkers(jobs, threads, metered, take, options.pieceBytes ?? PIECE_BYTES);
     writes.commit();
   } finally {
     writes.rollback();
@@ -364,6 +376,7 @@ async function scanInWorkers(
   n: number,
   metered: ReadonlySet<string>,
   take: (results: readonly ScanResult[]) => void,
+  pieceBytes: number,
 ): Promise<void> {
   const shares: Array<{ load: number; weight: number; jobs: ScannedJob[] }> = Array.from(
     { length: n },
@@ -384,7 +397,7 @@ async function scanInWorkers(
         (share) =>
           new Promise<void>((resolvePart, reject) => {
             const worker = new Worker(url, {
-              workerData: { jobs: share.jobs, metered: [...metered], pieceBytes: PIECE_BYTES },
+              workerData: { jobs: share.jobs, metered: [...metered], pieceBytes },
               // It allocates little that lives: a small young generation keeps its heap small
               // (5 MB less peak memory on the bench corpus, no slower).
               resourceLimits: { maxYoungGenerationSizeMb: 8 },
@@ -411,7 +424,7 @@ async function scanInWorkers(
       );
     // Nothing rejects unhandled while this thread scans its own share.
     for (const p of started) p.catch(() => {});
-    for (const piece of pieces(own?.jobs ?? [], PIECE_BYTES)) {
+    for (const piece of pieces(own?.jobs ?? [], pieceBytes)) {
       take(scanFiles(piece, metered));
       // Let the other threads' pieces in (their messages are taken between two of ours).
       await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));

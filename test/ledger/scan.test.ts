@@ -283,6 +283,63 @@ describe('scanTranscripts (into the ledger)', () => {
     ]);
   });
 
+  it('with worker threads and results in pieces: the same rows and counts as one thread', async () => {
+    // Worker threads run the built scan-worker.js: the built module is used (npm test builds first).
+    const built = '../../dist/ledger/scan.js';
+    const { scanTranscripts: scanBuilt } = (await import(built)) as typeof import('../../src/ledger/scan.js');
+    db.prepare(
+      `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, engine_session_started, cwd, status, created_at, updated_at, credential_kind, payer_id)
+       VALUES ('s-proc', 'github:o/r#1', 'github-o-r-1', 'claude', 'process', 'claude-proc', 1, '/', 'active', 'a', 'a', 'api-key', 'key:aaaaaaaaaaaa')`,
+    ).run();
+    db.prepare(
+      `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter) VALUES
+         ('s-proc', 1, 'd', 1, 'succeeded', 'a', 'stream-json')`,
+    ).run();
+    const metered = assistant({ id: 'msg_metered', session: 'claude-proc' });
+    const streamed = assistant({ id: 'msg_streamed', output: 1, text: 'x'.repeat(3000) });
+    // Sizes decide which thread reads which file: copies of one request land in different threads
+    // and pieces — a fork's copy of a metered request, and a placeholder output corrected elsewhere.
+    const files: Record<string, string[]> = {
+      // The largest file: this thread's first piece, inserted before the others are read.
+      'd.jsonl': [
+        assistant({ text: 'z'.repeat(8000) }),
+        streamed.replace('"output_tokens":1', '"output_tokens":50'),
+        metered.replace('"sessionId":"claude-proc"', '"sessionId":"fork"'),
+      ],
+      'a.jsonl': [streamed],
+      'b.jsonl': [metered, assistant({ text: 'y'.repeat(5000) })],
+      'c.jsonl': [streamed.replace('"output_tokens":1', '"output_tokens":99'), assistant()],
+      'e.jsonl': [assistant(), assistant(), user('hi')],
+    };
+    for (const [name, lines] of Object.entries(files)) writeFileSync(file(name), `${lines.join('\n')}\n`);
+    const rowsNow = () =>
+      db.prepare('SELECT source_id, output_tokens, session_id FROM usage_ledger ORDER BY source_id').all();
+    const counts = (x: Awaited<ReturnType<typeof scanTranscripts>>) => ({
+      records: x.records,
+      added: x.added,
+      alreadyMetered: x.alreadyMetered,
+      duplicates: x.duplicates,
+    });
+    const one = await scanTranscripts(db, ledger(), [join(dir, 'projects')], {
+      workers: 1,
+      threadThresholdBytes: 0,
+    });
+    const oneRows = rowsNow();
+    expect(oneRows).toContainEqual({ source_id: 'msg_streamed', output_tokens: 99, session_id: null });
+    expect(oneRows.map((r) => (r as { source_id: string }).source_id)).not.toContain('msg_metered');
+    for (const pieceBytes of [1, 4000, 1 << 20]) {
+      db.exec('DELETE FROM usage_ledger; DELETE FROM scan_files');
+      const many = await scanBuilt(db, ledger(), [join(dir, 'projects')], {
+        workers: 2,
+        threadThresholdBytes: 0,
+        pieceBytes,
+      });
+      expect(many.workers).toBe(2);
+      expect(counts(many)).toEqual(counts(one));
+      expect(rowsNow()).toEqual(oneRows);
+    }
+  });
+
   it('a directory named like a transcript is passed over, not an error', async () => {
     writeFileSync(file(), `${assistant()}\n`);
     mkdirSync(file('dir.jsonl'));
