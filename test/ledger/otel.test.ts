@@ -464,18 +464,15 @@ describe('parseOtlpLogs', () => {
     });
   });
 
-  it('reads a very large export (50k records) quickly', () => {
+  it('reads a very large export (50k records)', () => {
     const records = Array.from({ length: 50_000 }, (_, n) =>
       apiRequest({ requestId: `req_${n}`, input: i(String(n)), sequence: n }),
     );
-    const started = performance.now();
     const parsed = parseOtlpLogs(logs(records), NOW);
-    const elapsed = performance.now() - started;
     expect(parsed.records).toHaveLength(50_000);
     expect(parsed.rejected).toBe(0);
     expect(new Set(parsed.records.map((r) => r.sourceId)).size).toBe(50_000);
     expect(total(parsed.records).inputTokens).toBe((49_999 * 50_000) / 2);
-    expect(elapsed).toBeLessThan(10_000);
   });
 
   it('survives strange shapes without throwing, reading what it can', () => {
@@ -780,13 +777,11 @@ describe('parseOtlpMetrics', () => {
     expect(total(parsed?.records ?? []).inputTokens).toBe(4);
   });
 
-  it('reads a large export (50k points) quickly', () => {
+  it('reads a large export (50k points)', () => {
     const points = Array.from({ length: 50_000 }, (_, n) =>
       point({ type: 'input', value: 2, end: T0 + 1000 + (n % 500), sessionId: `s-${n % 100}` }),
     );
-    const started = performance.now();
     const parsed = parseOtlpMetrics(metrics([metric('claude_code.token.usage', points)]), NOW);
-    expect(performance.now() - started).toBeLessThan(10_000);
     expect(parsed.records).toHaveLength(500);
     expect(total(parsed.records).inputTokens).toBe(100_000);
   });
