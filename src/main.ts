@@ -1,5 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { auditTurn } from './acts/audit.js';
+import { writePolicyHook } from './acts/hook.js';
+import { type Policy, resolvePolicy } from './acts/policy.js';
 import { type AppOptions, openBase } from './base.js';
 import type { LoadedConfig } from './config/load.js';
 import { LoopError } from './core/errors.js';
@@ -103,6 +106,30 @@ export function createApp(options: AppOptions): App {
     scrub: scrubber.scrub,
     logger,
     ledger,
+    policyHook: (session, preset) =>
+      preset.policyHook === 'claude-pretooluse'
+        ? writePolicyHook({
+            dir: join(loaded.dataDir, 'sessions', session.slug),
+            policy: policyOf(loaded.config, session.workItem),
+            workspace: session.cwd,
+            node: process.execPath,
+            hookScript: fileURLToPath(new URL('../bin/the-loop-policy-hook.js', import.meta.url)),
+          })
+        : undefined,
+    auditTurn: (session, turn, events) =>
+      auditTurn(
+        {
+          db,
+          policyFor: (workItem) => policyOf(loaded.config, workItem),
+          holdForBreach: (id, hold) => store.setHold(id, hold),
+          holdUnaccounted: (id, hold) => store.setHold(id, hold),
+          scrub: scrubber.scrub,
+          logger,
+        },
+        session,
+        turn,
+        events,
+      ),
     afterTurn: (session) => {
       if (session.status === 'active') holdIfOverBudget({ db, store, logger, loaded }, session);
     },
@@ -130,6 +157,16 @@ export function createApp(options: AppOptions): App {
 }
 
 export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
+
+/** The merge policy of a work item's repository (an unconfigured one gets the top-level policy). */
+export function policyOf(config: LoadedConfig['config'], workItem: string): Policy {
+  const item = parseWorkItem(workItem);
+  const key = Object.keys(config.repos).find(
+    (k) => k.toLowerCase() === `${item.owner}/${item.repo}`.toLowerCase(),
+  );
+  const repo = key === undefined ? undefined : config.repos[key];
+  return resolvePolicy(config.policy, repo?.policy, repo?.defaultBranch ?? 'main');
+}
 
 export interface LostTurn {
   id: number;
@@ -166,6 +203,8 @@ export function holdIfOverBudget(
   app: Pick<App, 'db' | 'store' | 'logger' | 'loaded'>,
   session: SessionRecord,
 ): SessionHold | null {
+  // A breach or an unaccounted session is released by a person only.
+  if (session.hold && session.hold.kind !== 'over-budget') return session.hold;
   // Evaluated every time: a window that moved on, or a ceiling raised in the config, releases it.
   const hold = overBudget(app.db, session, app.loaded.config.budgets);
   if (!hold) {

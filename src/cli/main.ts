@@ -131,7 +131,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./sessions.js')).showSession(app.store, io, ref, opts)),
+      withApp(cmd, async (app) => {
+        const { listActs } = await import('../acts/audit.js');
+        return (await import('./sessions.js')).showSession(app.store, io, ref, opts, (id) =>
+          listActs(app.db, { sessionId: id }),
+        );
+      }),
     );
   sessions
     .command('logs')
@@ -271,6 +276,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         }),
       );
     });
+
+  program
+    .command('acts')
+    .description(
+      "consequential acts of turns (pushes, merges, publishes…), with their outcome and the policy's verdict",
+    )
+    .option('-w, --work-item <ref>', 'only this work item')
+    .option('--session <id>', 'only this session')
+    .option('--kind <kind>', 'only this kind of act (git-push, pr-merge, package-publish, …)')
+    .option('--since <when>', 'from this long ago or this date: 7d, 24h, 2026-11-30')
+    .option('--breaches', 'only breaches')
+    .option('-n, --limit <n>', 'at most this many (default 200)', intOption('--limit', 1, 100_000))
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) =>
+      withBase(cmd, async (app) => (await import('./acts.js')).actsCommand(app, io, opts)),
+    );
 
   program
     .command('doctor')

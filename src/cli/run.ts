@@ -205,10 +205,14 @@ const heldNote = (app: App, id: string): string | undefined => {
 function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): number {
   const reason = heldNote(app, deliveryId) ?? 'held';
   const workItem = app.inbox.get(deliveryId)?.workItem ?? '<work-item>';
-  if (options.json) io.out(`${JSON.stringify({ type: 'held', delivery: deliveryId, reason })}\n`);
+  // Only a budget hold needs a raise; a breach or an unaccounted session needs a person's resume.
+  const kind = app.store.findActive(workItem)?.hold?.kind;
+  const resume = `the-loop sessions resume ${workItem}${kind === 'over-budget' || kind === undefined ? ' --raise <amount>' : ''}`;
+  if (options.json)
+    io.out(`${JSON.stringify({ type: 'held', delivery: deliveryId, reason, hold: kind ?? null })}\n`);
   else
     io.out(
-      `⏸ held: ${reason}. ${deliveryId} stays queued and runs when the session is resumed: \`the-loop sessions resume ${workItem} --raise <amount>\`\n`,
+      `⏸ held: ${reason}. ${deliveryId} stays queued and runs when the session is resumed: \`${resume}\`${kind === 'breach' ? ' (see `the-loop acts --breaches`)' : ''}\n`,
     );
   return EXIT.failed;
 }

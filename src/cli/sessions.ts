@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import type { ActRecord } from '../acts/audit.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { formatAmount, parseRaise } from '../ledger/budget.js';
@@ -8,7 +9,7 @@ import { planKeys, type SentKey } from '../runners/keys.js';
 import type { Runner } from '../runners/runner.js';
 import { Tmux } from '../runners/tmux/tmux.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
-import { formatCost, formatDuration, formatTokens, table, turnDurationMs } from './format.js';
+import { formatCost, formatDuration, formatTokens, oneLine, table, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
 import { describeEvent } from './run.js';
 
@@ -112,12 +113,19 @@ export function listSessions(
   return EXIT.ok;
 }
 
-export function showSession(store: SessionStore, io: Io, ref: string, options: { json?: boolean }): number {
+export function showSession(
+  store: SessionStore,
+  io: Io,
+  ref: string,
+  options: { json?: boolean },
+  actsOf: (sessionId: string) => ActRecord[] = () => [],
+): number {
   const session = findSession(store, ref);
   const turns = store.turns(session.id);
   const summary = summarizeTurns(turns);
+  const acts = actsOf(session.id);
   if (options.json) {
-    io.out(`${JSON.stringify({ session, summary, turns }, null, 2)}\n`);
+    io.out(`${JSON.stringify({ session, summary, turns, acts }, null, 2)}\n`);
     return EXIT.ok;
   }
   const lines = [
@@ -139,6 +147,14 @@ export function showSession(store: SessionStore, io: Io, ref: string, options: {
       `  ${t.seq}. ${t.status} · ${t.endReason ?? 'running'} · ${t.startedAt}${took === null ? '' : ` · ${formatDuration(took)}`} · ${formatTokens(t.usage)} · ${formatCost(t)}`,
     );
     if (t.error) lines.push(`     error: ${t.error.split('\n')[0]}`);
+    for (const a of acts.filter((x) => x.turnId === t.id).reverse()) {
+      const policy = a.breach
+        ? `BREACH (${a.rule})`
+        : a.verdict === 'deny'
+          ? `denied (${a.rule})`
+          : 'allowed';
+      lines.push(`     act: ${a.kind} · ${a.outcome} · ${policy} · ${oneLine(a.command, 100)}`);
+    }
   }
   if (turns.length === 0) lines.push('  (none)');
   io.out(`${lines.join('\n')}\n`);
@@ -231,6 +247,39 @@ export function resumeSession(
   if (!hold) {
     if (options.json) io.out(`${JSON.stringify({ resumed: false, held: false, session })}\n`);
     else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} is not held.\n`);
+    return EXIT.ok;
+  }
+  if (hold.kind === 'unaccounted') {
+    if (options.raise !== undefined) {
+      throw new LoopError(
+        'usage',
+        `${session.workItem} is held as unaccounted, not over budget: resume it without --raise`,
+      );
+    }
+    app.store.setHold(session.id, null);
+    const after = app.store.get(session.id) as SessionRecord;
+    if (options.json) io.out(`${JSON.stringify({ resumed: true, released: hold, session: after })}\n`);
+    else
+      io.out(
+        `${session.workItem}: acknowledged (${hold.reason}); its turns may go unmeasured or unaudited. Held deliveries run next.\n`,
+      );
+    return EXIT.ok;
+  }
+  if (hold.kind === 'breach') {
+    // A person has seen the breach (`the-loop acts`): the session goes on.
+    if (options.raise !== undefined) {
+      throw new LoopError(
+        'usage',
+        `${session.workItem} is held for a policy breach, not a budget: resume it without --raise`,
+      );
+    }
+    app.store.setHold(session.id, null);
+    const after = app.store.get(session.id) as SessionRecord;
+    if (options.json) io.out(`${JSON.stringify({ resumed: true, released: hold, session: after })}\n`);
+    else
+      io.out(
+        `${session.workItem}: resumed after the policy breach (${hold.reason}). Held deliveries run next.\n`,
+      );
     return EXIT.ok;
   }
   if (options.raise === undefined) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { policySchema } from '../acts/policy.js';
 import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
 
 /**
@@ -105,6 +106,15 @@ export const repoSchema = z
       .describe(
         'checkout: sessions run in `path`; worktree: each work item gets its own git worktree and branch.',
       ),
+    defaultBranch: z
+      .string()
+      .min(1)
+      .max(255)
+      .default('main')
+      .describe('The default branch: protected unless policy.protectedBranches says otherwise.'),
+    policy: policySchema
+      .optional()
+      .describe("This repository's merge policy, on top of the top-level policy (acts merge per kind)."),
     // Per-repo overrides carry no defaults: a field left out keeps the routing-level value.
     triggers: overrideOf(triggersSchema).optional(),
     templates: templatesSchema.optional(),
@@ -316,6 +326,11 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    policy: policySchema
+      .optional()
+      .describe(
+        'The merge policy of every repository: protected branches and, per kind of act (push, merge, publish…), allow / deny / deny-protected. Enforced before the act where the engine has a pre-tool hook (Claude Code), else recorded as a breach that pauses the session.',
+      ),
     engines: z
       .record(
         z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'engine names are lower-case [a-z0-9-]'),

@@ -115,6 +115,12 @@ export const presetObjectSchema = z
       .describe('Extra environment variables passed through from the daemon.'),
     env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
     extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
+    policyHook: z
+      .enum(['claude-pretooluse'])
+      .optional()
+      .describe(
+        "How the merge policy is enforced before a tool runs, on headless turns: 'claude-pretooluse' = a PreToolUse command hook in a --settings file (added to the argv). Without one, a forbidden act is found in the turn's events after it ran: a breach that pauses the session.",
+      ),
     otel: z
       .object({
         enabled: z

@@ -40,6 +40,8 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       firstRun: 'claude',
       submitDelayMs: 200,
     },
+    // Headless turns get a PreToolUse hook that refuses what the repository's policy denies.
+    policyHook: 'claude-pretooluse',
     // Off by default; `otel: { enabled: true }` meters the session from its OTLP export.
     otel: { enabled: false, signal: 'logs', env: { CLAUDE_CODE_ENABLE_TELEMETRY: '1' } },
     credentials: [

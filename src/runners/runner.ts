@@ -22,6 +22,11 @@ export interface RunTurnInput {
   signal?: AbortSignal | undefined;
   /** Removes known secret values from engine output, applied to whole lines before parsing. */
   scrub?: ((text: string) => string) | undefined;
+  /**
+   * The merge policy's pre-tool hook (Claude Code PreToolUse command), for runners that register
+   * hooks themselves (the tmux runner's settings file); the process runner gets it through argv.
+   */
+  preToolHook?: { command: string; matcher: string } | undefined;
   onEvent: (event: TurnEvent) => void;
   onSpawn?: ((pid: number) => void) | undefined;
   /** adoptTurn: called once the runner has taken the turn over, before it replays the turn's events. */

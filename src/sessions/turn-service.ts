@@ -76,6 +76,18 @@ export interface TurnServiceDeps {
   logger: Logger;
   /** After each recorded turn, with the session as it is now (budgets are checked there). */
   afterTurn?: ((session: SessionRecord) => void) | undefined;
+  /**
+   * The merge policy's pre-tool hook for a session whose engine has one (written before each turn);
+   * undefined: none. Headless turns get its settings file in argv; the tmux runner registers it.
+   */
+  policyHook?:
+    | ((
+        session: SessionRecord,
+        preset: EnginePreset,
+      ) => { command: string; matcher: string; settingsFile: string } | undefined)
+    | undefined;
+  /** The acts audit: the turn's consequential acts, recorded (a breach holds the session). */
+  auditTurn?: ((session: SessionRecord, turn: TurnRecord, events: readonly TurnEvent[]) => void) | undefined;
   /** The usage ledger: every finished turn is recorded there (rows, or an unmetered drive). */
   ledger?: Ledger | undefined;
   /** Who pays for an engine environment's requests (by credential kind and fingerprint). */
@@ -274,10 +286,15 @@ export class TurnService {
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
+    const hook = this.deps.policyHook?.(session, preset);
+    const headlessHook = hook && session.runner === 'process';
     return this.drive({
       session,
       turn,
-      preset,
+      preset: headlessHook
+        ? { ...preset, extraArgs: [...preset.extraArgs, '--settings', hook.settingsFile] }
+        : preset,
+      preToolHook: hook ? { command: hook.command, matcher: hook.matcher } : undefined,
       env: otelEnv ? { ...env.env, ...otelEnv } : env.env,
       prompt: request.prompt,
       created,
@@ -365,6 +382,7 @@ export class TurnService {
     log: Logger;
     payer: Payer;
     backstopMs?: number;
+    preToolHook?: RunTurnInput['preToolHook'];
     start: (input: RunTurnInput) => Promise<RunOutcome>;
   }): Promise<TurnResult> {
     const { store, defaults } = this.deps;
@@ -416,6 +434,7 @@ export class TurnService {
         maxLineBytes: defaults.maxLineBytes,
         signal: request.signal,
         scrub: this.deps.scrub,
+        preToolHook: input.preToolHook,
         onEvent,
         onSpawn: (pid) => store.setTurnPid(turn.id, pid),
       });
@@ -462,6 +481,11 @@ export class TurnService {
       metered: finished.usage !== null,
     });
     this.record(input, finished, events, usage, outcome);
+    try {
+      this.deps.auditTurn?.(store.get(session.id) ?? session, finished, events);
+    } catch (error) {
+      log.error('could not record the acts of the turn', { error });
+    }
     try {
       const now = store.get(session.id);
       if (now) this.deps.afterTurn?.(now);

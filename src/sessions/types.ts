@@ -57,7 +57,35 @@ export interface SessionRecord {
 
 export type BudgetDimension = 'turns' | 'tokens' | 'usd';
 
-export interface SessionHold {
+export type SessionHold = BudgetHold | BreachHold | UnaccountedHold;
+
+/**
+ * The accountability assertion failed: the engine declares a structured meter, yet its first
+ * completed turn produced no usage record or no event stream the act extractor could read. Its
+ * deliveries are held until a person acknowledges it (`the-loop sessions resume`).
+ */
+export interface UnaccountedHold {
+  kind: 'unaccounted';
+  reason: string;
+  turnId: number;
+  since: string;
+}
+
+/**
+ * A denied act happened in this session (an engine without a pre-tool hook did what the policy
+ * forbids): no further deliveries until a person resumes it (`the-loop sessions resume`).
+ */
+export interface BreachHold {
+  kind: 'breach';
+  /** What happened, in words: "pushing to the protected branch main is not allowed … (git push origin main)". */
+  reason: string;
+  /** The acts (ids in the acts table) that breached the policy. */
+  acts: number[];
+  turnId: number;
+  since: string;
+}
+
+export interface BudgetHold {
   kind: 'over-budget';
   /** What was reached, in words: "2 of 2 turns (session, last 24 h)". */
   reason: string;

@@ -359,7 +359,20 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
     const seenAtStart: { runningTurns: number; runningDeliveries: number }[] = [];
     const probe: Runner = {
       name: 'process',
-      runTurn: async (): Promise<RunOutcome> => {
+      runTurn: async (input): Promise<RunOutcome> => {
+        // A turn that reports like the engine it stands for (else the session would be held as
+        // unaccounted after its first turn, and the others would wait).
+        input.onEvent({ type: 'text', text: 'done' });
+        input.onEvent({
+          type: 'usage',
+          usage: {
+            inputTokens: 1,
+            outputTokens: 1,
+            cacheReadTokens: 0,
+            cacheCreationTokens: 0,
+            reasoningTokens: 0,
+          },
+        });
         seenAtStart.push({
           runningTurns: (
             other.prepare("SELECT COUNT(*) AS n FROM turns WHERE status = 'running'").get() as { n: number }

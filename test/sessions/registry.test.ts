@@ -87,6 +87,7 @@ describe('openDb and migrations', () => {
       .map((t) => t.name)
       .filter((n) => !n.startsWith('sqlite_'));
     expect(tables).toEqual([
+      'acts',
       'deliveries',
       'scan_files',
       'schema_migrations',

@@ -109,6 +109,8 @@ export interface ClaudeHookSettingsInput {
   eventsFile: string;
   events?: readonly string[];
   timeoutSeconds?: number;
+  /** Another PreToolUse command (the merge policy's), registered beside ours. */
+  preToolUse?: { matcher: string; command: string } | undefined;
 }
 
 /** One of our own paths, checked before it goes anywhere near a shell. */
@@ -164,6 +166,15 @@ export function claudeHookSettings(input: ClaudeHookSettingsInput): ClaudeSettin
     }
     const entry: ClaudeHookMatcher = { hooks: [{ type: 'command', command, timeout }] };
     hooks[name] = [TOOL_MATCHED.has(name) ? { matcher: '*', ...entry } : entry];
+  }
+  if (input.preToolUse) {
+    hooks.PreToolUse = [
+      ...(hooks.PreToolUse ?? []),
+      {
+        matcher: input.preToolUse.matcher,
+        hooks: [{ type: 'command', command: input.preToolUse.command, timeout }],
+      },
+    ];
   }
   return { hooks, skipDangerousModePermissionPrompt: true };
 }

@@ -403,7 +403,12 @@ export class TmuxRunner implements Runner {
       preset.interactive?.hooks === 'claude-settings'
         ? writeSettingsFile(
             dir,
-            claudeHookSettings({ node: process.execPath, hookScript: this.options.hookScript, eventsFile }),
+            claudeHookSettings({
+              node: process.execPath,
+              hookScript: this.options.hookScript,
+              eventsFile,
+              preToolUse: input.preToolHook,
+            }),
           )
         : undefined;
     if (preset.interactive?.firstRun) {

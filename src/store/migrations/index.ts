@@ -241,4 +241,37 @@ CREATE INDEX usage_ledger_session ON usage_ledger (session_id) WHERE session_id 
 CREATE INDEX usage_ledger_work_item ON usage_ledger (work_item) WHERE work_item IS NOT NULL;
 `,
   },
+  {
+    version: 9,
+    name: 'acts',
+    sql: `
+-- The acts audit: every consequential act a turn performed or tried (a push, a merge, a publish…),
+-- found in its tool uses, settled with the tool's outcome, and judged against the repo's policy.
+CREATE TABLE acts (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  turn_id      INTEGER NOT NULL REFERENCES turns (id),
+  session_id   TEXT NOT NULL REFERENCES sessions (id),
+  work_item    TEXT NOT NULL,
+  engine       TEXT NOT NULL,
+  runner       TEXT NOT NULL,
+  seq          INTEGER NOT NULL,
+  tool_use_id  TEXT,
+  tool         TEXT NOT NULL,
+  kind         TEXT NOT NULL,
+  command      TEXT NOT NULL,
+  detail       TEXT NOT NULL,
+  evasion      TEXT,
+  outcome      TEXT NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'blocked', 'unknown')),
+  -- The policy's verdict: allow, or deny (with the rule); a denied act that was not blocked is a breach.
+  verdict      TEXT NOT NULL CHECK (verdict IN ('allow', 'deny')),
+  rule         TEXT,
+  breach       INTEGER NOT NULL DEFAULT 0,
+  at           TEXT NOT NULL,
+  UNIQUE (turn_id, seq)
+);
+CREATE INDEX acts_session ON acts (session_id);
+CREATE INDEX acts_work_item ON acts (work_item, at);
+CREATE INDEX acts_at ON acts (at);
+`,
+  },
 ];

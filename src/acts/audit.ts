@@ -1,0 +1,355 @@
+import { execFileSync } from 'node:child_process';
+import type { TurnEvent } from '../engines/protocols/types.js';
+import type { Logger } from '../log/logger.js';
+import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../sessions/types.js';
+import type { Db } from '../store/db.js';
+import { classifyToolUse } from './classify.js';
+import { decide, type Policy } from './policy.js';
+import type { ActDetail, ActKind, ClassifiedAct, ClassifyContext } from './types.js';
+
+/**
+ * The acts audit of a turn: every consequential act found in its tool uses, settled with the tool's
+ * result, and judged against the repository's policy. A denied act that happened (or may have: no
+ * result was seen) is a breach; one the PreToolUse hook stopped is `blocked`.
+ */
+export type ActOutcome = 'succeeded' | 'failed' | 'blocked' | 'unknown';
+
+/** Marks a tool result as the policy hook's denial (the hook puts it in the reason the agent sees). */
+export const POLICY_MARKER = '[the-loop policy]';
+/** Claude Code's tool result when a PreToolUse hook refused the call (ours or the user's own). */
+const PRE_TOOL_REFUSAL = /^PreToolUse:\S+ hook error/;
+
+export interface SettledAct extends ClassifiedAct {
+  seq: number;
+  toolUseId: string | null;
+  tool: string;
+  outcome: ActOutcome;
+  verdict: 'allow' | 'deny';
+  rule: string;
+  reason?: string | undefined;
+  breach: boolean;
+}
+
+/** The acts of one turn's events, settled and judged. Pure. */
+export function actsOfEvents(
+  events: readonly TurnEvent[],
+  ctx: ClassifyContext,
+  policy: Policy,
+): SettledAct[] {
+  const results = new Map<string, Extract<TurnEvent, { type: 'tool-result' }>>();
+  for (const e of events) if (e.type === 'tool-result' && e.id) results.set(e.id, e);
+  const out: SettledAct[] = [];
+  for (const e of events) {
+    if (e.type !== 'tool-use') continue;
+    const result = e.id ? results.get(e.id) : undefined;
+    const outcome: ActOutcome = !result
+      ? 'unknown'
+      : result.ok
+        ? 'succeeded'
+        : result.summary.includes(POLICY_MARKER) || PRE_TOOL_REFUSAL.test(result.summary)
+          ? 'blocked'
+          : 'failed';
+    for (const act of classifyToolUse({ name: e.name, input: e.input }, ctx)) {
+      const v = decide(act, policy);
+      out.push({
+        ...act,
+        evasion: ownWrapper(e.name, act.evasion),
+        seq: out.length + 1,
+        toolUseId: e.id || null,
+        tool: e.name,
+        outcome,
+        verdict: v.verdict,
+        rule: v.rule,
+        reason: v.reason,
+        // Denied and it happened, or may have (no result): a breach. Blocked or failed: it did not.
+        breach: v.verdict === 'deny' && (outcome === 'succeeded' || outcome === 'unknown'),
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Codex runs every command through `bash -lc '…'`: that wrapper is the engine's own, not a way
+ * around anything, so it is not reported as one.
+ */
+function ownWrapper(tool: string, evasion: string | undefined): string | undefined {
+  if (tool !== 'shell' || !evasion?.startsWith('sh-c')) return evasion;
+  const rest = evasion.split('+').slice(1).join('+');
+  return rest === '' ? undefined : rest;
+}
+
+/** The branch checked out in `cwd`, if git can tell (argv only; no shell). */
+export function currentBranchOf(cwd: string): string | undefined {
+  try {
+    const out = execFileSync('git', ['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    }).trim();
+    return out && out !== 'HEAD' && !/\s/.test(out) ? out : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ActRecord {
+  id: number;
+  turnId: number;
+  turnSeq: number | null;
+  sessionId: string;
+  workItem: string;
+  engine: string;
+  runner: string;
+  seq: number;
+  toolUseId: string | null;
+  tool: string;
+  kind: ActKind;
+  command: string;
+  detail: ActDetail;
+  evasion: string | null;
+  outcome: ActOutcome;
+  verdict: 'allow' | 'deny';
+  rule: string | null;
+  breach: boolean;
+  at: string;
+}
+
+interface ActRow {
+  id: number;
+  turn_id: number;
+  turn_seq: number | null;
+  session_id: string;
+  work_item: string;
+  engine: string;
+  runner: string;
+  seq: number;
+  tool_use_id: string | null;
+  tool: string;
+  kind: ActKind;
+  command: string;
+  detail: string;
+  evasion: string | null;
+  outcome: ActOutcome;
+  verdict: 'allow' | 'deny';
+  rule: string | null;
+  breach: number;
+  at: string;
+}
+
+const toRecord = (r: ActRow): ActRecord => ({
+  id: r.id,
+  turnId: r.turn_id,
+  turnSeq: r.turn_seq,
+  sessionId: r.session_id,
+  workItem: r.work_item,
+  engine: r.engine,
+  runner: r.runner,
+  seq: r.seq,
+  toolUseId: r.tool_use_id,
+  tool: r.tool,
+  kind: r.kind,
+  command: r.command,
+  detail: JSON.parse(r.detail) as ActDetail,
+  evasion: r.evasion,
+  outcome: r.outcome,
+  verdict: r.verdict,
+  rule: r.rule,
+  breach: r.breach === 1,
+  at: r.at,
+});
+
+/** Store a turn's acts (idempotent per turn and position). Text passes through `scrub` first. */
+export function saveActs(
+  db: Db,
+  turn: { id: number; sessionId: string; workItem: string; engine: string; runner: string; at: string },
+  acts: readonly SettledAct[],
+  scrub: (text: string) => string,
+): void {
+  const insert = db.prepare(
+    `INSERT INTO acts (turn_id, session_id, work_item, engine, runner, seq, tool_use_id, tool, kind, command,
+       detail, evasion, outcome, verdict, rule, breach, at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (turn_id, seq) DO NOTHING`,
+  );
+  db.transaction(() => {
+    for (const a of acts) {
+      insert.run(
+        turn.id,
+        turn.sessionId,
+        turn.workItem,
+        turn.engine,
+        turn.runner,
+        a.seq,
+        a.toolUseId,
+        a.tool.slice(0, 200),
+        a.kind,
+        scrub(a.command),
+        scrub(JSON.stringify(a.detail)),
+        a.evasion ?? null,
+        a.outcome,
+        a.verdict,
+        a.rule,
+        a.breach ? 1 : 0,
+        turn.at,
+      );
+    }
+  })();
+}
+
+export interface ActFilter {
+  workItem?: string | undefined;
+  sessionId?: string | undefined;
+  kind?: ActKind | undefined;
+  since?: Date | undefined;
+  turnId?: number | undefined;
+  breachesOnly?: boolean | undefined;
+  limit?: number | undefined;
+}
+
+export function listActs(db: Db, filter: ActFilter = {}): ActRecord[] {
+  const where: string[] = [];
+  const args: Record<string, unknown> = {};
+  if (filter.workItem) {
+    where.push('a.work_item = @workItem');
+    args.workItem = filter.workItem;
+  }
+  if (filter.sessionId) {
+    where.push('a.session_id = @sessionId');
+    args.sessionId = filter.sessionId;
+  }
+  if (filter.kind) {
+    where.push('a.kind = @kind');
+    args.kind = filter.kind;
+  }
+  if (filter.since) {
+    where.push('a.at >= @since');
+    args.since = filter.since.toISOString();
+  }
+  if (filter.turnId !== undefined) {
+    where.push('a.turn_id = @turnId');
+    args.turnId = filter.turnId;
+  }
+  if (filter.breachesOnly) where.push('a.breach = 1');
+  const rows = db
+    .prepare(
+      `SELECT a.*, t.seq AS turn_seq FROM acts a LEFT JOIN turns t ON t.id = a.turn_id
+       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY a.at DESC, a.id DESC LIMIT @limit`,
+    )
+    .all({ ...args, limit: filter.limit ?? 1000 }) as ActRow[];
+  return rows.map(toRecord);
+}
+
+export interface AuditDeps {
+  db: Db;
+  /** Put an `unaccounted` hold on the session (accountability assertion failed). */
+  holdUnaccounted?: (sessionId: string, hold: UnaccountedHold) => void;
+  /** The policy of the repository of a work item. */
+  policyFor: (workItem: string) => Policy;
+  /** Put a breach hold on the session (its deliveries wait until a person resumes it). */
+  holdForBreach: (sessionId: string, hold: BreachHold) => void;
+  scrub: (text: string) => string;
+  logger: Logger;
+  /** The branch checked out in a directory (default: asks git). */
+  currentBranch?: (cwd: string) => string | undefined;
+}
+
+/** Record a finished turn's acts; a breach holds the session. Returns the acts, settled and judged. */
+export function auditTurn(
+  deps: AuditDeps,
+  session: SessionRecord,
+  turn: TurnRecord,
+  events: readonly TurnEvent[],
+): SettledAct[] {
+  checkAccounted(deps, session, turn, events);
+  if (!events.some((e) => e.type === 'tool-use')) return [];
+  const policy = deps.policyFor(session.workItem);
+  const ctx: ClassifyContext = {
+    cwd: session.cwd,
+    workspace: session.cwd,
+    protectedBranches: policy.protectedBranches,
+    currentBranch: (deps.currentBranch ?? currentBranchOf)(session.cwd),
+  };
+  const acts = actsOfEvents(events, ctx, policy);
+  if (acts.length === 0) return acts;
+  const at = turn.endedAt ?? new Date().toISOString();
+  saveActs(
+    deps.db,
+    {
+      id: turn.id,
+      sessionId: session.id,
+      workItem: session.workItem,
+      engine: session.engine,
+      runner: session.runner,
+      at,
+    },
+    acts,
+    deps.scrub,
+  );
+  const log = deps.logger.child({ workItem: session.workItem, session: session.id, turn: turn.seq });
+  for (const a of acts) {
+    log[a.breach ? 'warn' : 'info'](a.breach ? 'policy breach' : 'act recorded', {
+      kind: a.kind,
+      outcome: a.outcome,
+      verdict: a.verdict,
+      rule: a.rule,
+    });
+  }
+  const breaches = acts.filter((a) => a.breach);
+  if (breaches.length > 0 && session.status === 'active') {
+    const ids = listActs(deps.db, { turnId: turn.id, breachesOnly: true }).map((a) => a.id);
+    const first = breaches[0] as SettledAct;
+    deps.holdForBreach(session.id, {
+      kind: 'breach',
+      reason: `${first.reason ?? first.rule} (${deps.scrub(first.command).slice(0, 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
+      acts: ids,
+      turnId: turn.id,
+      since: at,
+    });
+  }
+  return acts;
+}
+
+/**
+ * The accountability assertion (invariant 2): a session whose engine declares a structured meter
+ * must have produced, by the end of its first completed turn, a usage record and an event stream the
+ * act extractor read. If not, it is held `unaccounted` until a person acknowledges it: an engine that
+ * says it reports and does not would otherwise run unmeasured and unaudited. (An OTLP-metered TUI
+ * turn is not judged here: its telemetry may come after the turn ends.)
+ */
+export function checkAccounted(
+  deps: Pick<AuditDeps, 'db' | 'holdUnaccounted' | 'logger'>,
+  session: SessionRecord,
+  turn: TurnRecord,
+  events: readonly TurnEvent[],
+): UnaccountedHold | undefined {
+  if (!deps.holdUnaccounted || turn.meter === 'none' || turn.status !== 'succeeded') return undefined;
+  if (turn.meter === 'otel' && session.runner === 'tmux') return undefined;
+  if (session.status !== 'active' || session.hold) return undefined;
+  const earlier = deps.db
+    .prepare("SELECT COUNT(*) FROM turns WHERE session_id = ? AND status = 'succeeded' AND seq < ?")
+    .pluck()
+    .get(session.id, turn.seq) as number;
+  if (earlier > 0) return undefined;
+  const rows = deps.db
+    .prepare('SELECT COUNT(*) FROM usage_ledger WHERE turn_id = ?')
+    .pluck()
+    .get(turn.id) as number;
+  const missing: string[] = [];
+  if (turn.usage === null && rows === 0) missing.push(`no usage record (its meter is ${turn.meter})`);
+  if (!events.some((e) => e.type !== 'diagnostic')) missing.push('no event the act extractor could read');
+  if (missing.length === 0) return undefined;
+  const hold: UnaccountedHold = {
+    kind: 'unaccounted',
+    reason: `the first turn of this ${session.engine} session produced ${missing.join(' and ')}`,
+    turnId: turn.id,
+    since: turn.endedAt ?? new Date().toISOString(),
+  };
+  deps.holdUnaccounted(session.id, hold);
+  deps.logger.warn('session unaccounted: its deliveries are held until a person acknowledges it', {
+    workItem: session.workItem,
+    session: session.id,
+    reason: hold.reason,
+  });
+  return hold;
+}

@@ -1,0 +1,80 @@
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { LoopError } from '../core/errors.js';
+import { shellQuote } from '../runners/tmux/claude-hooks.js';
+import type { Policy } from './decide.js';
+
+/**
+ * Enforcement before the act, for engines with a pre-tool hook: Claude Code's PreToolUse command
+ * hook, registered in a `--settings` file next to the session's policy. The hook
+ * (`bin/the-loop-policy-hook.js`) refuses a tool call the policy denies (exit 2 with the reason), so
+ * the act never runs and the turn's events show it `blocked`.
+ */
+export const POLICY_FILE = 'policy.json';
+export const POLICY_SETTINGS_FILE = 'policy-settings.json';
+
+/** Tools the hook looks at: the shell and the file tools (everything else carries no act). */
+export const POLICY_HOOK_MATCHER = 'Bash|Write|Edit|MultiEdit|NotebookEdit';
+
+function checkPath(what: string, path: string): string {
+  if (!isAbsolute(path) || /[\n\r\0]/.test(path)) {
+    throw new LoopError('internal', `${what} must be an absolute path on one line: ${JSON.stringify(path)}`);
+  }
+  return path;
+}
+
+function writeAtomically(path: string, text: string): void {
+  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    writeFileSync(temp, text, { mode: 0o600, flag: 'wx' });
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw new LoopError('internal', `cannot write ${path}`, { cause: error });
+  }
+}
+
+export interface PolicyHook {
+  /** The hook's command line (our own absolute paths, single-quoted: Claude runs it through a shell). */
+  command: string;
+  matcher: string;
+  /** A `--settings` file registering just this hook (headless turns). */
+  settingsFile: string;
+}
+
+/**
+ * Write the session's policy and the settings that register the hook (0600, replaced atomically).
+ * Rewritten before every turn, so a changed config applies at once — also to a TUI started earlier,
+ * whose settings name the same policy file.
+ */
+export function writePolicyHook(input: {
+  dir: string;
+  policy: Policy;
+  workspace: string;
+  node: string;
+  hookScript: string;
+}): PolicyHook {
+  const dir = checkPath('session state directory', input.dir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const policyFile = join(dir, POLICY_FILE);
+  writeAtomically(
+    policyFile,
+    `${JSON.stringify({ v: 1, policy: input.policy, workspace: input.workspace }, null, 2)}\n`,
+  );
+  // Claude Code runs the command through a shell: only our own absolute paths, each single-quoted.
+  const command = [
+    checkPath('node binary path', input.node),
+    checkPath('policy hook script path', input.hookScript),
+    policyFile,
+  ]
+    .map(shellQuote)
+    .join(' ');
+  const settings = {
+    hooks: {
+      PreToolUse: [{ matcher: POLICY_HOOK_MATCHER, hooks: [{ type: 'command', command, timeout: 30 }] }],
+    },
+  };
+  const settingsFile = join(dir, POLICY_SETTINGS_FILE);
+  writeAtomically(settingsFile, `${JSON.stringify(settings, null, 2)}\n`);
+  return { command, matcher: POLICY_HOOK_MATCHER, settingsFile };
+}

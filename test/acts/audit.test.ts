@@ -1,0 +1,208 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { actsOfEvents, auditTurn, listActs, POLICY_MARKER } from '../../src/acts/audit.js';
+import { resolvePolicy } from '../../src/acts/policy.js';
+import type { TurnEvent } from '../../src/engines/protocols/types.js';
+import { createLogger } from '../../src/log/logger.js';
+import { SqliteSessionStore } from '../../src/sessions/registry.js';
+import type { BreachHold, SessionRecord, UnaccountedHold } from '../../src/sessions/types.js';
+import { type Db, openDb } from '../../src/store/db.js';
+
+const POLICY = resolvePolicy(undefined, undefined, 'main');
+const CTX = {
+  cwd: '/work/repo',
+  workspace: '/work/repo',
+  protectedBranches: ['main'],
+  currentBranch: 'topic',
+};
+
+const use = (id: string, name: string, input: unknown): TurnEvent => ({ type: 'tool-use', id, name, input });
+const result = (id: string, ok: boolean, summary = ''): TurnEvent => ({
+  type: 'tool-result',
+  id,
+  ok,
+  summary,
+});
+
+describe('actsOfEvents: settled with the tool results, judged by the policy', () => {
+  it('Claude Bash: succeeded / failed / blocked / unknown, and which of them are breaches', () => {
+    const events: TurnEvent[] = [
+      use('t1', 'Bash', { command: 'git push origin main' }),
+      result('t1', true, 'To remote.git\n   a..b  main -> main'),
+      use('t2', 'Bash', { command: 'gh pr merge 1 --squash' }),
+      result(
+        't2',
+        false,
+        `PreToolUse:Bash hook error: ['/usr/bin/node' '…']: ${POLICY_MARKER} merging a pull request is not allowed`,
+      ),
+      use('t3', 'Bash', { command: 'npm publish' }),
+      result('t3', false, 'npm ERR! 403 Forbidden'),
+      use('t4', 'Bash', { command: 'cd sub && git push origin HEAD:main' }),
+      { type: 'text', text: 'the turn was cut here' },
+      use('t5', 'Bash', { command: 'git push origin topic' }),
+      result('t5', true, 'ok'),
+      use('t6', 'Read', { file_path: '/etc/passwd' }),
+      result('t6', true, '…'),
+    ];
+    const acts = actsOfEvents(events, CTX, POLICY);
+    expect(acts.map((a) => [a.seq, a.toolUseId, a.kind, a.outcome, a.verdict, a.breach])).toEqual([
+      [1, 't1', 'git-push', 'succeeded', 'deny', true],
+      [2, 't2', 'pr-merge', 'blocked', 'deny', false],
+      [3, 't3', 'package-publish', 'failed', 'deny', false],
+      [4, 't4', 'git-push', 'unknown', 'deny', true],
+      [5, 't5', 'git-push', 'succeeded', 'allow', false],
+    ]);
+    expect(acts[0]?.reason).toMatch(/protected branch main/);
+  });
+
+  it('Codex `shell` items (bash -lc …) and Gemini run_shell_command are read the same way', () => {
+    const acts = actsOfEvents(
+      [
+        use('c1', 'shell', { command: "/bin/bash -lc 'git push origin main'" }),
+        result('c1', true, ''),
+        use('g1', 'run_shell_command', { command: 'git push --force origin topic' }),
+        result('g1', true, ''),
+      ],
+      CTX,
+      POLICY,
+    );
+    expect(acts.map((a) => [a.tool, a.kind, a.outcome, a.breach])).toEqual([
+      ['shell', 'git-push', 'succeeded', true],
+      ['run_shell_command', 'git-force-push', 'succeeded', true],
+    ]);
+  });
+
+  it('false positives are not acts; odd inputs do not throw', () => {
+    const acts = actsOfEvents(
+      [
+        use('a', 'Bash', { command: 'git push --dry-run origin main' }),
+        use('b', 'Bash', { command: 'echo "git push origin main"' }),
+        use('c', 'Bash', { command: 42 }),
+        use('d', 'Bash', null),
+        use('', 'Bash', { command: 'git status' }),
+      ],
+      CTX,
+      POLICY,
+    );
+    expect(acts.filter((a) => a.kind === 'git-push')).toEqual([]);
+    expect(acts.every((a) => a.kind === 'unreadable-input' && a.verdict === 'allow')).toBe(true);
+  });
+});
+
+describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
+  let dir: string;
+  let db: Db;
+  let store: SqliteSessionStore;
+  let session: SessionRecord;
+  const holds: Array<BreachHold | UnaccountedHold> = [];
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'the-loop-audit-'));
+    execFileSync('git', ['init', '-q', '-b', 'topic', dir]);
+    db = openDb(join(dir, 'the-loop.db'));
+    store = new SqliteSessionStore(db, { scrub: (t) => t });
+    session = store.create({
+      workItem: 'github:acme/api#3',
+      slug: 'github-acme-api-3',
+      engine: 'codex',
+      runner: 'process',
+      engineSessionId: null,
+      cwd: dir,
+      credentialKind: null,
+      credentialEnv: null,
+      payerId: null,
+      tmuxTarget: null,
+    });
+    holds.length = 0;
+  });
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const deps = () => ({
+    db,
+    policyFor: () => POLICY,
+    holdForBreach: (_: string, hold: BreachHold) => holds.push(hold),
+    holdUnaccounted: (_: string, hold: UnaccountedHold) => holds.push(hold),
+    scrub: (t: string) => t.replaceAll('sk-SECRET-123', '[secret]'),
+    logger: createLogger({ level: 'error', sinks: [] }),
+  });
+
+  const finished = () => {
+    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
+    return store.finishTurn(turn.id, {
+      status: 'succeeded',
+      endReason: 'result',
+      endedAt: new Date().toISOString(),
+      exitCode: 0,
+      exitSignal: null,
+      model: null,
+      usage: {
+        inputTokens: 1,
+        outputTokens: 1,
+        cacheReadTokens: 0,
+        cacheCreationTokens: 0,
+        reasoningTokens: 0,
+      },
+      costUsd: null,
+      error: null,
+    });
+  };
+
+  it('stores every act of the turn (text scrubbed), idempotently, and holds the session on a breach', () => {
+    const turn = finished();
+    const events: TurnEvent[] = [
+      use('x1', 'shell', { command: 'TOKEN=sk-SECRET-123 git push origin main' }),
+      result('x1', true, ''),
+      use('x2', 'shell', { command: 'git push origin topic' }),
+      result('x2', true, ''),
+    ];
+    auditTurn(deps(), session, turn, events);
+    auditTurn(deps(), session, turn, events);
+    const acts = listActs(db, { sessionId: session.id });
+    expect(acts.map((a) => [a.kind, a.breach, a.turnSeq])).toEqual([
+      ['git-push', false, 1],
+      ['git-push', true, 1],
+    ]);
+    expect(JSON.stringify(acts)).not.toContain('sk-SECRET-123');
+    expect(holds[0]).toMatchObject({ kind: 'breach', turnId: turn.id, acts: [acts[1]?.id] });
+    expect(listActs(db, { breachesOnly: true })).toHaveLength(1);
+    expect(listActs(db, { kind: 'pr-merge' })).toEqual([]);
+    expect(
+      listActs(db, { workItem: 'github:acme/api#3', since: new Date(Date.now() - 60_000) }),
+    ).toHaveLength(2);
+  });
+
+  it('a turn with no tool use records nothing and holds nothing (its usage was reported)', () => {
+    const turn = finished();
+    expect(auditTurn(deps(), session, turn, [{ type: 'text', text: 'hi' }])).toEqual([]);
+    expect(holds).toEqual([]);
+  });
+
+  it('accountability: a first completed turn without usage or readable events holds the session unaccounted', () => {
+    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
+    const done = store.finishTurn(turn.id, {
+      status: 'succeeded',
+      endReason: 'result',
+      endedAt: new Date().toISOString(),
+      exitCode: 0,
+      exitSignal: null,
+      model: null,
+      usage: null,
+      costUsd: null,
+      error: null,
+    });
+    auditTurn(deps(), session, done, [{ type: 'diagnostic', message: 'bad line' }]);
+    expect(holds).toEqual([
+      expect.objectContaining({
+        kind: 'unaccounted',
+        reason: expect.stringMatching(
+          /no usage record \(its meter is codex-json\) and no event the act extractor could read/,
+        ),
+      }),
+    ]);
+  });
+});
