@@ -11,7 +11,6 @@
 //   --dangerously-skip-permissions). The turn's events then show the act `blocked`.
 // It fails closed: a policy or tool call it cannot read refuses the tool, with the reason.
 // Never reads or records the environment (Claude passes its whole environment, credentials included).
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 
@@ -36,19 +35,6 @@ function readStdin() {
   });
 }
 
-function currentBranch(cwd) {
-  try {
-    const out = execFileSync('git', ['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 3000,
-    }).trim();
-    return out && out !== 'HEAD' && !/\s/.test(out) ? out : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function main() {
   const file = process.argv[2];
   if (process.argv.length !== 3 || typeof file !== 'string' || !isAbsolute(file)) {
@@ -71,16 +57,17 @@ async function main() {
   if (!call || typeof call !== 'object' || typeof call.tool_name !== 'string') {
     deny('the tool call names no tool; refusing it');
   }
-  const [{ classifyToolUse }, { decide }] = await Promise.all([
+  const [{ classifyToolUse }, { decide }, { currentBranchOf }] = await Promise.all([
     import('../dist/acts/classify.js'),
     import('../dist/acts/decide.js'),
+    import('../dist/acts/audit.js'),
   ]);
   const cwd = typeof call.cwd === 'string' && isAbsolute(call.cwd) ? call.cwd : settings.workspace;
   const ctx = {
     cwd,
     workspace: settings.workspace,
     protectedBranches: settings.policy.protectedBranches,
-    currentBranch: cwd ? currentBranch(cwd) : undefined,
+    currentBranch: cwd ? currentBranchOf(cwd) : undefined,
   };
   const denied = [];
   for (const act of classifyToolUse({ name: call.tool_name, input: call.tool_input }, ctx)) {

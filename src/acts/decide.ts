@@ -1,3 +1,4 @@
+import { isProtected } from './context.js';
 import type { ActKind, ClassifiedAct } from './types.js';
 
 /**
@@ -20,16 +21,8 @@ export interface Verdict {
   reason?: string;
 }
 
-/** Whether `branch` is protected (`*` in a pattern matches any run of characters). */
-export function isProtected(branch: string, patterns: readonly string[]): boolean {
-  return patterns.some((p) =>
-    p.includes('*')
-      ? new RegExp(`^${p.split('*').map(escapeRegExp).join('.*')}$`).test(branch)
-      : p === branch,
-  );
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** Whether `branch` is protected: the classifier's matching (`*` patterns, unicode look-alikes folded). */
+export { isProtected };
 
 /** The policy's decision on one act. */
 export function decide(act: ClassifiedAct, policy: Policy): Verdict {

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { fakeEngineConfig, runCli } from '../helpers/cli.js';
-import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
+import {
+  type DaemonProcess,
+  fixture,
+  followDeliveries,
+  sendDelivery,
+  startDaemonProcess,
+} from '../helpers/daemon.js';
 
 /**
  * Budgets, through a real daemon and signed webhooks: a session with a 2-turn ceiling runs two
@@ -47,25 +53,7 @@ describe('budgets: a 2-turn ceiling holds the third delivery until resume --rais
   });
 
   const cli = (args: string[]) => runCli(args, { cwd: root, env });
-  const delivery = async (id: string) =>
-    (
-      JSON.parse((await cli(['events', 'show', id, '--json'])).stdout) as {
-        delivery: { status: string; reason: string | null };
-      }
-    ).delivery;
-  async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-    for (let i = 0; i < 300; i++) {
-      const v = await probe();
-      if (v !== undefined) return v;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  }
-  const settled = (id: string) =>
-    until(`delivery ${id}`, async () => {
-      const d = await delivery(id);
-      return d.status === 'done' || d.status === 'failed' ? d.status : undefined;
-    });
+  const { delivery, until, settled } = followDeliveries(cli);
 
   it('runs two turns, holds the third, and releases it on resume --raise', async () => {
     const first = await sendDelivery(daemon.webhookUrl, SECRET, 'issues', fixture('issues.labeled'));

@@ -7,7 +7,6 @@
  *   with `git ls-remote`), the stand-in never ran, and both acts are recorded `blocked`.
  * - A permissive policy: both run, the remote moves, and both acts are recorded `succeeded`.
  */
-import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -26,10 +25,8 @@ import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { ROOT, runCli } from '../helpers/cli.js';
+import { git, remoteHead, repoWithRemote } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 interface Run {
   root: string;
@@ -50,24 +47,10 @@ interface Run {
 
 async function runPolicy(policy: Record<string, unknown> | undefined): Promise<Run> {
   const root = mkdtempSync(join(tmpdir(), 'the-loop-policy-'));
-  const work = join(root, 'work');
-  const remote = join(root, 'remote.git');
   const bin = join(root, 'bin');
-  mkdirSync(work);
   mkdirSync(bin);
-  git(root, 'init', '-q', '--bare', '-b', 'main', remote);
-  git(work, 'init', '-q', '-b', 'main');
-  git(work, 'config', 'user.email', 'agent@example.test');
-  git(work, 'config', 'user.name', 'Agent');
-  writeFileSync(join(work, 'README.md'), 'one\n');
-  git(work, 'add', 'README.md');
-  git(work, 'commit', '-q', '-m', 'one');
-  git(work, 'remote', 'add', 'origin', remote);
-  git(work, 'push', '-q', 'origin', 'main');
-  // A local commit the agent would push (or a merge would land).
-  writeFileSync(join(work, 'README.md'), 'one\ntwo\n');
-  git(work, 'commit', '-q', '-am', 'two');
-  const mainBefore = git(root, 'ls-remote', remote, 'refs/heads/main').split(/\s/)[0] ?? '';
+  const { work, remote } = repoWithRemote(root, 'work');
+  const mainBefore = remoteHead(remote);
   // `gh` on the engine's PATH is the stand-in.
   const gh = join(bin, 'gh');
   symlinkSync(join(ROOT, 'test/fixtures/bin/fake-gh.mjs'), gh);
@@ -121,7 +104,7 @@ async function runPolicy(policy: Record<string, unknown> | undefined): Promise<R
     ghLog,
     mock,
     mainBefore,
-    mainAfter: git(root, 'ls-remote', remote, 'refs/heads/main').split(/\s/)[0] ?? '',
+    mainAfter: remoteHead(remote),
     localHead: git(work, 'rev-parse', 'HEAD'),
     stdout: res.stdout + acts.stdout + show.stdout + res.stderr + acts.stderr,
     acts: (JSON.parse(acts.stdout) as Run['acts']).reverse(),

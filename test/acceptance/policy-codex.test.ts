@@ -5,8 +5,7 @@
  * breach; the session is paused (`sessions list`, `acts`); the next webhook delivery is held; `the-loop
  * sessions resume` releases it and it runs.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,13 +14,18 @@ import { prepareCodexHome } from '../fixtures/engine-homes/codex.js';
 import { startOpenAIMock } from '../fixtures/mock-apis/openai.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { runCli } from '../helpers/cli.js';
-import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
+import {
+  type DaemonProcess,
+  fixture,
+  followDeliveries,
+  sendDelivery,
+  startDaemonProcess,
+} from '../helpers/daemon.js';
+import { git, remoteHead, repoWithRemote } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
 
 const SECRET = 'webhook-secret-for-breaches-0123456789';
 const WI = 'github:acme/widgets#15';
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 describe('a breach by an engine without hooks (Codex) pauses the session until resume', () => {
   let root: string;
@@ -34,20 +38,7 @@ describe('a breach by an engine without hooks (Codex) pauses the session until r
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'the-loop-breach-'));
-    repo = join(root, 'widgets');
-    remote = join(root, 'remote.git');
-    mkdirSync(repo);
-    git(root, 'init', '-q', '--bare', '-b', 'main', remote);
-    git(repo, 'init', '-q', '-b', 'main');
-    git(repo, 'config', 'user.email', 'agent@example.test');
-    git(repo, 'config', 'user.name', 'Agent');
-    writeFileSync(join(repo, 'README.md'), 'one\n');
-    git(repo, 'add', 'README.md');
-    git(repo, 'commit', '-q', '-m', 'one');
-    git(repo, 'remote', 'add', 'origin', remote);
-    git(repo, 'push', '-q', 'origin', 'main');
-    writeFileSync(join(repo, 'README.md'), 'one\ntwo\n');
-    git(repo, 'commit', '-q', '-am', 'two');
+    ({ work: repo, remote } = repoWithRemote(root, 'widgets'));
 
     mock = await startOpenAIMock({
       script: [
@@ -81,33 +72,13 @@ describe('a breach by an engine without hooks (Codex) pauses the session until r
   });
 
   const cli = (args: string[]) => runCli(args, { cwd: root, env });
-  const delivery = async (id: string) =>
-    (
-      JSON.parse((await cli(['events', 'show', id, '--json'])).stdout) as {
-        delivery: { status: string; reason: string | null };
-      }
-    ).delivery;
-  async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-    for (let i = 0; i < 600; i++) {
-      const v = await probe();
-      if (v !== undefined) return v;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  }
-  const settled = (id: string) =>
-    until(`delivery ${id}`, async () => {
-      const d = await delivery(id);
-      return d.status === 'done' || d.status === 'failed' ? d.status : undefined;
-    });
+  const { delivery, until, settled } = followDeliveries(cli);
 
   it('records the push to main as a breach, holds the next delivery, and releases it on resume', async () => {
     const first = await sendDelivery(daemon.webhookUrl, SECRET, 'issues', fixture('issues.labeled'));
     expect(await settled(first.id)).toBe('done');
     // It happened: the remote's main moved to the local commit.
-    expect(git(root, 'ls-remote', remote, 'refs/heads/main').split(/\s/)[0]).toBe(
-      git(repo, 'rev-parse', 'HEAD'),
-    );
+    expect(remoteHead(remote)).toBe(git(repo, 'rev-parse', 'HEAD'));
 
     const acts = JSON.parse((await cli(['acts', '--json'])).stdout) as Array<{
       kind: string;

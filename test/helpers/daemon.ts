@@ -92,3 +92,27 @@ export async function sendDelivery(
   });
   return { status: res.status, text: (await res.text()).trim(), id };
 }
+
+/** Follow deliveries through the CLI (`events show --json`): one's record, a wait, its end. */
+export function followDeliveries(cli: (args: string[]) => Promise<{ stdout: string }>) {
+  const delivery = async (id: string) =>
+    (
+      JSON.parse((await cli(['events', 'show', id, '--json'])).stdout) as {
+        delivery: { status: string; reason: string | null };
+      }
+    ).delivery;
+  async function until<T>(what: string, probe: () => Promise<T | undefined>, tries = 600): Promise<T> {
+    for (let i = 0; i < tries; i++) {
+      const v = await probe();
+      if (v !== undefined) return v;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+  const settled = (id: string) =>
+    until(`delivery ${id}`, async () => {
+      const d = await delivery(id);
+      return d.status === 'done' || d.status === 'failed' ? d.status : undefined;
+    });
+  return { delivery, until, settled };
+}

@@ -1,0 +1,33 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Run git (argv, no shell) in `cwd`; its trimmed stdout. */
+export const git = (cwd: string, ...args: string[]): string =>
+  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+
+/**
+ * A working repository on `main` whose `origin` is a local bare repository holding its first commit,
+ * with one more local commit not pushed yet (what an agent would push, or a merge would land).
+ */
+export function repoWithRemote(root: string, name: string): { work: string; remote: string } {
+  const work = join(root, name);
+  const remote = join(root, `${name}-remote.git`);
+  mkdirSync(work, { recursive: true });
+  git(root, 'init', '-q', '--bare', '-b', 'main', remote);
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'config', 'user.email', 'agent@example.test');
+  git(work, 'config', 'user.name', 'Agent');
+  writeFileSync(join(work, 'README.md'), 'one\n');
+  git(work, 'add', 'README.md');
+  git(work, 'commit', '-q', '-m', 'one');
+  git(work, 'remote', 'add', 'origin', remote);
+  git(work, 'push', '-q', 'origin', 'main');
+  writeFileSync(join(work, 'README.md'), 'one\ntwo\n');
+  git(work, 'commit', '-q', '-am', 'two');
+  return { work, remote };
+}
+
+/** The commit a remote's branch points at. */
+export const remoteHead = (remote: string, branch = 'main'): string =>
+  git(remote, 'ls-remote', remote, `refs/heads/${branch}`).split(/\s/)[0] ?? '';
