@@ -11,8 +11,8 @@
 //   --dangerously-skip-permissions). The turn's events then show the act `blocked`.
 // It fails closed: a policy or tool call it cannot read refuses the tool, with the reason.
 // Never reads or records the environment (Claude passes its whole environment, credentials included).
-import { readFileSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 
 const MARK = '[the-loop policy]';
 const MAX_STDIN_BYTES = 8 * 1024 * 1024;
@@ -33,6 +33,29 @@ function readStdin() {
     process.stdin.on('end', () => resolve({ data: Buffer.concat(chunks), total }));
     process.stdin.on('error', () => resolve({ data: Buffer.concat(chunks), total }));
   });
+}
+
+/**
+ * The refused call's tool_use_id, appended to `refusals.jsonl` beside the policy (one O_APPEND write,
+ * 0600, no symlink followed): the audit counts an act `blocked` only for an id found there, never for
+ * a tool result that merely says so (an agent can print anything).
+ */
+function recordRefusal(policyFile, toolUseId) {
+  if (typeof toolUseId !== 'string' || !/^[A-Za-z0-9_:.-]{1,200}$/.test(toolUseId)) return;
+  try {
+    const fd = openSync(
+      join(dirname(policyFile), 'refusals.jsonl'),
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+      0o600,
+    );
+    try {
+      writeSync(fd, `${JSON.stringify({ toolUseId, at: new Date().toISOString() })}\n`);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    process.stderr.write(`the-loop-policy-hook: could not record the refusal: ${error.message}\n`);
+  }
 }
 
 async function main() {
@@ -75,7 +98,10 @@ async function main() {
     if (verdict.verdict === 'deny')
       denied.push(`${verdict.reason} (${act.kind}: ${act.command.slice(0, 200)})`);
   }
-  if (denied.length > 0) deny(`${denied.join('; ')}. Ask a person to do it, or do something else.`);
+  if (denied.length > 0) {
+    recordRefusal(file, call.tool_use_id);
+    deny(`${denied.join('; ')}. Ask a person to do it, or do something else.`);
+  }
   process.exit(0);
 }
 

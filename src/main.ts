@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { auditTurn } from './acts/audit.js';
-import { writePolicyHook } from './acts/hook.js';
+import { readRefusals, writePolicyHook } from './acts/hook.js';
 import { type Policy, resolvePolicy } from './acts/policy.js';
 import { type AppOptions, openBase } from './base.js';
 import type { LoadedConfig } from './config/load.js';
@@ -121,6 +121,7 @@ export function createApp(options: AppOptions): App {
         {
           db,
           policyFor: (workItem) => policyOf(loaded.config, workItem),
+          refusedIn: (session) => readRefusals(join(loaded.dataDir, 'sessions', session.slug)),
           holdForBreach: (id, hold) => store.setHold(id, hold),
           holdUnaccounted: (id, hold) => store.setHold(id, hold),
           scrub: scrubber.scrub,
@@ -394,9 +395,11 @@ export async function startDaemon(app: App): Promise<Daemon> {
     dispatcher,
     webhookUrl: `${server.url}${config.webhook.path}`,
     stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
+      // The dispatcher first: turns finishing in the grace period still export their telemetry
+      // here (a webhook arriving meanwhile is stored, and runs after the next start).
+      await dispatcher.stop(graceMs);
       await server.close();
       app.telemetry.listenAt(undefined);
-      await dispatcher.stop(graceMs);
       lock.release();
       app.logger.info('daemon stopped');
     },

@@ -14,10 +14,8 @@ import type { ActDetail, ActKind, ClassifiedAct, ClassifyContext } from './types
  */
 export type ActOutcome = 'succeeded' | 'failed' | 'blocked' | 'unknown';
 
-/** Marks a tool result as the policy hook's denial (the hook puts it in the reason the agent sees). */
+/** Starts the reason the policy hook gives the agent (and Claude puts in the tool result). */
 export const POLICY_MARKER = '[the-loop policy]';
-/** Claude Code's tool result when a PreToolUse hook refused the call (ours or the user's own). */
-const PRE_TOOL_REFUSAL = /^PreToolUse:\S+ hook error/;
 
 export interface SettledAct extends ClassifiedAct {
   seq: number;
@@ -35,6 +33,8 @@ export function actsOfEvents(
   events: readonly TurnEvent[],
   ctx: ClassifyContext,
   policy: Policy,
+  /** The tool calls the policy hook refused: its own record, never a tool result's text. */
+  refused: ReadonlySet<string> = new Set(),
 ): SettledAct[] {
   const results = new Map<string, Extract<TurnEvent, { type: 'tool-result' }>>();
   for (const e of events) if (e.type === 'tool-result' && e.id) results.set(e.id, e);
@@ -42,13 +42,15 @@ export function actsOfEvents(
   for (const e of events) {
     if (e.type !== 'tool-use') continue;
     const result = e.id ? results.get(e.id) : undefined;
-    const outcome: ActOutcome = !result
-      ? 'unknown'
-      : result.ok
-        ? 'succeeded'
-        : result.summary.includes(POLICY_MARKER) || PRE_TOOL_REFUSAL.test(result.summary)
-          ? 'blocked'
-          : 'failed';
+    // Blocked only by the hook's own record: an agent can print anything into a tool result.
+    const outcome: ActOutcome =
+      e.id && refused.has(e.id) && !result?.ok
+        ? 'blocked'
+        : !result
+          ? 'unknown'
+          : result.ok
+            ? 'succeeded'
+            : 'failed';
     for (const act of classifyToolUse({ name: e.name, input: e.input }, ctx)) {
       const v = decide(act, policy);
       out.push({
@@ -61,8 +63,9 @@ export function actsOfEvents(
         verdict: v.verdict,
         rule: v.rule,
         reason: v.reason,
-        // Denied and it happened, or may have (no result): a breach. Blocked or failed: it did not.
-        breach: v.verdict === 'deny' && (outcome === 'succeeded' || outcome === 'unknown'),
+        // Denied and not stopped by the hook: a breach. A failed result does not prove the act did
+        // not happen (`git push && false`), so a person looks at it too.
+        breach: v.verdict === 'deny' && outcome !== 'blocked',
       });
     }
   }
@@ -78,6 +81,25 @@ function ownWrapper(tool: string, evasion: string | undefined): string | undefin
   const rest = evasion.split('+').slice(1).join('+');
   return rest === '' ? undefined : rest;
 }
+
+/** Tool inputs that may switch the checked-out branch (git checkout/switch/rebase/branch -m, gh pr checkout…). */
+const BRANCH_CHANGE =
+  /\b(?:checkout|switch|rebase|worktree)\b|\bbranch\s+(?:-[a-zA-Z]*[mMcC]|--(?:move|copy))\b/;
+
+function mayChangeBranch(events: readonly TurnEvent[]): boolean {
+  return events.some((e) => {
+    if (e.type !== 'tool-use') return false;
+    let text: string;
+    try {
+      text = JSON.stringify(e.input) ?? '';
+    } catch {
+      return true;
+    }
+    return BRANCH_CHANGE.test(text);
+  });
+}
+
+const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
 
 /** The branch checked out in `cwd`, if git can tell (argv only; no shell). */
 export function currentBranchOf(cwd: string): string | undefined {
@@ -242,6 +264,8 @@ export function listActs(db: Db, filter: ActFilter = {}): ActRecord[] {
 
 export interface AuditDeps {
   db: Db;
+  /** The tool calls the policy hook refused in a session (see `readRefusals`). */
+  refusedIn?: (session: SessionRecord) => ReadonlySet<string>;
   /** Put an `unaccounted` hold on the session (accountability assertion failed). */
   holdUnaccounted?: (sessionId: string, hold: UnaccountedHold) => void;
   /** The policy of the repository of a work item. */
@@ -268,9 +292,12 @@ export function auditTurn(
     cwd: session.cwd,
     workspace: session.cwd,
     protectedBranches: policy.protectedBranches,
-    currentBranch: (deps.currentBranch ?? currentBranchOf)(session.cwd),
+    // The branch now is the branch every act of the turn went to only if nothing in the turn may
+    // have switched it; else it is not assumed (a push without a named branch is then judged as
+    // going anywhere, protected branches included).
+    currentBranch: mayChangeBranch(events) ? undefined : (deps.currentBranch ?? currentBranchOf)(session.cwd),
   };
-  const acts = actsOfEvents(events, ctx, policy);
+  const acts = actsOfEvents(events, ctx, policy, deps.refusedIn?.(session));
   if (acts.length === 0) return acts;
   const at = turn.endedAt ?? new Date().toISOString();
   saveActs(
@@ -301,7 +328,8 @@ export function auditTurn(
     const first = breaches[0] as SettledAct;
     deps.holdForBreach(session.id, {
       kind: 'breach',
-      reason: `${first.reason ?? first.rule} (${deps.scrub(first.command).slice(0, 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
+      // Outside text, shown on terminals: control characters go.
+      reason: `${first.reason ?? first.rule} (${printable(deps.scrub(first.command)).slice(0, 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
       acts: ids,
       turnId: turn.id,
       since: at,

@@ -1,4 +1,13 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { LoopError } from '../core/errors.js';
 import { shellQuote } from '../runners/tmux/claude-hooks.js';
@@ -11,6 +20,39 @@ import type { Policy } from './decide.js';
  * the act never runs and the turn's events show it `blocked`.
  */
 export const POLICY_FILE = 'policy.json';
+/** The tool_use_ids the hook refused (one JSON line each), beside the policy. */
+export const REFUSALS_FILE = 'refusals.jsonl';
+/** What is read of the refusals file: its last part (a session refuses a few calls, not millions). */
+const REFUSALS_READ_BYTES = 1024 * 1024;
+
+/** The tool calls the policy hook refused in this session directory (unreadable lines are skipped). */
+export function readRefusals(dir: string): Set<string> {
+  const ids = new Set<string>();
+  let text: string;
+  try {
+    const fd = openSync(join(dir, REFUSALS_FILE), 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const length = Math.min(size, REFUSALS_READ_BYTES);
+      const buffer = Buffer.alloc(length);
+      readSync(fd, buffer, 0, length, size - length);
+      text = buffer.toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return ids; // None yet.
+  }
+  for (const line of text.split('\n')) {
+    try {
+      const id = (JSON.parse(line) as { toolUseId?: unknown }).toolUseId;
+      if (typeof id === 'string') ids.add(id);
+    } catch {
+      // A partial first line (the read started mid-file) or garbage: skipped.
+    }
+  }
+  return ids;
+}
 export const POLICY_SETTINGS_FILE = 'policy-settings.json';
 
 /** Tools the hook looks at: the shell and the file tools (everything else carries no act). */

@@ -148,26 +148,30 @@ async function dispatchOwn(
   signal: AbortSignal,
   release: () => void,
 ): Promise<void> {
-  stopOrphanEngines(app);
-  await reconcile(app, workItem);
-  const telemetry = await receiveTelemetry(app);
-  // Only this work item, and nothing that arrived after this delivery: later deliveries are left
-  // for whoever dispatches next, so stopping here never cancels someone else's turn.
-  const dispatcher = createDispatcher(app, {
-    only: workItem,
-    upTo: deliveryId,
-    onEvent,
-    onSession,
-    pollMs: 100,
-  });
+  let telemetry: HttpServer | undefined;
+  let dispatcher: ReturnType<typeof createDispatcher> | undefined;
   try {
-    dispatcher.start();
-    const onAbort = () => void dispatcher.stop(0);
+    stopOrphanEngines(app);
+    await reconcile(app, workItem);
+    telemetry = await receiveTelemetry(app);
+    // Only this work item, and nothing that arrived after this delivery: later deliveries are left
+    // for whoever dispatches next, so stopping here never cancels someone else's turn.
+    const running = createDispatcher(app, {
+      only: workItem,
+      upTo: deliveryId,
+      onEvent,
+      onSession,
+      pollMs: 100,
+    });
+    dispatcher = running;
+    running.start();
+    const onAbort = () => void running.stop(0);
     signal.addEventListener('abort', onAbort, { once: true });
     while (!isSettled(app, deliveryId) && !heldNote(app, deliveryId) && !signal.aborted) await sleep(25);
     signal.removeEventListener('abort', onAbort);
-    await dispatcher.stop(0);
+    await running.stop(0);
   } finally {
+    await dispatcher?.stop(0);
     await telemetry?.close();
     app.telemetry.listenAt(undefined);
     release();

@@ -127,7 +127,7 @@ export const presetObjectSchema = z
           .boolean()
           .default(false)
           .describe(
-            "Meter this engine with OpenTelemetry: its OTLP exporter is pointed at the daemon's receiver (/v1/logs, /v1/metrics) and what it exports becomes the session's ledger rows (meter otel), instead of its other meter.",
+            "Meter this engine's headless turns (process runner) with OpenTelemetry: its OTLP exporter is pointed at the daemon's receiver (/v1/logs, /v1/metrics) and what it exports becomes the session's ledger rows (meter otel), instead of its protocol's meter. TUI sessions keep the transcript meter.",
           ),
         signal: z
           .enum(['logs', 'metrics'])

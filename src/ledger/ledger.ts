@@ -234,15 +234,23 @@ export class Ledger {
         const earlier = bySource.get(sourceId);
         if (earlier) {
           earlier.usage = addUsage(earlier.usage, event.usage);
+          if (event.outputTotal !== undefined && event.outputTotal > earlier.usage.outputTokens)
+            earlier.usage.outputTokens = event.outputTotal;
           continue;
         }
+        // A correction whose request was counted in an earlier turn: its row gets the total (the
+        // ledger keeps the largest output of a source id), never the difference.
+        const usage =
+          event.outputTotal !== undefined && event.outputTotal > event.usage.outputTokens
+            ? { ...event.usage, outputTokens: event.outputTotal }
+            : event.usage;
         const entry: LedgerEntry = {
           ...base,
           meter: 'transcript',
           sourceId,
           at: event.at ?? turn.endedAt,
           model: event.model ?? null,
-          usage: event.usage,
+          usage,
           engineCostUsd: event.costUsd,
         };
         bySource.set(sourceId, entry);

@@ -113,6 +113,12 @@ export class TelemetryReceiver {
     const { logger } = this.deps;
     const max = this.deps.maxBodyBytes ?? OTLP_MAX_BODY_BYTES;
     if (req.method !== 'POST') return reply(res, 405, 'use POST', { allow: 'POST' });
+    const match = TOKEN.exec(/^Bearer (\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] ?? '');
+    const session = match ? this.authorize(match[1] as string, match[0]) : undefined;
+    if (!session) {
+      logger.warn('OTLP post refused: no valid session token', { signal });
+      return reply(res, 401, 'missing or invalid session token');
+    }
     const type = String(req.headers['content-type'] ?? '').toLowerCase();
     if (!type.startsWith('application/json')) {
       return reply(
@@ -121,12 +127,7 @@ export class TelemetryReceiver {
         'unsupported content type: send OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)',
       );
     }
-    const match = TOKEN.exec(/^Bearer (\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] ?? '');
-    const session = match ? this.authorize(match[1] as string, match[0]) : undefined;
-    if (!session) {
-      logger.warn('OTLP post refused: no valid session token', { signal });
-      return reply(res, 401, 'missing or invalid session token');
-    }
+
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
       return reply(res, 413, `body of ${declared} bytes is over the limit of ${max}`, {

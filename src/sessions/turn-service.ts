@@ -277,7 +277,15 @@ export class TurnService {
 
     const caps = capabilitiesOf(preset);
     const runner = this.runner(session.runner);
-    const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
+    // OpenTelemetry meters headless turns only: a TUI gets its environment once, when it starts, so
+    // its exporter may point at a receiver long gone; the tmux runner meters from the transcript.
+    const otelEnv =
+      session.runner === 'process' ? this.deps.telemetry?.envFor(session.id, preset) : undefined;
+    // The policy hook is written before the turn is begun: a failure to write it leaves no turn behind.
+    const hook = this.deps.policyHook?.(session, preset);
+    const headlessHook = hook && session.runner === 'process';
+    // A TUI registers it only beside its own Claude settings hooks; elsewhere acts are judged after.
+    const tuiHook = hook && session.runner !== 'process' && preset.interactive?.hooks === 'claude-settings';
     const turn = store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes,
@@ -286,15 +294,13 @@ export class TurnService {
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
-    const hook = this.deps.policyHook?.(session, preset);
-    const headlessHook = hook && session.runner === 'process';
     return this.drive({
       session,
       turn,
       preset: headlessHook
         ? { ...preset, extraArgs: [...preset.extraArgs, '--settings', hook.settingsFile] }
         : preset,
-      preToolHook: hook ? { command: hook.command, matcher: hook.matcher } : undefined,
+      preToolHook: tuiHook ? { command: hook.command, matcher: hook.matcher } : undefined,
       env: otelEnv ? { ...env.env, ...otelEnv } : env.env,
       prompt: request.prompt,
       created,

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POLICY_HOOK_MATCHER, writePolicyHook } from '../../src/acts/hook.js';
+import { POLICY_HOOK_MATCHER, readRefusals, writePolicyHook } from '../../src/acts/hook.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
 import { claudeHookSettings } from '../../src/runners/tmux/claude-hooks.js';
 import { ROOT } from '../helpers/cli.js';
@@ -95,6 +95,17 @@ describe('the policy hook process', () => {
     const write = run(call('Write', { file_path: '/etc/cron.d/x' }));
     expect(write.code).toBe(2);
     expect(write.stderr).toMatch(/writing outside the workspace/);
+  });
+
+  it("records each refused call's tool_use_id (the audit's only proof of 'blocked'), not allowed ones", () => {
+    run(call('Bash', { command: 'git push origin main' }, { tool_use_id: 'toolu_refused_1' }));
+    run(call('Bash', { command: 'git status' }, { tool_use_id: 'toolu_allowed_1' }));
+    run(call('Bash', { command: 'git push origin main' }, { tool_use_id: 'bad id; rm -rf /' }));
+    const refused = readRefusals(join(dir, 'session'));
+    expect(refused.has('toolu_refused_1')).toBe(true);
+    expect(refused.has('toolu_allowed_1')).toBe(false);
+    expect([...refused].some((id) => id.includes(' '))).toBe(false);
+    expect(statSync(join(dir, 'session', 'refusals.jsonl')).mode & 0o777).toBe(0o600);
   });
 
   it('judges a call the same whatever session it names (a foreign session id gets the same policy)', () => {

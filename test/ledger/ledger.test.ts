@@ -364,6 +364,42 @@ describe('Ledger.recordTurn', () => {
     expect(rows()[0]?.cost_usd).toBeCloseTo((100 * 3 + 48 * 15) / 1e6, 12);
   });
 
+  it('transcript meter: a correction that arrives in a later turn sets the total, not the difference', () => {
+    const ledger = newLedger();
+    ledger.recordTurn(
+      turn(),
+      [
+        {
+          type: 'usage',
+          usage: u(100, 1),
+          model: 'claude-sonnet-4-5',
+          sourceId: 'msg_late',
+          at: '2026-03-01T10:00:00.000Z',
+        },
+      ],
+      NO_USAGE,
+      'unused',
+    );
+    ledger.recordTurn(
+      turn({ turnId: 8 }),
+      [
+        {
+          type: 'usage',
+          usage: u(0, 47),
+          model: 'claude-sonnet-4-5',
+          sourceId: 'msg_late',
+          at: '2026-03-01T10:00:02.000Z',
+          outputTotal: 48,
+        },
+      ],
+      NO_USAGE,
+      'unused',
+    );
+    expect(rows().map((r) => [r.source_id, r.input_tokens, r.output_tokens, r.turn_id])).toEqual([
+      ['msg_late', 100, 48, 7],
+    ]);
+  });
+
   it('result meter: one row turn:<id> from the turn usage, engine-reported cost kept', () => {
     const ledger = newLedger();
     const context = turn({ meter: 'stream-json', turnId: 12, endedAt: '2026-03-02T08:00:00.000Z' });

@@ -34,6 +34,11 @@ export type TurnEvent =
       sourceId?: string | undefined;
       /** When the request was made, by the source's clock (transcripts). */
       at?: string | undefined;
+      /**
+       * A correction (the rest of an output first counted with a placeholder): the request's output
+       * count in all. `usage` holds the difference (what the turn adds); the ledger keeps this total.
+       */
+      outputTotal?: number | undefined;
     }
   /** The engine's own end-of-turn event. */
   | { type: 'turn-end'; ok: boolean; message?: string | undefined; subtype?: string | undefined }

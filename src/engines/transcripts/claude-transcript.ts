@@ -384,6 +384,7 @@ export async function readTranscriptFrom(
           model: copy.model,
           sourceId: copy.key,
           at: copy.at,
+          outputTotal: copy.outputTokens,
         });
       }
       markers.push(...mapped.markers);

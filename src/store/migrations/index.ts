@@ -274,4 +274,13 @@ CREATE INDEX acts_work_item ON acts (work_item, at);
 CREATE INDEX acts_at ON acts (at);
 `,
   },
+  {
+    version: 10,
+    name: 'ledger-turn-index',
+    sql: `
+-- A turn's rows are looked up when it ends (OTLP-metered turns, the accountability check): without
+-- an index that read the whole ledger, which a transcript import makes large.
+CREATE INDEX usage_ledger_turn ON usage_ledger (turn_id) WHERE turn_id IS NOT NULL;
+`,
+  },
 ];
