@@ -81,7 +81,7 @@ const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json', 'ot
  * it about as much as scanning half the bytes (measured on the bench corpus, two threads).
  */
 const OWN_SHARE_WEIGHT = 0.3;
-/** The longest the import keeps the database's write lock while it inserts, before it commits. */
+/** About the longest the import keeps the database's write lock (plus one piece's scan) before it commits. */
 const COMMIT_EVERY_MS = 1000;
 /** Results are handed over (and inserted) in pieces of about this many bytes of files. */
 const PIECE_BYTES = 48 * 1024 * 1024;
@@ -320,8 +320,8 @@ export async function scanTranscripts(
   try {
     if (threads === 0) take(scanFiles(jobs, metered));
     else
-      await scanInWorkers(jobs, threads, metered, take, options.pieceBytes ?? PIECE_BYTES, () =>
-        writes.commit(),
+      await scanInWorkers(jobs, threads, metered, take, options.pieceBytes ?? PIECE_BYTES, (waiting) =>
+        waiting ? writes.commit() : writes.commitIfDue(),
       );
     writes.commit();
   } finally {
@@ -380,8 +380,11 @@ async function scanInWorkers(
   metered: ReadonlySet<string>,
   take: (results: readonly ScanResult[]) => void,
   pieceBytes: number,
-  /** Called before this thread scans or waits: nothing may hold the write lock meanwhile. */
-  pause: () => void,
+  /**
+   * Called before this thread scans a piece (commit if the lock was held long enough) and before it
+   * only waits (commit): the write lock is never held much longer than COMMIT_EVERY_MS.
+   */
+  pause: (waiting: boolean) => void,
 ): Promise<void> {
   const shares: Array<{ load: number; weight: number; jobs: ScannedJob[] }> = Array.from(
     { length: n },
@@ -431,12 +434,12 @@ async function scanInWorkers(
     for (const p of started) p.catch((error: unknown) => (failed ??= error));
     for (const piece of pieces(own?.jobs ?? [], pieceBytes)) {
       if (failed !== undefined) throw failed;
-      pause();
+      pause(false);
       take(scanFiles(piece, metered));
       // Let the other threads' pieces in (their messages are taken between two of ours).
       await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));
     }
-    pause();
+    pause(true);
     await Promise.all(started);
   } catch (cause) {
     // One thread failed: the others' work is wasted anyway; stop them instead of waiting.
