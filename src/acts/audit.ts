@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { oneLine } from '../core/text.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import type { Logger } from '../log/logger.js';
 import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../sessions/types.js';
@@ -55,7 +56,6 @@ export function actsOfEvents(
       const v = decide(act, policy);
       out.push({
         ...act,
-        evasion: ownWrapper(e.name, act.evasion),
         seq: out.length + 1,
         toolUseId: e.id || null,
         tool: e.name,
@@ -70,16 +70,6 @@ export function actsOfEvents(
     }
   }
   return out;
-}
-
-/**
- * Codex runs every command through `bash -lc '…'`: that wrapper is the engine's own, not a way
- * around anything, so it is not reported as one.
- */
-function ownWrapper(tool: string, evasion: string | undefined): string | undefined {
-  if (tool !== 'shell' || !evasion?.startsWith('sh-c')) return evasion;
-  const rest = evasion.split('+').slice(1).join('+');
-  return rest === '' ? undefined : rest;
 }
 
 /** Tool inputs that may switch the checked-out branch (git checkout/switch/rebase/branch -m, gh pr checkout…). */
@@ -98,8 +88,6 @@ function mayChangeBranch(events: readonly TurnEvent[]): boolean {
     return BRANCH_CHANGE.test(text);
   });
 }
-
-const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
 
 /** The branch checked out in `cwd`, if git can tell (argv only; no shell). */
 export function currentBranchOf(cwd: string): string | undefined {
@@ -329,7 +317,7 @@ export function auditTurn(
     deps.holdForBreach(session.id, {
       kind: 'breach',
       // Outside text, shown on terminals: control characters go.
-      reason: `${first.reason ?? first.rule} (${printable(deps.scrub(first.command)).slice(0, 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
+      reason: `${first.reason ?? first.rule} (${oneLine(deps.scrub(first.command), 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
       acts: ids,
       turnId: turn.id,
       since: at,

@@ -85,7 +85,11 @@ function guarded(command: string, fn: () => ClassifiedAct[]): ClassifiedAct[] {
 }
 
 /** The acts of a shell command line. */
-export function classifyCommand(command: string, ctx: ClassifyContext = {}): ClassifiedAct[] {
+export function classifyCommand(
+  command: string,
+  ctx: ClassifyContext = {},
+  options: { engineWrapped?: boolean } = {},
+): ClassifiedAct[] {
   if (typeof command !== 'string') {
     return unreadable(String(typeName(command)), {
       reason: 'command is not a string',
@@ -101,7 +105,12 @@ export function classifyCommand(command: string, ctx: ClassifyContext = {}): Cla
       // Do not leave half a surrogate pair at the cut.
       if (/[\uD800-\uDBFF]$/.test(input)) input = input.slice(0, -1);
     }
-    const walker = new Walker(settings, newBudget(LIMITS.depth, LIMITS.work), truncated);
+    const walker = new Walker(
+      settings,
+      newBudget(LIMITS.depth, LIMITS.work),
+      truncated,
+      options.engineWrapped,
+    );
     walker.script(input, walker.initialState(cwd, branch), [], 0);
     walker.finish(input);
     if (truncated) {
@@ -116,14 +125,18 @@ export function classifyCommand(command: string, ctx: ClassifyContext = {}): Cla
 }
 
 /** The acts of a command given as an argv array (each element one argument, no shell parsing). */
-export function classifyArgv(argv: readonly unknown[], ctx: ClassifyContext = {}): ClassifiedAct[] {
+export function classifyArgv(
+  argv: readonly unknown[],
+  ctx: ClassifyContext = {},
+  options: { engineWrapped?: boolean } = {},
+): ClassifiedAct[] {
   const shown = Array.isArray(argv) ? argv.map(String).join(' ') : String(argv);
   if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) {
     return unreadable(shown, { reason: 'argv is not an array of strings', inputType: typeName(argv) });
   }
   return guarded(shown, () => {
     const { settings, cwd, branch } = resolveContext(ctx);
-    const walker = new Walker(settings, newBudget(LIMITS.depth, LIMITS.work), false);
+    const walker = new Walker(settings, newBudget(LIMITS.depth, LIMITS.work), false, options.engineWrapped);
     const args = (argv as string[]).map((a) =>
       literalArg(a.length > LIMITS.input ? a.slice(0, LIMITS.input) : a),
     );
@@ -192,6 +205,9 @@ export function classifyToolUse(
   });
 }
 
+/** Codex's shell tools: every command arrives wrapped in `bash -lc '…'` by Codex itself (not an evasion). */
+const WRAPPING_TOOLS = new Set(['shell', 'command_execution', 'local_shell', 'exec_command']);
+
 function shellTool(
   name: string,
   input: unknown,
@@ -203,9 +219,10 @@ function shellTool(
   const dir = text(fields?.dir_path) ?? text(fields?.directory) ?? text(fields?.workdir) ?? text(fields?.cwd);
   const base = resolveContext(ctx);
   const inner: ClassifyContext = dir === undefined ? ctx : { ...ctx, cwd: posix.resolve(base.cwd, dir) };
-  if (typeof command === 'string') return classifyCommand(command, inner);
+  const options = { engineWrapped: WRAPPING_TOOLS.has(name) };
+  if (typeof command === 'string') return classifyCommand(command, inner, options);
   if (Array.isArray(command) && command.length > 0 && command.every((a) => typeof a === 'string')) {
-    return classifyArgv(command, inner);
+    return classifyArgv(command, inner, options);
   }
   return unreadable(name, {
     reason: fields ? 'command is not a string' : 'input is not an object',

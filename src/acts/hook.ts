@@ -1,16 +1,6 @@
-import {
-  closeSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { isAbsolute, join } from 'node:path';
-import { LoopError } from '../core/errors.js';
-import { shellQuote } from '../runners/tmux/claude-hooks.js';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { hookCommandLine, writePrivateJson } from '../runners/tmux/claude-hooks.js';
 import type { Policy } from './decide.js';
 
 /**
@@ -58,24 +48,6 @@ export const POLICY_SETTINGS_FILE = 'policy-settings.json';
 /** Tools the hook looks at: the shell and the file tools (everything else carries no act). */
 export const POLICY_HOOK_MATCHER = 'Bash|Write|Edit|MultiEdit|NotebookEdit';
 
-function checkPath(what: string, path: string): string {
-  if (!isAbsolute(path) || /[\n\r\0]/.test(path)) {
-    throw new LoopError('internal', `${what} must be an absolute path on one line: ${JSON.stringify(path)}`);
-  }
-  return path;
-}
-
-function writeAtomically(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
-  try {
-    writeFileSync(temp, text, { mode: 0o600, flag: 'wx' });
-    renameSync(temp, path);
-  } catch (error) {
-    rmSync(temp, { force: true });
-    throw new LoopError('internal', `cannot write ${path}`, { cause: error });
-  }
-}
-
 export interface PolicyHook {
   /** The hook's command line (our own absolute paths, single-quoted: Claude runs it through a shell). */
   command: string;
@@ -96,27 +68,21 @@ export function writePolicyHook(input: {
   node: string;
   hookScript: string;
 }): PolicyHook {
-  const dir = checkPath('session state directory', input.dir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const policyFile = join(dir, POLICY_FILE);
-  writeAtomically(
-    policyFile,
-    `${JSON.stringify({ v: 1, policy: input.policy, workspace: input.workspace }, null, 2)}\n`,
-  );
+  const policyFile = writePrivateJson(input.dir, POLICY_FILE, {
+    v: 1,
+    policy: input.policy,
+    workspace: input.workspace,
+  });
   // Claude Code runs the command through a shell: only our own absolute paths, each single-quoted.
-  const command = [
-    checkPath('node binary path', input.node),
-    checkPath('policy hook script path', input.hookScript),
-    policyFile,
-  ]
-    .map(shellQuote)
-    .join(' ');
-  const settings = {
+  const command = hookCommandLine([
+    ['node binary path', input.node],
+    ['policy hook script path', input.hookScript],
+    ['policy file path', policyFile],
+  ]);
+  const settingsFile = writePrivateJson(input.dir, POLICY_SETTINGS_FILE, {
     hooks: {
       PreToolUse: [{ matcher: POLICY_HOOK_MATCHER, hooks: [{ type: 'command', command, timeout: 30 }] }],
     },
-  };
-  const settingsFile = join(dir, POLICY_SETTINGS_FILE);
-  writeAtomically(settingsFile, `${JSON.stringify(settings, null, 2)}\n`);
+  });
   return { command, matcher: POLICY_HOOK_MATCHER, settingsFile };
 }

@@ -45,6 +45,8 @@ export class Walker {
     readonly settings: Settings,
     readonly budget: ParseBudget,
     private readonly truncated: boolean,
+    /** The engine runs every command through a shell itself (Codex's `bash -lc`): that one is not an evasion. */
+    private readonly engineWrapped = false,
   ) {}
 
   initialState(cwd: string | undefined, branch: string | undefined): State {
@@ -268,7 +270,10 @@ export class Walker {
   }
 
   private makeRun(name: string, args: Arg[], frame: Frame): Run {
-    const withEvasion = (evasion: Evasion | undefined) => (evasion ? [...frame.ev, evasion] : frame.ev);
+    const withEvasion = (evasion: Evasion | undefined) =>
+      !evasion || (this.engineWrapped && evasion === 'sh-c' && frame.depth === 0 && frame.ev.length === 0)
+        ? frame.ev
+        : [...frame.ev, evasion];
     return {
       name,
       args,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Usage } from '../engines/protocols/types.js';
+import { emptyUsage, type Usage } from '../engines/protocols/types.js';
 
 /**
  * OTLP/HTTP JSON payloads (`/v1/logs`, `/v1/metrics`) read into usage records. Pure: no I/O.
@@ -250,13 +250,7 @@ export function parseOtlpMetrics(body: unknown, now = Date.now()): OtelParse {
               at: timeOf(p.timeUnixNano, undefined, now, problems),
               engineSessionId,
               model,
-              usage: {
-                inputTokens: 0,
-                outputTokens: 0,
-                cacheReadTokens: 0,
-                cacheCreationTokens: 0,
-                reasoningTokens: 0,
-              },
+              usage: emptyUsage(),
               costUsd: null,
             };
             windows.set(key, record);

@@ -294,6 +294,20 @@ export class TurnService {
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
     log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
+    // Said, never silent (invariant 7): what the config asks for that this runner cannot do.
+    if (preset.otel?.enabled && session.runner !== 'process') {
+      log.warn('otel.enabled is not used on this runner: the session is metered from its transcript', {
+        runner: session.runner,
+      });
+    }
+    if (hook && session.runner !== 'process' && !tuiHook) {
+      log.warn(
+        'this TUI has no Claude settings hooks to carry the policy hook: its acts are judged after the turn',
+        {
+          runner: session.runner,
+        },
+      );
+    }
     return this.drive({
       session,
       turn,

@@ -6,7 +6,7 @@
  * remote, and the act is recorded `blocked` from the transcript.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,6 +53,8 @@ describe('merge policy in the tmux runner: the real Claude Code TUI', () => {
           claude: {
             binary: realBinary('claude'),
             env: { ...home.env, CLAUDE_CODE_SANDBOXED: '1', GIT_TERMINAL_PROMPT: '0' },
+            // Asked for, but a TUI keeps its transcript meter: the log must say so (invariant 7).
+            otel: { enabled: true },
             interactive: {
               args: [
                 '--session-id',
@@ -94,5 +96,14 @@ describe('merge policy in the tmux runner: the real Claude Code TUI', () => {
       ['git-push', 'blocked', 'deny', false, 'tmux'],
     ]);
     expect(JSON.stringify(mock.modelTurns()[1]?.body)).toContain('[the-loop policy]');
+    const show = JSON.parse(
+      (await runCli(['sessions', 'show', WI, '--json'], { cwd: root, env })).stdout,
+    ) as {
+      turns: Array<{ meter: string }>;
+    };
+    expect(show.turns.map((t) => t.meter)).toEqual(['transcript']);
+    expect(readFileSync(join(root, 'data', 'the-loop.log'), 'utf8')).toMatch(
+      /otel\.enabled is not used on this runner: the session is metered from its transcript/,
+    );
   }, 180_000);
 });

@@ -210,6 +210,17 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     expect(acts.map((a) => [a.kind, a.verdict, a.breach])).toEqual([['git-push', 'deny', true]]);
   });
 
+  it('a breach reason carries no control characters from the command (outside text on a terminal)', () => {
+    const turn = finished();
+    auditTurn(deps(), session, turn, [
+      use('e1', 'shell', { command: 'git push origin main # \u001b]0;pwned\u0007\u001b[2J\u009b31m' }),
+      result('e1', true, ''),
+    ]);
+    const hold = holds.find((h) => h.kind === 'breach');
+    expect(hold?.reason).toMatch(/protected branch main/);
+    expect(hold?.reason).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
+
   it('a turn with no tool use records nothing and holds nothing (its usage was reported)', () => {
     const turn = finished();
     expect(auditTurn(deps(), session, turn, [{ type: 'text', text: 'hi' }])).toEqual([]);

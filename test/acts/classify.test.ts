@@ -915,6 +915,23 @@ describe('classifyToolUse', () => {
         { name: 'command_execution', input: { command: "/bin/bash -lc 'gh pr merge 3'" } },
         CTX,
       ),
+    ).toEqual([expect.objectContaining({ kind: 'pr-merge' })]);
+    // Codex's own `bash -lc` wrapper is not an evasion; a `sh -c` the model wrote inside it is.
+    expect(
+      classifyToolUse(
+        { name: 'command_execution', input: { command: "/bin/bash -lc 'gh pr merge 3'" } },
+        CTX,
+      )[0]?.evasion,
+    ).toBeUndefined();
+    expect(
+      classifyToolUse(
+        { name: 'command_execution', input: { command: `/bin/bash -lc "sh -c 'gh pr merge 3'"` } },
+        CTX,
+      ),
+    ).toMatchObject([{ kind: 'pr-merge', evasion: 'sh-c' }]);
+    // The same line from Claude's Bash tool was written by the model: reported.
+    expect(
+      classifyToolUse({ name: 'Bash', input: { command: "/bin/bash -lc 'gh pr merge 3'" } }, CTX),
     ).toMatchObject([{ kind: 'pr-merge', evasion: 'sh-c' }]);
     expect(
       classifyToolUse({ name: 'shell', input: { command: ['bash', '-lc', 'npm publish'] } }, CTX)[0]?.kind,

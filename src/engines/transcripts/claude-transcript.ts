@@ -19,7 +19,7 @@
 import { z } from 'zod';
 import { contentBlock } from '../protocols/claude-stream-json.js';
 import { nonNegative, summarize } from '../protocols/protocol.js';
-import type { TurnEvent, Usage } from '../protocols/types.js';
+import { emptyUsage, type TurnEvent, type Usage } from '../protocols/types.js';
 import { readCompleteLines } from './jsonl-file.js';
 
 export type TranscriptMarker = 'interrupt' | 'turnEnd';
@@ -374,13 +374,7 @@ export async function readTranscriptFrom(
         outputs.set(copy.key, copy.outputTokens);
         events.push({
           type: 'usage',
-          usage: {
-            inputTokens: 0,
-            outputTokens: copy.outputTokens - counted,
-            cacheReadTokens: 0,
-            cacheCreationTokens: 0,
-            reasoningTokens: 0,
-          },
+          usage: { ...emptyUsage(), outputTokens: copy.outputTokens - counted },
           model: copy.model,
           sourceId: copy.key,
           at: copy.at,

@@ -114,7 +114,7 @@ export interface ClaudeHookSettingsInput {
 }
 
 /** One of our own paths, checked before it goes anywhere near a shell. */
-function checkPath(what: string, path: string): string {
+export function checkPath(what: string, path: string): string {
   if (path.length === 0 || !isAbsolute(path)) {
     throw new LoopError('internal', `${what} must be an absolute path, got ${JSON.stringify(path)}`);
   }
@@ -136,13 +136,16 @@ export function shellQuote(word: string): string {
 export function claudeHookCommand(
   input: Pick<ClaudeHookSettingsInput, 'node' | 'hookScript' | 'eventsFile'>,
 ): string {
-  return [
-    checkPath('node binary path', input.node),
-    checkPath('hook script path', input.hookScript),
-    checkPath('events file path', input.eventsFile),
-  ]
-    .map(shellQuote)
-    .join(' ');
+  return hookCommandLine([
+    ['node binary path', input.node],
+    ['hook script path', input.hookScript],
+    ['events file path', input.eventsFile],
+  ]);
+}
+
+/** A hook command line of our own absolute paths (each checked, then single-quoted). */
+export function hookCommandLine(paths: ReadonlyArray<readonly [what: string, path: string]>): string {
+  return paths.map(([what, path]) => shellQuote(checkPath(what, path))).join(' ');
 }
 
 const isClaudeHookEvent = (name: string): name is ClaudeHookEventName =>
@@ -183,16 +186,24 @@ export const SETTINGS_FILE_NAME = 'claude-settings.json';
 
 /** Write the settings for `claude --settings <path>`: 0600, replaced atomically. Returns the path. */
 export function writeSettingsFile(dir: string, settings: ClaudeSettings): string {
-  checkPath('settings directory', dir);
+  return writePrivateJson(dir, SETTINGS_FILE_NAME, settings);
+}
+
+/**
+ * Write `value` as JSON to `<dir>/<name>` (dir 0700, file 0600), replaced atomically (temp file,
+ * then rename): a reader never sees half a file. Returns the path.
+ */
+export function writePrivateJson(dir: string, name: string, value: unknown): string {
+  checkPath('state directory', dir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, SETTINGS_FILE_NAME);
-  const temp = join(dir, `.${SETTINGS_FILE_NAME}.${process.pid}.${Date.now()}.tmp`);
+  const path = join(dir, name);
+  const temp = join(dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
   try {
-    writeFileSync(temp, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(temp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
     renameSync(temp, path);
   } catch (error) {
     rmSync(temp, { force: true });
-    throw new LoopError('internal', `cannot write Claude settings file in ${dir}`, { cause: error });
+    throw new LoopError('internal', `cannot write ${name} in ${dir}`, { cause: error });
   }
   return path;
 }
