@@ -1,0 +1,262 @@
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { GatewayHandler, GatewayPorts, GatewaySession, ModelApi } from '../types.js';
+import { clientResponseHeaders, upstreamRequestHeaders, upstreamUrl } from './rewrite.js';
+import { bodyKind, createUsageMeter, type UsageMeter } from './usage.js';
+import { guessApi, type RefusalKind, vendorError } from './vendor-errors.js';
+
+/**
+ * The model API proxy: `/m/<token>/<rest>` → the session's model upstream, with the capability
+ * token swapped for the real credential, the budget checked before anything that can cost tokens,
+ * and the `wire` meter reading usage from the response as it streams through, unbuffered.
+ */
+
+export type ModelHandlerCtx = Parameters<GatewayHandler>[2] & { token: string };
+export interface ModelHandler {
+  (req: IncomingMessage, res: ServerResponse, ctx: ModelHandlerCtx): Promise<void>;
+  /** Drop the pooled keep-alive connections to the upstreams (when the gateway closes). */
+  close(): void;
+}
+
+export interface ModelProxyOptions {
+  /**
+   * Silence on an exchange (no request or response bytes) this long ends it: 504 when nothing was
+   * sent yet, else the response is cut. 10 min: a non-stream request for a long answer sends its
+   * headers only when the whole answer is ready.
+   */
+  idleTimeoutMs?: number;
+  /** Request bodies past this are refused with 413 (a long conversation resent whole is a few MB). */
+  maxRequestBytes?: number;
+  now?: () => Date;
+}
+
+const DEFAULT_IDLE_MS = 10 * 60_000;
+const DEFAULT_MAX_REQUEST = 32 * 1024 * 1024;
+
+/** How an exchange ended: `complete` is the upstream's normal end, the rest are cuts or refusals. */
+type Outcome = 'complete' | 'cut' | 'timeout' | 'client-gone' | 'upstream-error' | 'too-large';
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  session: GatewaySession;
+  ports: GatewayPorts;
+  api: ModelApi;
+  url: URL;
+  headers: OutgoingHttpHeaders;
+  at: string;
+  started: number;
+  /** Why the response was not metered, when it was not. */
+  note?: string;
+}
+
+function send(res: ServerResponse, api: ModelApi, kind: RefusalKind, message: string, close = false): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const e = vendorError(api, kind, message);
+  // An oversized upload may still be arriving: close the connection rather than read it all.
+  res.writeHead(e.status, close ? { ...e.headers, connection: 'close' } : e.headers);
+  res.end(e.body);
+}
+
+/** Requests that can cost tokens: everything but reads (model lists, probes). */
+const costsTokens = (method: string | undefined) => !['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET');
+
+/** The model a Gemini path names (`/v1beta/models/<model>:<method>`): the row's model when the body names none. */
+const modelOfPath = (path: string): string | undefined => /\/models\/([^/:?]+):/.exec(path)?.[1] ?? undefined;
+
+export function createModelHandler(options: ModelProxyOptions = {}): ModelHandler {
+  const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  const maxBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST;
+  const now = options.now ?? (() => new Date());
+  // Keep-alive to the upstream: a TLS handshake per request would cost more than the whole proxy.
+  // Idle pooled sockets are unref'd by Node and closed after `timeout`, so nothing is held open.
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, timeout: 60_000 }),
+    'https:': new https.Agent({ keepAlive: true, timeout: 60_000 }),
+  };
+
+  const handle = async function handleModel(req: IncomingMessage, res: ServerResponse, ctx: ModelHandlerCtx) {
+    const { session, ports } = ctx;
+    // Claude Code checks its base URL answers (`HEAD /m/<token>`) before the first request.
+    if (req.method === 'HEAD') {
+      res.writeHead(200, { 'content-length': '0' });
+      res.end();
+      return;
+    }
+    const route = ports.modelRoute(session);
+    const api = route?.api ?? guessApi(ctx.path, req.headers);
+    if (!route)
+      return send(res, api, 'not-found', "[the-loop gateway] this session's engine has no model route");
+    const credential = route.credential?.value;
+    const url = upstreamUrl(route.upstream, ctx.path, ctx.token, credential);
+    if (!url) return send(res, api, 'not-found', '[the-loop gateway] not a path under the model API');
+    if (costsTokens(req.method)) {
+      const reason = ports.overBudget(session);
+      if (reason !== undefined) {
+        ports.logger.warn('model request refused at the gateway: over budget', {
+          session: session.id,
+          workItem: session.workItem,
+          api,
+          reason,
+        });
+        // The unread request body is drained by Node after the answer, keeping the connection: the
+        // engine reads our refusal rather than a reset.
+        return send(res, api, 'budget', `[the-loop budget] ${reason}`);
+      }
+    }
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
+      return send(res, api, 'too-large', `[the-loop gateway] request body over ${maxBytes} bytes`, true);
+    }
+    const headers = upstreamRequestHeaders(req.headers, ctx.token, credential);
+    const at = now().toISOString();
+    const exchange: Exchange = { req, res, session, ports, api, url, headers, at, started: Date.now() };
+    await forward(exchange, agents[url.protocol as 'http:' | 'https:'] ?? agents['http:'], idleMs, maxBytes);
+  };
+  return Object.assign(handle, {
+    close: () => {
+      for (const agent of Object.values(agents)) agent.destroy();
+    },
+  });
+}
+
+/** The handler with the default options, as the gateway mounts it under `/m/`. */
+export const handleModel: ModelHandler = createModelHandler();
+
+/** The state of one exchange in flight. */
+interface Flow {
+  meter: UsageMeter | undefined;
+  settled: boolean;
+  status: number;
+  bytes: { in: number; out: number };
+  /** Refreshed by every byte either way; fires `timeout` after `idleMs` of silence. */
+  idle: NodeJS.Timeout;
+  end: (outcome: Outcome, error?: unknown) => void;
+}
+
+/** One exchange with the upstream; resolves when it is over, never rejects. */
+function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: number): Promise<void> {
+  const { req, res, url } = x;
+  return new Promise<void>((resolve) => {
+    const lib = url.protocol === 'https:' ? https : http;
+    const upstream = lib.request(url, { method: req.method, headers: x.headers, agent });
+    const flow: Flow = {
+      meter: undefined,
+      settled: false,
+      status: 0,
+      bytes: { in: 0, out: 0 },
+      idle: setTimeout(() => flow.end('timeout'), idleMs),
+      end: (outcome, error) => {
+        if (flow.settled) return;
+        flow.settled = true;
+        clearTimeout(flow.idle);
+        if (outcome !== 'complete') {
+          upstream.destroy();
+          // Whatever of the request is still arriving is read and dropped (a paused one would stall).
+          req.resume();
+          answerFailure(x, outcome, maxBytes);
+        }
+        record(x, flow, outcome, error);
+        resolve();
+      },
+    };
+    flow.idle.unref();
+    // Errors are handled through `end`; these listeners keep a reset socket from crashing the daemon.
+    req.on('error', () => flow.end('client-gone'));
+    res.on('error', () => flow.end('client-gone'));
+    res.on('close', () => {
+      if (!res.writableFinished) flow.end('client-gone');
+    });
+    upstream.on('error', (error) => flow.end(res.headersSent ? 'cut' : 'upstream-error', error));
+    upstream.on('drain', () => req.resume());
+    req.on('data', (chunk: Buffer) => {
+      if (flow.settled) return;
+      flow.idle.refresh();
+      flow.bytes.in += chunk.length;
+      if (flow.bytes.in > maxBytes) flow.end('too-large');
+      else if (!upstream.write(chunk)) req.pause();
+    });
+    req.on('end', () => {
+      if (!flow.settled) upstream.end();
+    });
+    upstream.on('response', (upRes) => relayResponse(x, flow, upRes));
+  });
+}
+
+/** What the engine gets when the exchange ends early: an error if nothing was sent yet, else a cut. */
+function answerFailure(x: Exchange, outcome: Exclude<Outcome, 'complete'>, maxBytes: number): void {
+  const { res, api } = x;
+  if (outcome === 'timeout')
+    send(res, api, 'timeout', '[the-loop gateway] the model API did not answer in time');
+  else if (outcome === 'upstream-error') {
+    send(res, api, 'bad-gateway', '[the-loop gateway] the model API could not be reached');
+  } else if (outcome === 'too-large') {
+    send(res, api, 'too-large', `[the-loop gateway] request body over ${maxBytes} bytes`, true);
+  } else if (!res.writableEnded) res.destroy();
+}
+
+/** The upstream's answer, relayed as it comes and teed into the meter. */
+function relayResponse(x: Exchange, flow: Flow, upRes: IncomingMessage): void {
+  const { res, url } = x;
+  flow.idle.refresh();
+  flow.status = upRes.statusCode ?? 502;
+  const kind = bodyKind(upRes.headers['content-type']);
+  // We asked for identity; an upstream that compresses anyway is relayed, unmetered, and said so.
+  const encoding = upRes.headers['content-encoding'] ?? 'identity';
+  if (kind && encoding !== 'identity') x.note = `a ${encoding} body was not metered`;
+  else if (kind) flow.meter = createUsageMeter(x.api, kind, { modelHint: modelOfPath(url.pathname) });
+  res.writeHead(flow.status, clientResponseHeaders(upRes.headers));
+  // The headers go out with the first body bytes (one packet, one wake-up of the engine) — or on
+  // the next turn if no body came with them, so a client waiting on headers is not held.
+  setImmediate(() => {
+    if (!res.headersSent && !res.destroyed) res.flushHeaders();
+  });
+  res.on('drain', () => upRes.resume());
+  upRes.on('data', (chunk: Buffer) => {
+    if (flow.settled) return;
+    flow.idle.refresh();
+    flow.bytes.out += chunk.length;
+    // Relay first, meter after: the engine's bytes never wait for our parsing.
+    if (!res.write(chunk)) upRes.pause();
+    flow.meter?.push(chunk);
+  });
+  upRes.on('end', () => {
+    if (flow.settled) return;
+    res.end();
+    flow.end('complete');
+  });
+  upRes.on('error', (error) => flow.end('cut', error));
+  upRes.on('close', () => flow.end('cut'));
+}
+
+function record(x: Exchange, flow: Flow, outcome: Outcome, error: unknown): void {
+  const { ports, session } = x;
+  const { meter, status, bytes } = flow;
+  const usage = meter?.finish(x.at);
+  const note = meter?.note ?? x.note;
+  const fields = {
+    session: session.id,
+    api: x.api,
+    method: x.req.method,
+    // The path only: a query may hold a key.
+    path: x.url.pathname,
+    status,
+    outcome,
+    bytesIn: bytes.in,
+    bytesOut: bytes.out,
+    ms: Date.now() - x.started,
+    ...(note ? { meter: note } : {}),
+    ...(error instanceof Error ? { error: (error as NodeJS.ErrnoException).code ?? error.message } : {}),
+  };
+  if (outcome !== 'complete') ports.logger.warn('model request ended early', fields);
+  else if (note) ports.logger.warn('model response not fully metered', fields);
+  else ports.logger.debug('model request relayed', fields);
+  if (!usage) return;
+  try {
+    ports.recordUsage(session, usage);
+  } catch (e) {
+    ports.logger.error('wire usage could not be recorded', { session: session.id, api: x.api, error: e });
+  }
+}

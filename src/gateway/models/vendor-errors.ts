@@ -1,0 +1,98 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ModelApi } from '../types.js';
+
+/**
+ * The gateway's own answers to a model request, in the JSON error shape of the vendor the engine
+ * speaks, so its CLI shows our message instead of "unexpected response". Pure.
+ *
+ * The budget refusal must be shown and not retried; what each CLI does was checked with the real
+ * CLIs on this machine (see test/gateway/model-proxy-cli.test.ts):
+ * - Claude Code (Anthropic SDK): 403 is not retried; `x-should-retry: false` says so explicitly
+ *   (the SDK obeys that header before looking at the status). Shown as `API Error: 403 {…}`.
+ * - Codex 0.171.0: 403 (and 401, 402) is an "unexpected status" it retries 5 times; 429 with type
+ *   `insufficient_quota` is not retried but is shown as its own "Quota exceeded. Check your plan
+ *   and billing details." (our message lost); 400 is an invalid request: not retried, body shown.
+ *   Hence 400 with OpenAI's quota type and code.
+ * - Gemini CLI 0.61.0: retries 429 and 5xx only; 403 `PERMISSION_DENIED` fails at once.
+ */
+
+export type RefusalKind = 'budget' | 'not-found' | 'too-large' | 'bad-gateway' | 'timeout';
+
+export interface VendorError {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const STATUS: Record<RefusalKind, Record<ModelApi, number>> = {
+  budget: { anthropic: 403, openai: 400, gemini: 403 },
+  'not-found': { anthropic: 404, openai: 404, gemini: 404 },
+  'too-large': { anthropic: 413, openai: 413, gemini: 413 },
+  'bad-gateway': { anthropic: 502, openai: 502, gemini: 502 },
+  timeout: { anthropic: 504, openai: 504, gemini: 504 },
+};
+
+/** Anthropic's `error.type` values (https://docs.anthropic.com/en/api/errors). */
+const ANTHROPIC_TYPE: Record<RefusalKind, string> = {
+  budget: 'permission_error',
+  'not-found': 'not_found_error',
+  'too-large': 'request_too_large',
+  'bad-gateway': 'api_error',
+  timeout: 'api_error',
+};
+
+/** OpenAI's `error.type` / `error.code` (https://platform.openai.com/docs/guides/error-codes). */
+const OPENAI_TYPE: Record<RefusalKind, [string, string | null]> = {
+  budget: ['insufficient_quota', 'insufficient_quota'],
+  'not-found': ['invalid_request_error', 'not_found'],
+  'too-large': ['invalid_request_error', 'request_too_large'],
+  'bad-gateway': ['server_error', null],
+  timeout: ['server_error', 'timeout'],
+};
+
+/** Google's canonical status names (https://cloud.google.com/apis/design/errors). */
+const GEMINI_STATUS: Record<RefusalKind, string> = {
+  budget: 'PERMISSION_DENIED',
+  'not-found': 'NOT_FOUND',
+  'too-large': 'INVALID_ARGUMENT',
+  'bad-gateway': 'UNAVAILABLE',
+  timeout: 'DEADLINE_EXCEEDED',
+};
+
+function bodyOf(api: ModelApi, kind: RefusalKind, status: number, message: string): unknown {
+  switch (api) {
+    case 'anthropic':
+      return { type: 'error', error: { type: ANTHROPIC_TYPE[kind], message } };
+    case 'openai': {
+      const [type, code] = OPENAI_TYPE[kind];
+      return { error: { message, type, param: null, code } };
+    }
+    case 'gemini':
+      return { error: { code: status, message, status: GEMINI_STATUS[kind] } };
+  }
+}
+
+export function vendorError(api: ModelApi, kind: RefusalKind, message: string): VendorError {
+  const status = STATUS[kind][api];
+  const body = `${JSON.stringify(bodyOf(api, kind, status, message))}\n`;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+  };
+  // Upstream trouble may pass; our refusals will not: tell the Anthropic SDK not to retry them.
+  if (api === 'anthropic')
+    headers['x-should-retry'] = kind === 'bad-gateway' || kind === 'timeout' ? 'true' : 'false';
+  return { status, headers, body };
+}
+
+/**
+ * The API a request speaks, from its shape, for answering before a route is known: Gemini's paths
+ * and key header, Anthropic's key header or `anthropic-version`, else OpenAI.
+ */
+export function guessApi(path: string, headers: IncomingHttpHeaders): ModelApi {
+  if (headers['x-goog-api-key'] !== undefined || /^\/v1(beta|alpha)?\/models\/[^/]+:/.test(path)) {
+    return 'gemini';
+  }
+  if (headers['x-api-key'] !== undefined || headers['anthropic-version'] !== undefined) return 'anthropic';
+  return 'openai';
+}
