@@ -6,9 +6,15 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, unlinkSync } from 'node:fs';
 
-const [envFile, binary, ...args] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+// `--sandboxed`: the binary is bwrap, which forwards no signal and SIGKILLs its sandbox when it
+// dies; signals go to the processes inside instead, so the engine can stop cleanly.
+const sandboxed = argv[1] === '--sandboxed';
+const [envFile, binary, ...args] = sandboxed ? [argv[0], ...argv.slice(2)] : argv;
 if (!envFile || !binary) {
-  process.stderr.write('the-loop-launch: usage: the-loop-launch.js <env-file> <binary> [args…]\n');
+  process.stderr.write(
+    'the-loop-launch: usage: the-loop-launch.js <env-file> [--sandboxed] <binary> [args…]\n',
+  );
   process.exit(64);
 }
 let env;
@@ -25,7 +31,13 @@ try {
   }
 }
 const child = spawn(binary, args, { stdio: 'inherit', env });
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+const forward = sandboxed
+  ? async (signal) => {
+      const { signalSandboxed } = await import('../dist/sandbox/signal.js');
+      if (child.pid === undefined || signalSandboxed(child.pid, signal) === 0) child.kill(signal);
+    }
+  : (signal) => child.kill(signal);
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => void forward(signal));
 child.on('error', (error) => {
   process.stderr.write(`the-loop-launch: cannot start ${binary}: ${error.code ?? error.message}\n`);
   process.exit(127);

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { type LoadedConfig, loadConfig } from './config/load.js';
+import { TOKEN_PATTERN } from './core/capability-token.js';
 import { Ledger } from './ledger/ledger.js';
 import { pricesFromConfig, priceTable } from './ledger/pricing.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
@@ -32,6 +33,8 @@ export function openBase(options: AppOptions): Base {
   const loaded = loadConfig(options);
   const scrubber = new SecretScrubber();
   for (const value of loaded.secretValues) scrubber.add(value);
+  // The gateway's capability tokens, whichever process minted them.
+  scrubber.addPattern(TOKEN_PATTERN);
   const logSink = fileSink(loaded.logFile);
   const logger = createLogger({
     level: loaded.config.log.level,

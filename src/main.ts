@@ -18,6 +18,7 @@ import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
+import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { pidAlive, processStartTime } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
@@ -48,6 +49,8 @@ export interface App {
   turns: TurnService;
   /** The OpenTelemetry meter's receiver (routes for the daemon's server, env for opted-in engines). */
   telemetry: TelemetryReceiver;
+  /** The gateway, its tokens, and each turn's engine preparation (sandbox, permission mode). */
+  guard: Guard;
   dispose(): void;
 }
 
@@ -57,7 +60,20 @@ export { registryPath } from './base.js';
 export function createApp(options: AppOptions): App {
   const base = openBase(options);
   const { loaded, scrubber, logger, db, ledger } = base;
-  const store = new SqliteSessionStore(db, { scrub: scrubber.scrub });
+  const registry = new SqliteSessionStore(db, { scrub: scrubber.scrub });
+  const policyFor = (workItem: string) => policyOf(loaded.config, workItem);
+  const guard = createGuard({
+    loaded,
+    env: options.env,
+    db,
+    store: registry,
+    ledger,
+    logger,
+    scrub: scrubber.scrub,
+    policyFor,
+  });
+  // Every path that ends a session revokes its capability tokens.
+  const store = revokingStore(registry, guard.tokens, logger);
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   // A turn whose owning process died is lost. Its engine may still run (it leads its own process
   // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
@@ -110,7 +126,7 @@ export function createApp(options: AppOptions): App {
       preset.policyHook === 'claude-pretooluse'
         ? writePolicyHook({
             dir: join(loaded.dataDir, 'sessions', session.slug),
-            policy: policyOf(loaded.config, session.workItem),
+            policy: policyFor(session.workItem),
             workspace: session.cwd,
             node: process.execPath,
             hookScript: fileURLToPath(new URL('../bin/the-loop-policy-hook.js', import.meta.url)),
@@ -120,7 +136,7 @@ export function createApp(options: AppOptions): App {
       auditTurn(
         {
           db,
-          policyFor: (workItem) => policyOf(loaded.config, workItem),
+          policyFor,
           refusedIn: (session) => readRefusals(join(loaded.dataDir, 'sessions', session.slug)),
           holdForBreach: (id, hold) => store.setHold(id, hold),
           holdUnaccounted: (id, hold) => store.setHold(id, hold),
@@ -140,8 +156,10 @@ export function createApp(options: AppOptions): App {
       return payerOf(credential, env, salt);
     },
     telemetry,
+    prepareEngine: (input) => guard.prepare(input),
   });
   return {
+    guard,
     loaded,
     logger,
     scrubber,
@@ -388,6 +406,14 @@ export async function startDaemon(app: App): Promise<Daemon> {
     );
   }
   app.telemetry.listenAt(server.url);
+  try {
+    await app.guard.gateway.start({ fallback: true });
+  } catch (error) {
+    await server.close();
+    app.telemetry.listenAt(undefined);
+    lock.release();
+    throw error;
+  }
   dispatcher.start();
   app.logger.info('daemon started', { url: server.url });
   return {
@@ -399,6 +425,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);
       await server.close();
+      await app.guard.gateway.stop();
       app.telemetry.listenAt(undefined);
       lock.release();
       app.logger.info('daemon stopped');

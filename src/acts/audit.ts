@@ -4,16 +4,18 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import type { Logger } from '../log/logger.js';
 import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
+import { type ActOutcome, listActs, saveActs } from './act-store.js';
 import { classifyToolUse } from './classify.js';
 import { decide, type Policy } from './policy.js';
-import type { ActDetail, ActKind, ClassifiedAct, ClassifyContext } from './types.js';
+import type { ActKind, ClassifiedAct, ClassifyContext } from './types.js';
+
+export { type ActFilter, type ActOutcome, type ActRecord, listActs, saveActs } from './act-store.js';
 
 /**
  * The acts audit of a turn: every consequential act found in its tool uses, settled with the tool's
  * result, and judged against the repository's policy. A denied act that happened (or may have: no
  * result was seen) is a breach; one the PreToolUse hook stopped is `blocked`.
  */
-export type ActOutcome = 'succeeded' | 'failed' | 'blocked' | 'unknown';
 
 /** Starts the reason the policy hook gives the agent (and Claude puts in the tool result). */
 export const POLICY_MARKER = '[the-loop policy]';
@@ -36,6 +38,8 @@ export function actsOfEvents(
   policy: Policy,
   /** The tool calls the policy hook refused: its own record, never a tool result's text. */
   refused: ReadonlySet<string> = new Set(),
+  /** The gateway served the turn: acts that take effect at the wire are judged there, not here. */
+  atWire = false,
 ): SettledAct[] {
   const results = new Map<string, Extract<TurnEvent, { type: 'tool-result' }>>();
   for (const e of events) if (e.type === 'tool-result' && e.id) results.set(e.id, e);
@@ -64,12 +68,32 @@ export function actsOfEvents(
         rule: v.rule,
         reason: v.reason,
         // Denied and not stopped by the hook: a breach. A failed result does not prove the act did
-        // not happen (`git push && false`), so a person looks at it too.
-        breach: v.verdict === 'deny' && outcome !== 'blocked',
+        // not happen (`git push && false`), so a person looks at it too — unless it can only take
+        // effect through the gateway, which judged it where it happened (its own record is certain).
+        breach: v.verdict === 'deny' && outcome !== 'blocked' && !(atWire && takesEffectAtWire(act)),
       });
     }
   }
   return out;
+}
+
+/** Kinds of act that reach GitHub only through git or the API, which the gateway sees. */
+const WIRE_KINDS: ReadonlySet<ActKind> = new Set<ActKind>([
+  'git-push',
+  'git-force-push',
+  'git-push-tags',
+  'git-delete-branch',
+  'pr-merge',
+  'gh-api-merge',
+  'release-create',
+  'repo-delete',
+  'protection-change',
+  'workflow-dispatch',
+]);
+
+/** Whether an act takes effect only through the gateway (a local branch deletion does not). */
+export function takesEffectAtWire(act: Pick<ClassifiedAct, 'kind' | 'detail'>): boolean {
+  return WIRE_KINDS.has(act.kind) && act.detail.local !== true && act.detail.remoteTracking !== true;
 }
 
 /** Tool inputs that may switch the checked-out branch (git checkout/switch/rebase/branch -m, gh pr checkout…). */
@@ -101,153 +125,6 @@ export function currentBranchOf(cwd: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-export interface ActRecord {
-  id: number;
-  turnId: number;
-  turnSeq: number | null;
-  sessionId: string;
-  workItem: string;
-  engine: string;
-  runner: string;
-  seq: number;
-  toolUseId: string | null;
-  tool: string;
-  kind: ActKind;
-  command: string;
-  detail: ActDetail;
-  evasion: string | null;
-  outcome: ActOutcome;
-  verdict: 'allow' | 'deny';
-  rule: string | null;
-  breach: boolean;
-  at: string;
-}
-
-interface ActRow {
-  id: number;
-  turn_id: number;
-  turn_seq: number | null;
-  session_id: string;
-  work_item: string;
-  engine: string;
-  runner: string;
-  seq: number;
-  tool_use_id: string | null;
-  tool: string;
-  kind: ActKind;
-  command: string;
-  detail: string;
-  evasion: string | null;
-  outcome: ActOutcome;
-  verdict: 'allow' | 'deny';
-  rule: string | null;
-  breach: number;
-  at: string;
-}
-
-const toRecord = (r: ActRow): ActRecord => ({
-  id: r.id,
-  turnId: r.turn_id,
-  turnSeq: r.turn_seq,
-  sessionId: r.session_id,
-  workItem: r.work_item,
-  engine: r.engine,
-  runner: r.runner,
-  seq: r.seq,
-  toolUseId: r.tool_use_id,
-  tool: r.tool,
-  kind: r.kind,
-  command: r.command,
-  detail: JSON.parse(r.detail) as ActDetail,
-  evasion: r.evasion,
-  outcome: r.outcome,
-  verdict: r.verdict,
-  rule: r.rule,
-  breach: r.breach === 1,
-  at: r.at,
-});
-
-/** Store a turn's acts (idempotent per turn and position). Text passes through `scrub` first. */
-export function saveActs(
-  db: Db,
-  turn: { id: number; sessionId: string; workItem: string; engine: string; runner: string; at: string },
-  acts: readonly SettledAct[],
-  scrub: (text: string) => string,
-): void {
-  const insert = db.prepare(
-    `INSERT INTO acts (turn_id, session_id, work_item, engine, runner, seq, tool_use_id, tool, kind, command,
-       detail, evasion, outcome, verdict, rule, breach, at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (turn_id, seq) DO NOTHING`,
-  );
-  db.transaction(() => {
-    for (const a of acts) {
-      insert.run(
-        turn.id,
-        turn.sessionId,
-        turn.workItem,
-        turn.engine,
-        turn.runner,
-        a.seq,
-        a.toolUseId,
-        a.tool.slice(0, 200),
-        a.kind,
-        scrub(a.command),
-        scrub(JSON.stringify(a.detail)),
-        a.evasion ?? null,
-        a.outcome,
-        a.verdict,
-        a.rule,
-        a.breach ? 1 : 0,
-        turn.at,
-      );
-    }
-  })();
-}
-
-export interface ActFilter {
-  workItem?: string | undefined;
-  sessionId?: string | undefined;
-  kind?: ActKind | undefined;
-  since?: Date | undefined;
-  turnId?: number | undefined;
-  breachesOnly?: boolean | undefined;
-  limit?: number | undefined;
-}
-
-export function listActs(db: Db, filter: ActFilter = {}): ActRecord[] {
-  const where: string[] = [];
-  const args: Record<string, unknown> = {};
-  if (filter.workItem) {
-    where.push('a.work_item = @workItem');
-    args.workItem = filter.workItem;
-  }
-  if (filter.sessionId) {
-    where.push('a.session_id = @sessionId');
-    args.sessionId = filter.sessionId;
-  }
-  if (filter.kind) {
-    where.push('a.kind = @kind');
-    args.kind = filter.kind;
-  }
-  if (filter.since) {
-    where.push('a.at >= @since');
-    args.since = filter.since.toISOString();
-  }
-  if (filter.turnId !== undefined) {
-    where.push('a.turn_id = @turnId');
-    args.turnId = filter.turnId;
-  }
-  if (filter.breachesOnly) where.push('a.breach = 1');
-  const rows = db
-    .prepare(
-      `SELECT a.*, t.seq AS turn_seq FROM acts a LEFT JOIN turns t ON t.id = a.turn_id
-       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY a.at DESC, a.id DESC LIMIT @limit`,
-    )
-    .all({ ...args, limit: filter.limit ?? 1000 }) as ActRow[];
-  return rows.map(toRecord);
 }
 
 export interface AuditDeps {
@@ -285,7 +162,9 @@ export function auditTurn(
     // going anywhere, protected branches included).
     currentBranch: mayChangeBranch(events) ? undefined : (deps.currentBranch ?? currentBranchOf)(session.cwd),
   };
-  const acts = actsOfEvents(events, ctx, policy, deps.refusedIn?.(session));
+  // Only inside the sandbox is the gateway the one way out: elsewhere a push to a local path takes effect too.
+  const atWire = turn.guard?.gateway.github === true && turn.guard.sandbox === 'bwrap';
+  const acts = actsOfEvents(events, ctx, policy, deps.refusedIn?.(session), atWire);
   if (acts.length === 0) return acts;
   const at = turn.endedAt ?? new Date().toISOString();
   saveActs(

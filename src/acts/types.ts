@@ -142,8 +142,16 @@ export interface ActDetail {
   draft?: boolean;
   prerelease?: boolean;
   workflow?: string;
-  /** Which command or path produced the act when it is not the obvious one (`gh api`, `curl`, `gh pr close`). */
+  /** Which command or path produced the act when it is not the obvious one (`gh api`, `curl`, `gh pr close`, `git-receive-pack`, `REST`, `GraphQL`). */
   via?: string;
+  // ── seen on the wire (the gateway)
+  /** The full ref name a ref update named (`refs/heads/main`). */
+  ref?: string;
+  /** A ref update's old and new object ids (all zeros: created / deleted). */
+  oldOid?: string;
+  newOid?: string;
+  /** The upstream's HTTP status, or its report for the ref (`ok`, `ng <reason>`). */
+  upstream?: string;
   // ── publish
   /** npm, pnpm, yarn, bun, cargo, twine, poetry, gem, docker, … */
   manager?: string;

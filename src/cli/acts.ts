@@ -41,11 +41,11 @@ export function actsCommand(app: Pick<Base, 'db'>, io: Io, options: ActsOptions)
   const breaches = acts.filter((a) => a.breach).length;
   const blocked = acts.filter((a) => a.outcome === 'blocked').length;
   io.out(
-    `${acts.length} act${acts.length === 1 ? '' : 's'}${acts.length === filter.limit ? ` (the newest ${filter.limit}; --limit for more)` : ''} · ${breaches} breach${breaches === 1 ? '' : 'es'} · ${blocked} blocked before they ran\n`,
+    `${acts.length} act${acts.length === 1 ? '' : 's'}${acts.length === filter.limit ? ` (the newest ${filter.limit}; --limit for more)` : ''} · ${breaches} breach${breaches === 1 ? '' : 'es'} · ${blocked} blocked before they took effect\n`,
   );
   if (acts.length === 0) return EXIT.ok;
   io.out('\n');
-  io.out(table(['WHEN', 'WORK ITEM', 'TURN', 'ACT', 'OUTCOME', 'POLICY', 'COMMAND'], acts.map(row)));
+  io.out(table(['WHEN', 'WORK ITEM', 'TURN', 'ACT', 'OUTCOME', 'POLICY', 'SEEN', 'WHAT'], acts.map(row)));
   if (breaches > 0) {
     io.out(
       '\nA breach holds its session: nothing more is delivered to it until `the-loop sessions resume <work-item>`.\n',
@@ -62,6 +62,8 @@ function row(a: ActRecord): string[] {
     `${a.kind}${a.evasion ? ` (via ${a.evasion})` : ''}`,
     a.outcome,
     a.breach ? `BREACH (${a.rule ?? 'deny'})` : a.verdict === 'deny' ? `denied (${a.rule ?? ''})` : 'allowed',
+    // wire: the gateway saw it (certain); command: read from the turn's commands (best effort).
+    a.source === 'wire' ? 'gateway' : 'command',
     oneLine(a.command, 80),
   ];
 }

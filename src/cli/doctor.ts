@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
+import type { Config } from '../config/schema.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import { Tmux } from '../runners/tmux/tmux.js';
+import { formatGuardReport, guardReport } from './doctor-guard.js';
 import { table } from './format.js';
 import { EXIT, type Io } from './io.js';
 
@@ -73,8 +75,10 @@ export async function doctorCommand(
   defaultEngine: string,
   io: Io,
   options: { json?: boolean },
+  config?: Config,
 ): Promise<number> {
   const checks = await checkEngines(engines, io.env, io.cwd);
+  const guard = config ? guardReport(config, engines, io.env) : undefined;
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 20;
   const defaultFound = checks.find((c) => c.engine === defaultEngine)?.path != null;
   const tmuxVersion = await new Tmux().version();
@@ -86,7 +90,7 @@ export async function doctorCommand(
   };
   if (options.json) {
     io.out(
-      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, tmux, engines: checks }, null, 2)}\n`,
+      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, tmux, engines: checks, guard }, null, 2)}\n`,
     );
     return defaultFound && nodeOk ? EXIT.ok : EXIT.failed;
   }
@@ -106,6 +110,7 @@ export async function doctorCommand(
       ]),
     ),
   );
+  if (guard) io.out(`\n${formatGuardReport(guard)}`);
   const missing = checks.filter((c) => !c.path);
   if (missing.length) {
     io.out('\nTo install the missing engines:\n');

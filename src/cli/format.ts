@@ -1,6 +1,6 @@
 import type { Usage } from '../engines/protocols/types.js';
 import { totalTokens } from '../ledger/usage.js';
-import type { TurnRecord } from '../sessions/types.js';
+import type { TurnGuard, TurnRecord } from '../sessions/types.js';
 
 export const formatInt = (n: number): string => n.toLocaleString('en-US');
 
@@ -59,3 +59,20 @@ export function table(headers: string[], rows: string[][]): string {
 }
 
 export { oneLine } from '../core/text.js';
+
+/** What a turn's engine ran under, in one line: sandbox, gateway, permission mode, credentials by kind. */
+export function formatGuard(guard: TurnGuard | null): string {
+  if (!guard) return 'not recorded';
+  const parts = [
+    guard.sandbox === 'bwrap' ? 'sandbox bwrap' : 'NO sandbox',
+    guard.gateway.model || guard.gateway.github
+      ? `gateway (${[guard.gateway.model ? 'model API' : '', guard.gateway.github ? 'git + GitHub' : ''].filter(Boolean).join(', ')})`
+      : 'no gateway',
+    `permissions ${guard.permissions}`,
+  ];
+  for (const c of guard.credentials) {
+    const where = c.held === 'gateway' ? 'held by the gateway' : "in the engine's environment";
+    parts.push(`${c.name}: ${c.kind}${c.env ? ` (${c.env})` : ''} ${where}`);
+  }
+  return parts.join(' · ');
+}

@@ -307,6 +307,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
           loaded.config.defaults.engine,
           io,
           opts,
+          loaded.config,
         ),
       );
     });

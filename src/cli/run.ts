@@ -7,7 +7,7 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
 import { type HttpServer, startHttpServer } from '../web/server.js';
-import { formatCost, formatDuration, formatTokens, oneLine, turnDurationMs } from './format.js';
+import { formatCost, formatDuration, formatGuard, formatTokens, oneLine, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
 
 export interface RunOptions {
@@ -36,6 +36,12 @@ export function describeEvent(event: TurnEvent): string | null {
       return `  ! engine error: ${oneLine(event.message, 400)}`;
     case 'diagnostic':
       return `  ? ${oneLine(event.message, 300)}`;
+    case 'tool-refused':
+      return `  ⚠ the engine refused ${oneLine(event.tool, 60)} ${oneLine(JSON.stringify(event.input ?? null), 160)} (its permission mode)`;
+    case 'attention':
+      return event.waiting
+        ? `  ⏸ waiting for a person: ${oneLine(event.message ?? 'a permission prompt', 200)}`
+        : '  ▶ going on';
   }
 }
 
@@ -154,6 +160,7 @@ async function dispatchOwn(
     stopOrphanEngines(app);
     await reconcile(app, workItem);
     telemetry = await receiveTelemetry(app);
+    await app.guard.gateway.start({ fallback: true });
     // Only this work item, and nothing that arrived after this delivery: later deliveries are left
     // for whoever dispatches next, so stopping here never cancels someone else's turn.
     const running = createDispatcher(app, {
@@ -174,6 +181,7 @@ async function dispatchOwn(
     await dispatcher?.stop(0);
     await telemetry?.close();
     app.telemetry.listenAt(undefined);
+    await app.guard.gateway.stop();
     release();
   }
 }
@@ -274,6 +282,8 @@ function report(app: App, io: Io, deliveryId: string, options: RunOptions, start
       `${mark} turn ${turn.seq} ${turn.status} · ended by ${turn.endReason} · ${took} · ${formatTokens(turn.usage)} · ${formatCost(turn)}\n`,
     );
     if (turn.error) io.out(`  error: ${oneLine(turn.error, 1000)}\n`);
+    io.out(`  guard: ${formatGuard(turn.guard)}\n`);
+    for (const warning of turn.warnings) io.out(`  ⚠ ${oneLine(warning, 1000)}\n`);
   }
   return turn.status === 'succeeded' ? EXIT.ok : EXIT.failed;
 }

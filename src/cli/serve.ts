@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_PATH } from '../config/load.js';
+import { sandboxMode } from '../guard/prepare.js';
 import { type AppOptions, createApp, startDaemon } from '../main.js';
+import { detectBwrap } from '../sandbox/detect.js';
 import { writeStarterConfig } from './config.js';
 import { checkEngines } from './doctor.js';
 import { EXIT, type Io } from './io.js';
@@ -41,6 +43,17 @@ export async function serveCommand(
     io.out(`  config    ${loaded.path ?? '(defaults)'}\n`);
     io.out(`  data dir  ${loaded.dataDir}\n`);
     io.out(`  secret    webhook.secret in the config (not shown)\n`);
+    const gateway = app.guard.gateway.endpoint();
+    io.out(
+      `  gateway   ${gateway ? `${gateway.url} · gh socket ${gateway.socketPath ?? 'none'}` : 'off (gateway.enabled: false): engines hold their credentials'}\n`,
+    );
+    const sandbox = sandboxMode({
+      config: loaded.config,
+      bwrap: () => detectBwrap({ path: loaded.config.sandbox.bwrap, env: io.env }),
+    });
+    io.out(`  sandbox   ${sandbox.mode === 'bwrap' ? `bubblewrap (${sandbox.path})` : 'NONE'}\n`);
+    // Said at every start, on stderr too: engines run with no sandbox.
+    if (sandbox.note) io.err(`the-loop: warning: ${sandbox.note}\n`);
     io.out(
       `  repos     ${repos.length ? repos.join(', ') : 'none configured: every event will be rejected until you add repos:'}\n`,
     );

@@ -9,7 +9,15 @@ import { planKeys, type SentKey } from '../runners/keys.js';
 import type { Runner } from '../runners/runner.js';
 import { Tmux } from '../runners/tmux/tmux.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
-import { formatCost, formatDuration, formatTokens, oneLine, table, turnDurationMs } from './format.js';
+import {
+  formatCost,
+  formatDuration,
+  formatGuard,
+  formatTokens,
+  oneLine,
+  table,
+  turnDurationMs,
+} from './format.js';
 import { EXIT, type Io } from './io.js';
 import { describeEvent } from './run.js';
 
@@ -102,7 +110,7 @@ export function listSessions(
         s.engine,
         s.runner,
         s.tmuxTarget ?? '-',
-        m.running ? 'running' : s.hold ? s.hold.kind : s.status,
+        s.waiting ? 'waiting for a person' : m.running ? 'running' : s.hold ? s.hold.kind : s.status,
         String(m.turns),
         m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
         m.lastTurnAt ?? '-',
@@ -135,7 +143,8 @@ export function showSession(
     `  engine id   ${session.engineSessionId ?? '(not yet known)'}`,
     `  cwd         ${session.cwd}`,
     `  credential  ${session.credentialKind ? `${session.credentialKind} via ${session.credentialEnv}` : 'none found in the environment (the engine uses its own login, if any)'}`,
-    `  status      ${summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}${session.hold ? ` · held, ${session.hold.kind}: ${session.hold.reason}` : ''}`,
+    `  guard       ${formatGuard(turns.at(-1)?.guard ?? null)}`,
+    `  status      ${session.waiting ? `waiting for a person since ${session.waiting.since}: ${oneLine(session.waiting.message, 200)}` : summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}${session.hold ? ` · held, ${session.hold.kind}: ${session.hold.reason}` : ''}`,
     `  created     ${session.createdAt}${session.closedAt ? ` · closed ${session.closedAt}` : ''}`,
     `  usage       ${summary.usage ? formatTokens(summary.usage) : 'unknown'}${summary.unmeteredTurns ? ` · ${summary.unmeteredTurns} turn(s) unmetered, not included` : ''}`,
     '',
@@ -147,13 +156,16 @@ export function showSession(
       `  ${t.seq}. ${t.status} · ${t.endReason ?? 'running'} · ${t.startedAt}${took === null ? '' : ` · ${formatDuration(took)}`} · ${formatTokens(t.usage)} · ${formatCost(t)}`,
     );
     if (t.error) lines.push(`     error: ${t.error.split('\n')[0]}`);
+    for (const warning of t.warnings) lines.push(`     ⚠ ${oneLine(warning, 300)}`);
     for (const a of acts.filter((x) => x.turnId === t.id).reverse()) {
       const policy = a.breach
         ? `BREACH (${a.rule})`
         : a.verdict === 'deny'
           ? `denied (${a.rule})`
           : 'allowed';
-      lines.push(`     act: ${a.kind} · ${a.outcome} · ${policy} · ${oneLine(a.command, 100)}`);
+      lines.push(
+        `     act: ${a.kind} · ${a.outcome} · ${policy} · ${a.source === 'wire' ? 'at the gateway' : 'from a command'} · ${oneLine(a.command, 100)}`,
+      );
     }
   }
   if (turns.length === 0) lines.push('  (none)');

@@ -51,7 +51,9 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path =
 /** Replace every `env:NAME` string by the variable's value; report unset ones by key path. */
 /** Config keys whose values are secrets: engine environments and the webhook secret. */
 export const isSecretPath = (path: Path): boolean =>
-  (path[0] === 'engines' && path[2] === 'env') || (path[0] === 'webhook' && path[1] === 'secret');
+  (path[0] === 'engines' && path[2] === 'env') ||
+  (path[0] === 'webhook' && path[1] === 'secret') ||
+  path[0] === 'credentials';
 
 export function resolveEnvRefs(
   value: unknown,
@@ -186,6 +188,11 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
     );
   }
   const config = parsed.data;
+  // A credential written into the file itself is as secret as one read through env:.
+  for (const value of Object.values(config.credentials)) {
+    const text = typeof value === 'string' ? value : value?.value;
+    if (text && !secretValues.includes(text)) secretValues.push(text);
+  }
   // Merge what the file actually says (not the parsed override, whose defaults would replace the
   // built-in preset's fields), then validate the merged preset as a whole.
   const rawEngines = ((resolved as { engines?: Record<string, EngineOverride> }).engines ?? {}) as Record<

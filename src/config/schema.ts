@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { policySchema } from '../acts/policy.js';
 import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
+import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
 
 /**
  * `.the-loop/config.yaml`. Every field has a default, so an empty file (or none) is a valid config.
@@ -331,6 +332,9 @@ export const configSchema = z
       .describe(
         'The merge policy of every repository: protected branches and, per kind of act (push, merge, publish…), allow / deny / deny-protected. Enforced before the act where the engine has a pre-tool hook (Claude Code), else recorded as a breach that pauses the session.',
       ),
+    gateway: gatewaySchema,
+    credentials: credentialsSchema,
+    sandbox: sandboxSchema,
     engines: z
       .record(
         z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'engine names are lower-case [a-z0-9-]'),

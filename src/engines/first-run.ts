@@ -10,6 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { isTokenShaped } from '../core/capability-token.js';
 import { LoopError } from '../core/errors.js';
 
 /**
@@ -22,8 +23,8 @@ import { LoopError } from '../core/errors.js';
  * it asks whether to trust the folder. Its config file is `$CLAUDE_CONFIG_DIR/.claude.json`, or
  * `~/.claude.json` when that variable is not set. The bypass-permissions warning is answered in the
  * generated `--settings` file instead (runners/tmux/claude-hooks.ts). The custom-API-key dialog is not
- * answered here: approving a key means storing part of it, so the TUI is given a bearer token
- * (ANTHROPIC_AUTH_TOKEN) or an operator approves the key once.
+ * answered for a real key: approving a key means storing part of it. It is answered for the gateway's
+ * capability token, which is what the TUI holds when the gateway serves it.
  */
 export type FirstRunKind = 'claude';
 
@@ -100,6 +101,22 @@ export function answerFirstRun(
       changed.push(`trusted ${dir}`);
     }
     projects[dir] = entry;
+  }
+  // The custom-API-key dialog: answered for the gateway's capability token only (approving a real
+  // key would store part of it). Claude Code keeps the last 20 characters of an approved key.
+  const key = env.ANTHROPIC_API_KEY;
+  if (key && isTokenShaped(key)) {
+    const responses = isObject(config.customApiKeyResponses) ? config.customApiKeyResponses : {};
+    const approved = Array.isArray(responses.approved)
+      ? responses.approved.filter((k) => typeof k === 'string')
+      : [];
+    const suffix = key.slice(-20);
+    if (!approved.includes(suffix)) {
+      // Earlier sessions' tokens are revoked: keep the list short.
+      responses.approved = [...approved.slice(-19), suffix];
+      config.customApiKeyResponses = responses;
+      changed.push('approved the capability token as the API key');
+    }
   }
   if (changed.length === 0) return undefined;
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });

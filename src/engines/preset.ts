@@ -10,7 +10,7 @@ export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const envName = z.string().regex(ENV_NAME, 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)');
 
 /** The placeholders an argv template may use. Anything else in braces is left as literal text. */
-export const PLACEHOLDERS = ['{sessionId}', '{model}', '{settingsFile}'] as const;
+export const PLACEHOLDERS = ['{sessionId}', '{model}', '{settingsFile}', '{gatewayUrl}'] as const;
 
 export const PROTOCOLS = ['claude-stream-json', 'codex-json', 'gemini-stream-json', 'text'] as const;
 export type ProtocolName = (typeof PROTOCOLS)[number];
@@ -47,6 +47,34 @@ export const headlessSchema = z
       .refine((t) => t.split('{prompt}').length === 2, 'must contain {prompt} exactly once')
       .default('{prompt}')
       .describe('The final argv element; {prompt} is the turn text, e.g. "--prompt={prompt}".'),
+  })
+  .strict();
+
+export const MODEL_API_NAMES = ['anthropic', 'openai', 'gemini'] as const;
+
+export const presetGatewaySchema = z
+  .object({
+    api: z.enum(MODEL_API_NAMES).describe('The model API the engine speaks.'),
+    baseUrlEnv: envName
+      .optional()
+      .describe(
+        'The variable the engine reads its API base URL from: set to the gateway for each session; the value it would have had is where the gateway forwards.',
+      ),
+    upstream: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, 'an http(s) URL')
+      .max(2048)
+      .describe('Where the gateway forwards when baseUrlEnv has no value (e.g. https://api.anthropic.com).'),
+    keyEnv: envName
+      .optional()
+      .describe(
+        'The variable the engine reads its key from (set to the capability token). Default: the credential variable that is set.',
+      ),
+    args: argv
+      .default([])
+      .describe(
+        "Added (headless and TUI) when the gateway serves the engine: {gatewayUrl} is the session's model base URL (it carries no token).",
+      ),
   })
   .strict();
 
@@ -152,6 +180,42 @@ export const presetObjectSchema = z
       .strict()
       .optional()
       .describe('OpenTelemetry metering: how to turn the exporter on, and whether to use it.'),
+    gateway: presetGatewaySchema
+      .optional()
+      .describe(
+        "How the engine reaches its model API through the daemon's gateway (the real key stays in the daemon; the engine gets a capability token). Absent: the engine talks to its API itself, with the credential in its environment.",
+      ),
+    sandbox: z
+      .object({
+        writable: z
+          .array(z.string().min(1).max(4096))
+          .max(64)
+          .default([])
+          .describe(
+            "The engine's own files and directories it must write inside the sandbox (~ and $VAR expand against its environment; an unset variable skips the entry; a trailing / marks a directory that is made when missing, other entries are bound only when they exist).",
+          ),
+      })
+      .strict()
+      .prefault({}),
+    permissions: z
+      .object({
+        mode: z
+          .enum(['auto', 'bypass', 'default'])
+          .default('auto')
+          .describe(
+            "bypass: the engine's own permission prompts are pre-answered (its bypass flags); default: the engine asks, and a headless engine refuses what needs approval; auto: bypass inside the sandbox with the gateway in front (they are the guard), default otherwise.",
+          ),
+        bypass: z
+          .object({
+            args: argv.default([]).describe('Added to headless turns in bypass mode.'),
+            interactiveArgs: argv.default([]).describe('Added to the TUI in bypass mode.'),
+            env: z.record(envName, z.string().max(4096)).default({}).describe('Set in bypass mode.'),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
     pty: z
       .boolean()
       .default(false)

@@ -42,6 +42,32 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     },
     // Headless turns get a PreToolUse hook that refuses what the repository's policy denies.
     policyHook: 'claude-pretooluse',
+    // Claude Code keeps a path prefix in ANTHROPIC_BASE_URL (…/m/<token>/v1/messages) and sends
+    // ANTHROPIC_API_KEY as x-api-key (ANTHROPIC_AUTH_TOKEN / CLAUDE_CODE_OAUTH_TOKEN as a bearer).
+    gateway: { api: 'anthropic', baseUrlEnv: 'ANTHROPIC_BASE_URL', upstream: 'https://api.anthropic.com' },
+    // Its config dir (transcripts, .claude.json) and caches; everything else of HOME is read-only.
+    // A trailing "/" marks a directory made when missing.
+    sandbox: {
+      writable: [
+        '$CLAUDE_CONFIG_DIR/',
+        '~/.claude/',
+        '~/.claude.json',
+        '~/.cache/claude',
+        '~/.cache/claude-cli-nodejs',
+        '~/.local/state/claude',
+        '~/.local/share/claude',
+      ],
+    },
+    // Root may bypass permissions only where it says it is sandboxed (IS_SANDBOX=1). (The TUI's
+    // bypass warning dialog is skipped by the runner's settings file.)
+    permissions: {
+      mode: 'auto',
+      bypass: {
+        args: ['--dangerously-skip-permissions'],
+        interactiveArgs: ['--dangerously-skip-permissions'],
+        env: { IS_SANDBOX: '1' },
+      },
+    },
     // Off by default; `otel: { enabled: true }` meters the session from its OTLP export.
     otel: { enabled: false, signal: 'logs', env: { CLAUDE_CODE_ENABLE_TELEMETRY: '1' } },
     credentials: [
@@ -95,6 +121,23 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     },
     // Codex cannot be given a thread id up front; it announces one in `thread.started`.
     sessionId: 'capture',
+    // Codex ignores OPENAI_BASE_URL for its built-in provider: a custom provider pointed at the
+    // gateway is declared on the command line (no token in it: the key comes from env_key).
+    gateway: {
+      api: 'openai',
+      baseUrlEnv: 'OPENAI_BASE_URL',
+      upstream: 'https://api.openai.com/v1',
+      keyEnv: 'OPENAI_API_KEY',
+      args: [
+        '-c',
+        'model_provider="the-loop"',
+        '-c',
+        'model_providers.the-loop={ name = "the-loop", base_url = "{gatewayUrl}", env_key = "OPENAI_API_KEY", wire_api = "responses" }',
+      ],
+    },
+    sandbox: { writable: ['$CODEX_HOME/', '~/.codex/'] },
+    // Its own sandbox cannot nest inside bubblewrap; ours is the guard then.
+    permissions: { mode: 'auto', bypass: { args: ['--dangerously-bypass-approvals-and-sandbox'] } },
     // On a resumed turn, `turn.completed.usage` is the thread's running total.
     usageScope: 'thread',
     interactive: { args: [] },
@@ -112,7 +155,7 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     install: 'npm install -g @google/gemini-cli',
     protocol: 'gemini-stream-json',
     headless: {
-      args: ['--output-format', 'stream-json', '--yolo', '--skip-trust'],
+      args: ['--output-format', 'stream-json', '--skip-trust'],
       start: ['--session-id', '{sessionId}'],
       resume: ['--resume', '{sessionId}'],
       // One element, `--prompt=<text>`: `-p <text>` fails on text starting with "-", and anything
@@ -122,6 +165,14 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     sessionId: 'assign',
     usageScope: 'turn',
     interactive: { args: ['--session-id', '{sessionId}'] },
+    gateway: {
+      api: 'gemini',
+      baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
+      upstream: 'https://generativelanguage.googleapis.com',
+    },
+    sandbox: { writable: ['$GEMINI_CLI_HOME/', '~/.gemini/'] },
+    // --yolo approves every tool call: only where the sandbox and the gateway guard.
+    permissions: { mode: 'auto', bypass: { args: ['--yolo'], interactiveArgs: ['--yolo'] } },
     // Without it the CLI relaunches itself in a second node process that ignores SIGTERM and
     // outlives a killed parent; with it there is one process to stop.
     env: { GEMINI_CLI_NO_RELAUNCH: 'true' },

@@ -25,6 +25,8 @@ export interface LedgerEntry {
   /** The engine's own figure, when it gave one. */
   engineCostUsd?: number | null | undefined;
   payer: Payer;
+  /** The source ended before its final figures (a cut response): what it got to. */
+  partial?: boolean | undefined;
 }
 
 export interface TurnContext {
@@ -52,6 +54,10 @@ interface ModelPricing {
 export const NO_TELEMETRY_YET =
   'no telemetry from the engine by the end of the turn (removed when its OTLP export arrives)';
 
+/** The reason of a wire-metered turn's drive while no model request of it has been seen. */
+export const NO_WIRE_YET =
+  'no model request of this turn reached the gateway by its end (removed when one is recorded)';
+
 export class Ledger {
   private readonly insert;
   private readonly insertDrive;
@@ -66,8 +72,8 @@ export class Ledger {
     this.insert = db.prepare(
       `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner, model,
          input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
-         cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at, partial)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (meter, source_id) DO UPDATE SET
          -- Claude Code writes a message once per content block while it streams: early copies can
          -- carry a placeholder output count; the largest one seen is the message's.
@@ -95,6 +101,11 @@ export class Ledger {
   /** Telemetry arrived for these turns: they are metered after all (their waiting drives go). */
   telemetryArrived(turnIds: Iterable<number>): void {
     for (const id of new Set(turnIds)) this.settleDrive.run(id, NO_TELEMETRY_YET);
+  }
+
+  /** A model request of these turns went through the gateway: they are metered (waiting drives go). */
+  wireArrived(turnIds: Iterable<number>): void {
+    for (const id of new Set(turnIds)) this.settleDrive.run(id, NO_WIRE_YET);
   }
 
   /** Price an entry: the engine's figure if it gave one, else list price, else unknown (null). */
@@ -190,6 +201,7 @@ export class Ledger {
           e.payer.kind,
           e.payer.id,
           recordedAt,
+          e.partial ? 1 : 0,
           outputUnit,
           outputUnit,
         ).changes;
@@ -217,11 +229,11 @@ export class Ledger {
       payer: turn.payer,
     };
     const entries: LedgerEntry[] = [];
-    if (turn.meter === 'otel') {
-      // The OTLP receiver writes this turn's rows as the engine exports them. None yet: an unmetered
-      // drive until they come (a turn whose telemetry never arrives stays unknown, never $0).
+    if (turn.meter === 'otel' || turn.meter === 'wire') {
+      // The OTLP receiver or the gateway writes this turn's rows as they come. None yet: an
+      // unmetered drive until they do (a turn nothing measured stays unknown, never $0).
       if (this.turnHasRows.get(turn.turnId)) return { inserted: 0, warnings: [], unmetered: false };
-      unmeteredReason = NO_TELEMETRY_YET;
+      unmeteredReason = turn.meter === 'otel' ? NO_TELEMETRY_YET : NO_WIRE_YET;
     } else if (turn.meter === 'transcript') {
       // One row per request: a request's later events (the rest of an output first counted with a
       // placeholder) add up into its row.

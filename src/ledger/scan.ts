@@ -74,7 +74,7 @@ function listFiles(dirs: readonly string[]): string[] {
 }
 
 /** Sessions metered from result events or telemetry: their requests are in the ledger already. */
-const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json', 'otel']);
+const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-json', 'otel', 'wire']);
 
 /**
  * This thread's share of the bytes against a worker's (1): it also inserts every row, which costs

@@ -48,10 +48,20 @@ export function sanitizeForLog(value: unknown, scrub: (text: string) => string, 
  */
 export class SecretScrubber {
   private readonly values = new Set<string>();
+  private readonly patterns: RegExp[] = [];
 
   add(value: string | undefined): void {
     // Very short values would redact ordinary words; credentials are never that short.
     if (value && value.length >= 8) this.values.add(value);
+  }
+
+  /**
+   * Mask every match of a pattern (global), whoever minted it: the gateway's capability tokens have
+   * a fixed shape, so one made by another process (a TUI started by an earlier daemon) is masked too.
+   */
+  addPattern(pattern: RegExp): void {
+    if (!pattern.global) throw new Error('a scrub pattern must be global');
+    this.patterns.push(pattern);
   }
 
   scrub = (text: string): string => {
@@ -59,6 +69,7 @@ export class SecretScrubber {
     for (const value of this.values) {
       if (out.includes(value)) out = out.split(value).join('[secret]');
     }
+    for (const pattern of this.patterns) out = out.replace(pattern, '[token]');
     return out;
   };
 }

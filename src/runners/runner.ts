@@ -27,6 +27,12 @@ export interface RunTurnInput {
    * hooks themselves (the tmux runner's settings file); the process runner gets it through argv.
    */
   preToolHook?: { command: string; matcher: string } | undefined;
+  /**
+   * The sandbox: the command the engine is run under (`bwrap …`, its last argument `--`), the
+   * engine's binary and argv appended. `terminal`: the engine keeps a controlling terminal (a PTY
+   * or a tmux pane). Undefined: the engine runs as it is.
+   */
+  sandbox?: ((options: { terminal: boolean }) => { file: string; args: string[] }) | undefined;
   onEvent: (event: TurnEvent) => void;
   onSpawn?: ((pid: number) => void) | undefined;
   /** adoptTurn: called once the runner has taken the turn over, before it replays the turn's events. */

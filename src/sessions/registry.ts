@@ -12,8 +12,10 @@ import type {
   SessionRecord,
   SessionStatus,
   SessionStore,
+  SessionWaiting,
   StoredEvent,
   TurnEnd,
+  TurnGuard,
   TurnRecord,
   TurnStatus,
 } from './types.js';
@@ -35,6 +37,7 @@ interface SessionRow {
   hold: string | null;
   budget_raise: string | null;
   tmux_target: string | null;
+  waiting: string | null;
   created_at: string;
   updated_at: string;
   closed_at: string | null;
@@ -66,6 +69,8 @@ interface TurnRow {
   cost_usd: number | null;
   cost_basis: 'engine-reported' | null;
   error: string | null;
+  guard: string | null;
+  warnings: string | null;
 }
 
 const toSession = (r: SessionRow): SessionRecord => ({
@@ -85,6 +90,7 @@ const toSession = (r: SessionRow): SessionRecord => ({
   hold: r.hold ? (JSON.parse(r.hold) as SessionHold) : null,
   budgetRaise: r.budget_raise ? (JSON.parse(r.budget_raise) as BudgetRaise) : {},
   tmuxTarget: r.tmux_target,
+  waiting: r.waiting ? (JSON.parse(r.waiting) as SessionWaiting) : null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   closedAt: r.closed_at,
@@ -120,6 +126,8 @@ const toTurn = (r: TurnRow): TurnRecord => ({
   costUsd: r.cost_usd,
   costBasis: r.cost_basis,
   error: r.error,
+  guard: r.guard ? (JSON.parse(r.guard) as TurnGuard) : null,
+  warnings: r.warnings ? (JSON.parse(r.warnings) as string[]) : [],
 });
 
 const isUniqueViolation = (error: unknown): boolean =>
@@ -280,7 +288,13 @@ export class SqliteSessionStore implements SessionStore {
 
   beginTurn(
     sessionId: string,
-    input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
+    input: {
+      promptDigest: string;
+      promptBytes: number;
+      meter: Meter;
+      deliveryId?: string | undefined;
+      guard?: TurnGuard | undefined;
+    },
   ): TurnRecord {
     const begin = this.db.transaction(() => {
       const running = this.db
@@ -304,8 +318,9 @@ export class SqliteSessionStore implements SessionStore {
       ).n;
       const info = this.db
         .prepare(
-          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid, delivery_id)
-           VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`,
+          `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid,
+             delivery_id, guard)
+           VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`,
         )
         .run(
           sessionId,
@@ -316,12 +331,28 @@ export class SqliteSessionStore implements SessionStore {
           input.meter,
           this.options.ownerPid ?? process.pid,
           input.deliveryId ?? null,
+          input.guard ? JSON.stringify(input.guard) : null,
         );
       this.db.prepare('UPDATE sessions SET updated_at = ? WHERE id = ?').run(this.now(), sessionId);
       return Number(info.lastInsertRowid);
     });
     const id = begin.immediate();
     return this.turn(id);
+  }
+
+  currentTurn(sessionId: string): TurnRecord | undefined {
+    const row = this.db
+      .prepare(
+        "SELECT * FROM turns WHERE session_id = ? ORDER BY (status = 'running') DESC, seq DESC LIMIT 1",
+      )
+      .get(sessionId) as TurnRow | undefined;
+    return row ? toTurn(row) : undefined;
+  }
+
+  setWaiting(id: string, waiting: SessionWaiting | null): void {
+    this.db
+      .prepare('UPDATE sessions SET waiting = ?, updated_at = ? WHERE id = ?')
+      .run(waiting ? this.options.scrub(JSON.stringify(waiting)) : null, this.now(), id);
   }
 
   private turn(id: number): TurnRecord {
@@ -356,7 +387,7 @@ export class SqliteSessionStore implements SessionStore {
       .prepare(
         `UPDATE turns SET status = ?, end_reason = ?, ended_at = ?, exit_code = ?, exit_signal = ?, model = ?,
            input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?, reasoning_tokens = ?,
-           cost_usd = ?, cost_basis = ?, error = ?
+           cost_usd = ?, cost_basis = ?, error = ?, warnings = ?
          WHERE id = ?`,
       )
       .run(
@@ -374,6 +405,7 @@ export class SqliteSessionStore implements SessionStore {
         end.costUsd,
         end.costUsd === null ? null : 'engine-reported',
         end.error === null ? null : this.options.scrub(end.error),
+        end.warnings?.length ? this.options.scrub(JSON.stringify(end.warnings)) : null,
         turnId,
       );
     this.eventSeq.delete(turnId);

@@ -13,7 +13,7 @@ import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
 import { recordUnmeteredTurn } from './registry.js';
-import type { SessionRecord, SessionStore, TurnRecord } from './types.js';
+import type { SessionRecord, SessionStore, TurnGuard, TurnRecord } from './types.js';
 
 export interface TurnRequest {
   workItem: string;
@@ -99,6 +99,55 @@ export interface TurnServiceDeps {
   telemetry?:
     | { envFor(sessionId: string, preset: EnginePreset): Record<string, string> | undefined }
     | undefined;
+  /**
+   * What guards the engine: the gateway's token and environment, the sandbox, the permission mode.
+   * Called before the turn is begun (a failure leaves no turn behind). Undefined: the engine runs
+   * with the environment as built.
+   */
+  prepareEngine?: ((input: PrepareEngineInput) => PreparedEngine) | undefined;
+}
+
+export interface PrepareEngineInput {
+  session: SessionRecord;
+  preset: EnginePreset;
+  /** The engine's environment from the allow-list (it may hold real credentials). */
+  env: Record<string, string>;
+}
+
+export interface PreparedEngine {
+  env: Record<string, string>;
+  /** Added to the headless argv and the TUI's. */
+  args: string[];
+  interactiveArgs: string[];
+  sandbox: RunTurnInput['sandbox'];
+  guard: TurnGuard;
+  /** `wire`: the gateway meters the engine's model requests. */
+  meter?: 'wire' | undefined;
+  /** Said at the start of the turn (no sandbox, a credential the gateway cannot hold…). */
+  notes: string[];
+}
+
+/** The preset with arguments added to its headless argv and to its TUI's. */
+function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[]): EnginePreset {
+  if (args.length === 0 && interactiveArgs.length === 0) return preset;
+  return {
+    ...preset,
+    extraArgs: [...preset.extraArgs, ...args],
+    interactive: preset.interactive && {
+      ...preset.interactive,
+      args: [...preset.interactive.args, ...interactiveArgs],
+    },
+  };
+}
+
+/** What a turn says besides its outcome: the tool calls its engine refused (never silent). */
+export function turnWarnings(events: readonly TurnEvent[]): string[] {
+  const refused = events.filter((e) => e.type === 'tool-refused');
+  if (refused.length === 0) return [];
+  const tools = [...new Set(refused.map((e) => e.tool))].slice(0, 5).join(', ');
+  return [
+    `the engine refused ${refused.length} tool call${refused.length === 1 ? '' : 's'} (${tools}) for want of a permission nobody could give: set the engine's permissions.mode, or run it in the sandbox`,
+  ];
 }
 
 /** What a refused adoption reports to `drive` (nothing of it is recorded). */
@@ -277,23 +326,37 @@ export class TurnService {
 
     const caps = capabilitiesOf(preset);
     const runner = this.runner(session.runner);
-    // OpenTelemetry meters headless turns only: a TUI gets its environment once, when it starts, so
-    // its exporter may point at a receiver long gone; the tmux runner meters from the transcript.
-    const otelEnv =
-      session.runner === 'process' ? this.deps.telemetry?.envFor(session.id, preset) : undefined;
-    // The policy hook is written before the turn is begun: a failure to write it leaves no turn behind.
+    // The policy hook, the gateway's token and the sandbox are prepared before the turn is begun: a
+    // failure to prepare them leaves no turn behind.
     const hook = this.deps.policyHook?.(session, preset);
     const headlessHook = hook && session.runner === 'process';
     // A TUI registers it only beside its own Claude settings hooks; elsewhere acts are judged after.
     const tuiHook = hook && session.runner !== 'process' && preset.interactive?.hooks === 'claude-settings';
+    const prepared = this.deps.prepareEngine?.({ session, preset, env: env.env });
+    // OpenTelemetry meters headless turns only: a TUI gets its environment once, when it starts, so
+    // its exporter may point at a receiver long gone; the tmux runner meters from the transcript.
+    // The gateway's wire meter, when it serves the engine, is the only one (nothing counted twice).
+    const otelEnv =
+      session.runner === 'process' && !prepared?.meter
+        ? this.deps.telemetry?.envFor(session.id, preset)
+        : undefined;
     const turn = store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes,
-      meter: otelEnv ? 'otel' : (runner.meterFor?.(preset) ?? caps.meter),
+      meter: prepared?.meter ?? (otelEnv ? 'otel' : (runner.meterFor?.(preset) ?? caps.meter)),
       deliveryId: request.deliveryId,
+      guard: prepared?.guard,
     });
     const log = logger.child({ workItem, session: session.id, turn: turn.seq });
-    log.info('turn started', { engine: session.engine, runner: session.runner, promptBytes });
+    log.info('turn started', {
+      engine: session.engine,
+      runner: session.runner,
+      promptBytes,
+      sandbox: prepared?.guard.sandbox,
+      gateway: prepared?.guard.gateway.model,
+      permissions: prepared?.guard.permissions,
+    });
+    for (const note of prepared?.notes ?? []) log.warn(note);
     // Said, never silent (invariant 7): what the config asks for that this runner cannot do.
     if (preset.otel?.enabled && session.runner !== 'process') {
       log.warn('otel.enabled is not used on this runner: the session is metered from its transcript', {
@@ -311,11 +374,14 @@ export class TurnService {
     return this.drive({
       session,
       turn,
-      preset: headlessHook
-        ? { ...preset, extraArgs: [...preset.extraArgs, '--settings', hook.settingsFile] }
-        : preset,
+      preset: withArgs(
+        preset,
+        [...(prepared?.args ?? []), ...(headlessHook ? ['--settings', hook.settingsFile] : [])],
+        prepared?.interactiveArgs ?? [],
+      ),
       preToolHook: tuiHook ? { command: hook.command, matcher: hook.matcher } : undefined,
-      env: otelEnv ? { ...env.env, ...otelEnv } : env.env,
+      sandbox: prepared?.sandbox,
+      env: { ...(prepared?.env ?? env.env), ...otelEnv },
       prompt: request.prompt,
       created,
       request,
@@ -403,6 +469,7 @@ export class TurnService {
     payer: Payer;
     backstopMs?: number;
     preToolHook?: RunTurnInput['preToolHook'];
+    sandbox?: RunTurnInput['sandbox'];
     start: (input: RunTurnInput) => Promise<RunOutcome>;
   }): Promise<TurnResult> {
     const { store, defaults } = this.deps;
@@ -423,6 +490,7 @@ export class TurnService {
         };
       }
       events.push(event);
+      this.noteAttention(current, event, log);
       if (event.type === 'session') {
         try {
           this.onSessionEvent(current, event.engineSessionId, caps.preassignedId, log);
@@ -455,6 +523,7 @@ export class TurnService {
         signal: request.signal,
         scrub: this.deps.scrub,
         preToolHook: input.preToolHook,
+        sandbox: input.sandbox,
         onEvent,
         onSpawn: (pid) => store.setTurnPid(turn.id, pid),
       });
@@ -487,12 +556,15 @@ export class TurnService {
         usage: usage.usage,
         costUsd: usage.costUsd,
         error: outcome.error,
+        warnings: turnWarnings(events),
       });
     } catch (error) {
       // Never leave a turn `running` with a live owner: that would wedge its session.
       this.failTurn(turn.id, error);
       throw error;
     }
+    this.clearWaiting(session.id, log);
+    for (const warning of finished.warnings) log.warn(warning);
     log.info('turn ended', {
       status: finished.status,
       endReason: finished.endReason,
@@ -615,6 +687,39 @@ export class TurnService {
       }
     } catch (inner) {
       this.deps.logger.error('could not record a failed turn', { turn: turnId, error: inner });
+    }
+  }
+
+  /**
+   * A TUI at a permission prompt waits for a person: the session says so until the engine goes on
+   * (any later progress of the turn, or its end).
+   */
+  private noteAttention(session: SessionRecord, event: TurnEvent, log: Logger): void {
+    try {
+      if (event.type === 'attention' && event.waiting) {
+        this.deps.store.setWaiting(session.id, {
+          since: new Date().toISOString(),
+          message: event.message ?? 'a permission prompt',
+        });
+        log.warn('the engine waits for a person', { message: event.message });
+      } else if (
+        event.type === 'attention' ||
+        event.type === 'tool-result' ||
+        event.type === 'text' ||
+        event.type === 'turn-end'
+      ) {
+        this.clearWaiting(session.id, log);
+      }
+    } catch (error) {
+      log.error('could not record that the engine waits', { error });
+    }
+  }
+
+  private clearWaiting(sessionId: string, log: Logger): void {
+    try {
+      if (this.deps.store.get(sessionId)?.waiting) this.deps.store.setWaiting(sessionId, null);
+    } catch (error) {
+      log.error('could not record that the engine went on', { error });
     }
   }
 

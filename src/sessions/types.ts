@@ -25,7 +25,25 @@ export type EndReason =
   | 'lost'
   | 'untracked';
 /** Where a turn's usage comes from; `none`: nothing measures it (recorded as an unmetered drive). */
-export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'transcript' | 'otel' | 'none';
+export type Meter = 'stream-json' | 'codex-json' | 'gemini-json' | 'transcript' | 'otel' | 'wire' | 'none';
+
+/** What a turn's engine ran under: recorded with the turn, shown by `sessions show` and `run`. */
+export interface TurnGuard {
+  /** `bwrap`: the engine's process tree ran in the bubblewrap sandbox; `none`: it did not. */
+  sandbox: 'bwrap' | 'none';
+  /** The engine reached its model API (`model`) and git and GitHub (`github`) through the gateway. */
+  gateway: { model: boolean; github: boolean };
+  /** `bypass`: the engine's own permission prompts were pre-answered; `default`: the engine asked. */
+  permissions: 'bypass' | 'default';
+  /** Each credential by kind and where it was: held by the gateway, or in the engine's environment. */
+  credentials: Array<{ name: string; kind: string; env?: string | undefined; held: 'gateway' | 'engine' }>;
+}
+
+/** A TUI waiting for a person (its permission prompt is up): since when, and what it said. */
+export interface SessionWaiting {
+  since: string;
+  message: string;
+}
 
 export interface SessionRecord {
   id: string;
@@ -49,6 +67,8 @@ export interface SessionRecord {
   hold: SessionHold | null;
   /** What a person raised this session's ceilings by. */
   budgetRaise: BudgetRaise;
+  /** The TUI waits for a person (a permission prompt): shown as `waiting for a person`. */
+  waiting: SessionWaiting | null;
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
@@ -119,6 +139,10 @@ export interface TurnRecord {
   costUsd: number | null;
   costBasis: 'engine-reported' | null;
   error: string | null;
+  /** What the engine ran under (null: turns recorded before it was kept). */
+  guard: TurnGuard | null;
+  /** What the turn must say besides its outcome (tool calls the engine refused, …). */
+  warnings: string[];
 }
 
 export interface StoredEvent {
@@ -151,6 +175,7 @@ export interface TurnEnd {
   usage: Usage | null;
   costUsd: number | null;
   error: string | null;
+  warnings?: string[] | undefined;
 }
 
 /** The registry as the core sees it. SQLite implements it (sessions/registry.ts). */
@@ -176,8 +201,18 @@ export interface SessionStore {
   clearEvents(turnId: number): void;
   beginTurn(
     sessionId: string,
-    input: { promptDigest: string; promptBytes: number; meter: Meter; deliveryId?: string | undefined },
+    input: {
+      promptDigest: string;
+      promptBytes: number;
+      meter: Meter;
+      deliveryId?: string | undefined;
+      guard?: TurnGuard | undefined;
+    },
   ): TurnRecord;
+  /** The session's running turn, else its latest (what the gateway attributes a request to). */
+  currentTurn(sessionId: string): TurnRecord | undefined;
+  /** A TUI waits for a person (null: it went on). */
+  setWaiting(id: string, waiting: SessionWaiting | null): void;
   /** The turns run for one inbox delivery (normally one; more if a crash interrupted one). */
   turnsForDelivery(deliveryId: string): TurnRecord[];
   setTurnPid(turnId: number, pid: number): void;

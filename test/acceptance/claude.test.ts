@@ -66,8 +66,8 @@ describe('real Claude Code CLI, two turns through `the-loop run`', () => {
     expectCanaryNowhere(run);
   });
 
-  it("records both turns in the usage ledger with the mock's token sums, paid by a fingerprinted key", async () => {
-    await expectLedgerMatches(run, claude, 'stream-json');
+  it("records every model response in the ledger at the wire with the mock's token sums, paid by a fingerprinted key", async () => {
+    await expectLedgerMatches(run, claude, 'wire');
     expectCanaryNowhere(run);
   });
 });

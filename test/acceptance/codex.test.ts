@@ -18,6 +18,8 @@ const codex: EngineUnderTest = {
   prepareHome: prepareCodexHome,
   expectedUsage: openaiUsage,
   credentialHeader: (h) => String(h.authorization ?? '').replace(/^Bearer /, ''),
+  // Codex reads its provider from config.toml; the gateway forwards where OPENAI_BASE_URL says.
+  gatewayEnv: (url) => ({ OPENAI_BASE_URL: `${url}/v1` }),
 };
 
 describe('real Codex CLI, two turns through `the-loop run`', () => {
@@ -58,8 +60,8 @@ describe('real Codex CLI, two turns through `the-loop run`', () => {
     expectCanaryNowhere(run);
   });
 
-  it("records both turns in the usage ledger with the mock's token sums, paid by a fingerprinted key", async () => {
-    await expectLedgerMatches(run, codex, 'codex-json');
+  it("records every model response in the ledger at the wire with the mock's token sums, paid by a fingerprinted key", async () => {
+    await expectLedgerMatches(run, codex, 'wire');
     expectCanaryNowhere(run);
   });
 });

@@ -23,6 +23,11 @@ export interface EngineUnderTest {
   expectedUsage: (reported: MockUsage[]) => Usage;
   /** Header on the mock that carries the credential (to prove it was delivered). */
   credentialHeader: (headers: Record<string, string | string[] | undefined>) => string | undefined;
+  /**
+   * The engine's variables that name its API's base URL when its home does not (Codex reads its
+   * provider from config.toml): where the gateway forwards the engine's model requests.
+   */
+  gatewayEnv?: (mockUrl: string) => Record<string, string>;
 }
 
 export const realBinary = (name: string) => join(NODE_BIN_DIR, name);
@@ -80,10 +85,15 @@ export async function runTwoTurns(
   replies: [string, string],
   /** Added to the engine's config override (e.g. `{ otel: { enabled: true } }`). */
   engineConfig: Record<string, unknown> = {},
+  /** Added to the top level of the config (e.g. `{ gateway: { enabled: false } }`). */
+  topConfig: Record<string, unknown> = {},
 ): Promise<TwoTurnRun> {
   const root = mkdtempSync(join(tmpdir(), `the-loop-${e.engine}-`));
   const workdir = join(root, 'work');
   mkdirSync(workdir);
+  // The engine runs in the sandbox: the stand-in that records its argv writes only here.
+  const recordDir = join(root, 'record');
+  mkdirSync(recordDir);
   const usage1: MockUsage = { input: 321, output: 12, cacheRead: 40, cacheCreation: 7, reasoning: 3 };
   const usage2: MockUsage = { input: 654, output: 34, cacheRead: 300, cacheCreation: 0, reasoning: 5 };
   const mock = await e.startMock({
@@ -93,7 +103,7 @@ export async function runTwoTurns(
     ],
   });
   const home = e.prepareHome(join(root, 'engine'), mock.url, workdir);
-  const argvFile = join(root, 'argv.jsonl');
+  const argvFile = join(recordDir, 'argv.jsonl');
   const canary = `canary-${e.engine}-${Math.random().toString(36).slice(2)}-SECRET`;
   const configPath = join(root, 'config.yaml');
   writeFileSync(
@@ -101,10 +111,18 @@ export async function runTwoTurns(
     stringify({
       dataDir: 'data',
       defaults: { engine: e.engine, backstopSeconds: 120, killGraceSeconds: 2 },
+      gateway: { port: 0 },
+      sandbox: { writable: [recordDir] },
+      ...topConfig,
       engines: {
         [e.engine]: {
           binary: ARGV_RECORDER,
-          env: { ...home.env, REAL_BINARY: e.realBinary, ARGV_RECORD_FILE: argvFile },
+          env: {
+            ...home.env,
+            ...e.gatewayEnv?.(mock.url),
+            REAL_BINARY: e.realBinary,
+            ARGV_RECORD_FILE: argvFile,
+          },
           ...engineConfig,
         },
       },
@@ -174,7 +192,10 @@ export async function expectLedgerMatches(run: TwoTurnRun, e: EngineUnderTest, m
     notIncluded: { unmeteredCount: number };
   };
   expect(report.total.usage).toEqual(e.expectedUsage(run.mock.reported));
-  expect(report.total).toMatchObject({ rows: 2, turns: 2 });
+  // At the wire every response with usage is a row: side calls too (Gemini's router answers with
+  // zero tokens; the mock reports only model turns).
+  if (meter !== 'wire') expect(report.total).toMatchObject({ rows: 2, turns: 2 });
+  else expect(report.total.turns).toBe(2);
   expect(report.notIncluded.unmeteredCount).toBe(0);
   expect(report.groups).toHaveLength(1);
   expect(report.groups[0]?.key).toMatch(/^api-key key:[0-9a-f]{12}$/);
@@ -186,21 +207,26 @@ export async function expectLedgerMatches(run: TwoTurnRun, e: EngineUnderTest, m
   // The ledger knows where each figure came from: one row per turn of the engine's result meter.
   const db = new Database(join(run.dataDir, 'the-loop.db'), { readonly: true });
   try {
-    const rows = db
-      .prepare('SELECT meter, source_id, payer_kind, cost_usd, cost_basis FROM usage_ledger ORDER BY id')
+    const all = db
+      .prepare(
+        'SELECT meter, source_id, payer_kind, cost_usd, cost_basis, input_tokens + output_tokens AS tokens FROM usage_ledger ORDER BY id',
+      )
       .all() as Array<{
+      tokens: number;
       meter: string;
       source_id: string;
       payer_kind: string;
       cost_usd: number | null;
       cost_basis: string | null;
     }>;
-    expect(rows.map((r) => [r.meter, r.payer_kind])).toEqual([
-      [meter, 'api-key'],
-      [meter, 'api-key'],
-    ]);
+    const rows = meter === 'wire' ? all.filter((r) => r.tokens > 0) : all;
+    // The wire meter has a row per model response (keyed by its id); result meters one per turn.
+    const perResponse = meter === 'wire';
+    expect(rows.map((r) => [r.meter, r.payer_kind])).toEqual(
+      Array.from({ length: perResponse ? run.mock.reported.length : 2 }, () => [meter, 'api-key']),
+    );
     for (const r of rows) {
-      expect(r.source_id).toMatch(/^turn:\d+$/);
+      expect(r.source_id).toMatch(perResponse ? /^(anthropic|openai|gemini):\S+$/ : /^turn:\d+$/);
       // A cost has its basis; an unknown cost (a model without a price) is NULL, never 0.
       if (r.cost_usd === null) expect(r.cost_basis).toBeNull();
       else expect(['engine-reported', 'list-price']).toContain(r.cost_basis);

@@ -106,6 +106,8 @@ describe.each([
         ['Remember the word GUAVA-12.', 'What was the word?'],
         ['Noted: GUAVA-12.', 'It was GUAVA-12.'],
         { otel: { enabled: true, signal, exportIntervalMs: 500 } },
+        // OpenTelemetry meters an engine the gateway does not (its wire meter would win).
+        { gateway: { enabled: false } },
       );
     }, 300_000);
     afterAll(async () => run?.cleanup());

@@ -72,6 +72,9 @@ async function runPolicy(policy: Record<string, unknown> | undefined): Promise<R
     stringify({
       dataDir: 'data',
       defaults: { engine: 'claude', backstopSeconds: 120, killGraceSeconds: 2 },
+      // The hook alone, against a local remote: the gateway and the sandbox have their own tests.
+      gateway: { enabled: false },
+      sandbox: { mode: 'none' },
       ...(policy ? { policy } : {}),
       engines: {
         claude: {

@@ -54,6 +54,10 @@ describe('a breach by an engine without hooks (Codex) pauses the session until r
       stringify({
         dataDir: 'data',
         defaults: { engine: 'codex', backstopSeconds: 120, killGraceSeconds: 2 },
+        // Without the gateway and the sandbox, a forbidden act is found after the turn: a breach.
+        // (Through the gateway it is refused at the wire: test/acceptance/gateway-*.test.ts.)
+        gateway: { enabled: false },
+        sandbox: { mode: 'none' },
         webhook: { secret: SECRET },
         routing: { engine: 'codex', triggers: { labels: ['the-loop'] } },
         repos: { 'acme/widgets': { path: repo } },

@@ -48,6 +48,9 @@ describe('merge policy in the tmux runner: the real Claude Code TUI', () => {
       stringify({
         dataDir: 'data',
         defaults: { engine: 'claude', runner: 'tmux', backstopSeconds: 90 },
+        // The hook alone, against a local remote: the gateway and the sandbox have their own tests.
+        gateway: { enabled: false },
+        sandbox: { mode: 'none' },
         tmux: { socket, readySeconds: 60 },
         engines: {
           claude: {

@@ -10,7 +10,7 @@ import { Tmux } from '../../src/runners/tmux/tmux.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
-import { runCli } from '../helpers/cli.js';
+import { freePort, runCli } from '../helpers/cli.js';
 import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
 import { removeWhenQuiet, sessionProcesses, stopTmuxServer, waitGone } from '../helpers/tmux.js';
 import { ARGV_RECORDER, realBinary } from './helpers.js';
@@ -31,9 +31,9 @@ function allFiles(dir: string): string[] {
   return out;
 }
 
-describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, metered from the transcript', () => {
+describe('tmux runner: the real Claude Code TUI in the sandbox, two turns, ended by hooks, metered at the wire', () => {
   let root: string;
-  let mock: MockApi;
+  let mock: Awaited<ReturnType<typeof startAnthropicMock>>;
   let canary: string;
   const outputs: string[] = [];
   let env: Record<string, string>;
@@ -41,7 +41,10 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'the-loop-tui-'));
     mkdirSync(join(root, 'work'));
+    mkdirSync(join(root, 'record'));
     mock = await startAnthropicMock({
+      // Side requests (a title) cost something too: only the wire sees them.
+      sideUsage: { input: 7, output: 3 },
       script: [
         {
           kind: 'text',
@@ -63,6 +66,9 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
         dataDir: 'data',
         defaults: { engine: 'claude', backstopSeconds: 90 },
         tmux: { socket, readySeconds: 60 },
+        // The TUI outlives each `run`: the next one must listen where the TUI was pointed.
+        gateway: { port: await freePort() },
+        sandbox: { writable: [join(root, 'record')] },
         engines: {
           claude: {
             binary: ARGV_RECORDER,
@@ -71,14 +77,15 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
               ...home.env,
               CLAUDE_CODE_SANDBOXED: '1',
               REAL_BINARY: realBinary('claude'),
-              ARGV_RECORD_FILE: join(root, 'argv.jsonl'),
+              ARGV_RECORD_FILE: join(root, 'record', 'argv.jsonl'),
             },
           },
         },
       }),
     );
-    // The TUI takes a bearer token without the "custom API key" dialog.
-    env = { THE_LOOP_CONFIG: join(root, 'config.yaml'), ANTHROPIC_AUTH_TOKEN: canary };
+    // An API key, as the README's Quick start sets one: the TUI holds the capability token instead,
+    // approved in its first-run answers (no "custom API key" dialog).
+    env = { THE_LOOP_CONFIG: join(root, 'config.yaml'), ANTHROPIC_API_KEY: canary };
   }, 60_000);
 
   afterAll(async () => {
@@ -133,18 +140,24 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
     const screen = await tmux.capturePane(TARGET, { history: true });
     expect(screen).toContain('It was PAPAYA-88.');
 
-    // The usage ledger: one row per model request, read from the transcript, equal to the mock's.
+    // The usage ledger: one row per model response, read at the gateway, equal to what the mock
+    // answered — its side requests included, which no transcript records; nothing counted twice
+    // (the transcript's figures stay on the turns, not in the ledger).
+    const side = mock.sideReported.reduce(
+      (n, u) => ({ input: n.input + u.input, output: n.output + u.output }),
+      { input: 0, output: 0 },
+    );
     const usage = await runCli(['usage', '--json'], { cwd: root, env });
     outputs.push(usage.stdout, usage.stderr);
     const report = JSON.parse(usage.stdout) as {
       total: { rows: number; turns: number; usage: Record<string, number> };
     };
     expect(report.total).toMatchObject({
-      rows: 2,
+      rows: 2 + mock.sideReported.length,
       turns: 2,
       usage: {
-        inputTokens: 930,
-        outputTokens: 24,
+        inputTokens: 930 + side.input,
+        outputTokens: 24 + side.output,
         cacheReadTokens: 300,
         cacheCreationTokens: 5,
         reasoningTokens: 0,
@@ -156,9 +169,19 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
         meter: string;
         source_id: string;
       }>;
-      expect(rows.map((r) => r.meter)).toEqual(['transcript', 'transcript']);
-      // Keyed by the API message id: a transcript read again adds nothing.
-      for (const r of rows) expect(r.source_id).toMatch(/^msg_/);
+      expect(new Set(rows.map((r) => r.meter))).toEqual(new Set(['wire']));
+      // Keyed by the API message id: a response is one row, however often it is read.
+      for (const r of rows) expect(r.source_id).toMatch(/^anthropic:msg_/);
+      const turns = db.prepare('SELECT meter, guard FROM turns ORDER BY id').all() as Array<{
+        meter: string;
+        guard: string;
+      }>;
+      expect(turns.map((t) => t.meter)).toEqual(['wire', 'wire']);
+      expect(JSON.parse(turns[0]?.guard ?? '{}')).toMatchObject({
+        sandbox: 'bwrap',
+        gateway: { model: true, github: true },
+        permissions: 'bypass',
+      });
     } finally {
       db.close();
     }
@@ -175,7 +198,7 @@ describe('tmux runner: the real Claude Code TUI, two turns, ended by hooks, mete
     const ps = execFileSync('ps', ['-eo', 'pid,ppid,args'], { encoding: 'utf8' });
     expect(ps).toContain(panePid);
     expect(ps).not.toContain(canary);
-    expect(readFileSync(join(root, 'argv.jsonl'), 'utf8')).not.toContain(canary);
+    expect(readFileSync(join(root, 'record', 'argv.jsonl'), 'utf8')).not.toContain(canary);
     for (const file of allFiles(join(root, 'data'))) {
       expect(readFileSync(file).includes(canary), file).toBe(false);
     }

@@ -143,6 +143,11 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
         dataDir: 'data',
         webhook: { secret: SECRET },
         defaults: { engine: 'claude', backstopSeconds: 120 },
+        // The daemon is killed while the model answers: through the gateway (in the daemon) that
+        // request would be cut, and the engine would retry it against the next daemon. This test is
+        // about adopting the TUI's turn, so the engine talks to its API itself here.
+        gateway: { enabled: false },
+        sandbox: { mode: 'none' },
         dispatch: { closeGraceSeconds: 1 },
         routing: { runner: 'tmux', triggers: { labels: ['the-loop'] } },
         repos: { 'acme/widgets': { path: join(root, 'widgets') } },

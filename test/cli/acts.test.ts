@@ -12,7 +12,10 @@ describe('the-loop acts: arguments and an empty audit', () => {
 
   it('an empty audit says so, in text and JSON', async () => {
     const text = await cli(['acts']);
-    expect([text.code, text.stdout]).toEqual([0, '0 acts · 0 breaches · 0 blocked before they ran\n']);
+    expect([text.code, text.stdout]).toEqual([
+      0,
+      '0 acts · 0 breaches · 0 blocked before they took effect\n',
+    ]);
     const json = await cli(['acts', '--json', '--breaches', '--kind', 'git-push', '--since', '7d']);
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual([]);

@@ -290,6 +290,8 @@ describe('loadConfig: engines', () => {
       env: {},
       extraArgs: [],
       pty: false,
+      sandbox: { writable: [] },
+      permissions: { mode: 'auto', bypass: { args: [], interactiveArgs: [], env: {} } },
     });
     expect(capabilitiesOf(loaded.engines.aider as EnginePreset)).toMatchObject({
       resume: false,

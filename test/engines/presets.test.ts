@@ -269,7 +269,6 @@ describe('buildHeadlessArgv', () => {
     expect(argv).toEqual([
       '--output-format',
       'stream-json',
-      '--yolo',
       '--skip-trust',
       '--session-id',
       ID,

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,12 +64,18 @@ export function makeProject(config: Record<string, unknown> = {}): {
   return { dir, configPath, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Config declaring the fake engine (Claude stream-json shapes) as `fake`. */
+/**
+ * Config declaring the fake engine (Claude stream-json shapes) as `fake`. It runs unsandboxed: tests
+ * of the runners and the dispatcher watch its pids and files from outside (the sandbox has its own
+ * tests, and the real engines run in it). The gateway takes any free port.
+ */
 export function fakeEngineConfig(
   stateDir: string,
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return {
+    sandbox: { mode: 'none' },
+    gateway: { port: 0 },
     defaults: { engine: 'fake', backstopSeconds: 60, killGraceSeconds: 0.5 },
     engines: {
       fake: {
@@ -98,3 +105,16 @@ export const pidAlive = (pid: number): boolean => {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 };
+
+/** A TCP port free on the loopback right now (for a config that needs a fixed one). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}

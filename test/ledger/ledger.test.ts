@@ -191,6 +191,7 @@ describe('Ledger.add', () => {
         payer_kind: 'api-key',
         payer_id: 'key:0123456789ab',
         recorded_at: NOW.toISOString(),
+        partial: 0,
         id: expect.any(Number),
       },
     ]);

@@ -117,6 +117,7 @@ describe('claude hook settings', () => {
         Stop: entry,
         StopFailure: entry,
         SessionEnd: entry,
+        Notification: entry,
       },
       skipDangerousModePermissionPrompt: true,
     });

@@ -60,6 +60,8 @@ const schemas = {
     modelUsage: z.record(z.string(), z.unknown()).optional(),
     api_error_status: z.unknown().optional(),
     errors: z.array(z.unknown()).optional(),
+    // Tool calls the permission mode refused (headless: nobody to ask).
+    permission_denials: z.array(z.unknown()).optional(),
   }),
 };
 type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
@@ -102,6 +104,15 @@ function userEvents(event: z.infer<typeof schemas.user>): TurnEvent[] {
 
 function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
   const out: TurnEvent[] = [];
+  for (const denial of (event.permission_denials ?? []).slice(0, 100)) {
+    const d = denial && typeof denial === 'object' ? (denial as Record<string, unknown>) : {};
+    out.push({
+      type: 'tool-refused',
+      tool: str(d.tool_name) ?? 'unknown',
+      id: str(d.tool_use_id),
+      input: d.tool_input,
+    });
+  }
   if (event.usage) {
     const models = Object.keys(event.modelUsage ?? {});
     out.push({

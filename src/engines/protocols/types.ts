@@ -45,7 +45,14 @@ export type TurnEvent =
   /** An error the engine reported (API error, tool crash, ...). Does not by itself end the turn. */
   | { type: 'error'; message: string }
   /** A line we could not use (bad JSON, failed schema). Reported, skipped, never fatal. */
-  | { type: 'diagnostic'; message: string };
+  | { type: 'diagnostic'; message: string }
+  /**
+   * The engine refused a tool call itself (its permission mode needs an approval nobody gave): the
+   * turn goes on, and says so in a warning.
+   */
+  | { type: 'tool-refused'; tool: string; id?: string | undefined; input?: unknown }
+  /** A TUI waits for a person (its permission prompt is up), or goes on (`waiting: false`). */
+  | { type: 'attention'; waiting: boolean; message?: string | undefined };
 
 export type TurnEventType = TurnEvent['type'];
 

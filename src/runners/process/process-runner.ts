@@ -5,6 +5,7 @@ import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
 import { LineReader } from '../../engines/protocols/line-reader.js';
 import { summarize } from '../../engines/protocols/protocol.js';
 import type { TurnEvent } from '../../engines/protocols/types.js';
+import { whichBinary } from '../../engines/which.js';
 import type { EndReason } from '../../sessions/types.js';
 import { NAMED_KEY, planKeys, type SentKey } from '../keys.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
@@ -12,6 +13,18 @@ import { type EngineProcess, type OutputSinks, type SpawnRequest, spawnPipe } fr
 import { type KeysServer, keysSocketPath, requestKeys, serveKeys, socketPathProblem } from './keys-socket.js';
 import { loadNodePty, spawnPty } from './pty-process.js';
 import { raceTimeout, terminateProcessGroup } from './terminate.js';
+
+/**
+ * What is spawned: the engine itself, or the sandbox running it (its binary resolved here, as the
+ * sandbox's PATH lookup would find the same file but report a missing one less clearly).
+ */
+function spawnRequestOf(input: RunTurnInput, argv: string[], terminal: boolean): SpawnRequest {
+  const { preset } = input;
+  if (!input.sandbox) return { binary: preset.binary, argv, cwd: input.cwd, env: input.env };
+  const binary = whichBinary(preset.binary, input.env.PATH, input.cwd) ?? preset.binary;
+  const wrap = input.sandbox({ terminal });
+  return { binary: wrap.file, argv: [...wrap.args, binary, ...argv], cwd: input.cwd, env: input.env };
+}
 
 /** How much of stderr (on a PTY: of the merged output) we keep to explain a failure. */
 const STDERR_TAIL_BYTES = 8 * 1024;
@@ -126,7 +139,7 @@ export class ProcessRunner implements Runner {
       },
     };
 
-    const request: SpawnRequest = { binary: preset.binary, argv, cwd: input.cwd, env: input.env };
+    const request = spawnRequestOf(input, argv, pty !== undefined);
     let started: EngineProcess | undefined;
     // The keys socket listens before the engine starts, so it is there for the whole turn.
     const keys = pty ? await this.serveKeysFor(input.session.slug, () => started, emit) : undefined;
@@ -195,9 +208,13 @@ export class ProcessRunner implements Runner {
       } else if (first === 'result') {
         await raceTimeout(child.exited, input.killGraceMs);
         // Even a leader that exited may leave children behind (a server the agent started).
-        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs);
+        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs, {
+          sandboxed: input.sandbox !== undefined,
+        });
       } else {
-        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs);
+        stoppedBy = await terminateProcessGroup(child, child.exited, input.killGraceMs, {
+          sandboxed: input.sandbox !== undefined,
+        });
       }
       clearTimeout(backstopTimer);
       if (onAbort) input.signal?.removeEventListener('abort', onAbort);

@@ -1,3 +1,5 @@
+import { signalSandboxed } from '../../sandbox/signal.js';
+
 /**
  * Wait for `promise` or `ms`, whichever comes first, and clear the timer either way. The timer is
  * ref'd on purpose: someone awaits this wait, and an unref'd timer would let a CLI process exit in
@@ -59,6 +61,7 @@ export async function terminateProcessGroup(
   child: StoppableProcess,
   exited: Promise<unknown>,
   graceMs: number,
+  options: { sandboxed?: boolean } = {},
 ): Promise<'exit' | 'SIGTERM' | 'SIGKILL'> {
   const pid = child.pid;
   if (pid === undefined) return 'exit';
@@ -74,7 +77,10 @@ export async function terminateProcessGroup(
   if (child.closeInput()) {
     if (await waitFor(Math.min(graceMs, 1000))) return 'exit';
   }
-  signalGroup(pid, 'SIGTERM');
+  // bwrap forwards no signal and SIGKILLs its sandbox when it dies: the engine inside gets SIGTERM
+  // itself, so it can stop cleanly (bwrap then exits with it).
+  if (options.sandboxed) signalSandboxed(pid, 'SIGTERM');
+  else signalGroup(pid, 'SIGTERM');
   if (await waitFor(graceMs)) return 'SIGTERM';
   signalGroup(pid, 'SIGKILL');
   await waitFor(5000);

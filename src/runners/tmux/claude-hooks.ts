@@ -67,6 +67,8 @@ export const DEFAULT_HOOK_EVENTS: readonly ClaudeHookEventName[] = [
   'Stop',
   'StopFailure',
   'SessionEnd',
+  // A permission prompt is up: the session is shown waiting for a person.
+  'Notification',
 ];
 
 /** Events whose matcher is a tool name: given `*` (every tool) explicitly. */

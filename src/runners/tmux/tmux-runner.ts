@@ -72,6 +72,8 @@ interface TurnContext {
   turnEnded: boolean;
   /** Transcript warnings already logged this turn (a missing file is reported once, not every poll). */
   warned: Set<string>;
+  /** The turn is being followed (hook events now belong to it; earlier ones were drained). */
+  following?: boolean;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -204,6 +206,18 @@ export class TmuxRunner implements Runner {
         event: event.event,
       });
       return;
+    }
+    if (ctx.following && event.event === 'other' && event.name === 'Notification') {
+      // Claude Code's Notification hook says when its permission prompt is up: nobody is answering it.
+      const type = event.payload?.notification_type;
+      const message = event.payload?.message;
+      if (type === 'permission_prompt') {
+        ctx.input.onEvent({
+          type: 'attention',
+          waiting: true,
+          message: typeof message === 'string' ? message.slice(0, 500) : undefined,
+        });
+      }
     }
     const path = event.transcriptPath;
     if (path === undefined || ctx.state.transcript?.path === path) return;
@@ -415,7 +429,21 @@ export class TmuxRunner implements Runner {
       const note = answerFirstRun(preset.interactive.firstRun, input.env, input.cwd);
       if (note) this.options.logger.info('pre-answered first-run dialogs', { target, note });
     }
-    const args = buildInteractiveArgv(preset, ctx.sessionId, settingsFile);
+    const engineArgv = [binary, ...buildInteractiveArgv(preset, ctx.sessionId, settingsFile)];
+    // The sandbox wraps the engine on the pane's terminal (the launcher outside it reads the env file).
+    const wrap = input.sandbox?.({ terminal: true });
+    const command = wrap ? [wrap.file, ...wrap.args, ...engineArgv] : engineArgv;
+    // tmux reads an argument that ends in `;` as the end of a command: none of ours may.
+    const split = command.find((a) => a.endsWith(';'));
+    if (split !== undefined) {
+      throw new LoopError(
+        'config-invalid',
+        `cannot start the engine in tmux: an argument ends in ";" (${split})`,
+        {
+          hint: 'Rename the path or argument so it does not end in a semicolon.',
+        },
+      );
+    }
     // The environment travels in a 0600 file the launcher deletes: never argv, never typed.
     const envFile = join(dir, `env-${randomUUID()}.json`);
     writeFileSync(envFile, JSON.stringify({ ...input.env, TERM: 'xterm-256color' }), { mode: 0o600 });
@@ -435,8 +463,8 @@ export class TmuxRunner implements Runner {
       process.execPath,
       this.options.launcher,
       envFile,
-      binary,
-      ...args,
+      ...(wrap ? ['--sandboxed'] : []),
+      ...command,
       // Same tmux command, so it applies before the program can exit: keep its last screen.
       ...(hooks ? [';', 'set-option', '-w', '-t', pane, 'remain-on-exit', 'on'] : []),
     ]);
@@ -541,6 +569,7 @@ export class TmuxRunner implements Runner {
   private async follow(ctx: TurnContext, deadline: number): Promise<RunOutcome> {
     const { input, target, sessionId } = ctx;
     const hooks = ctx.hooks as HookEventsTail;
+    ctx.following = true;
     const stop = new AbortController();
     let why: 'gone' | 'interrupted' | undefined;
     const halt = (reason: 'gone' | 'interrupted') => {

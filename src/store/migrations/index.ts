@@ -283,4 +283,61 @@ CREATE INDEX acts_at ON acts (at);
 CREATE INDEX usage_ledger_turn ON usage_ledger (turn_id) WHERE turn_id IS NOT NULL;
 `,
   },
+  {
+    version: 11,
+    name: 'gateway',
+    rebuildsTables: true,
+    sql: `
+-- The gateway's capability tokens: only a SHA-256 of each is kept. A token is valid while its
+-- session is active and it is not revoked (a session that ends revokes its tokens).
+CREATE TABLE gateway_tokens (
+  hash       TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions (id),
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE INDEX gateway_tokens_session ON gateway_tokens (session_id);
+-- Acts now come from two sources: the turn's commands (classified, best effort) and the wire (the
+-- gateway saw the ref update or the API call: certain). Each source numbers its acts in a turn.
+CREATE TABLE acts_v11 (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  turn_id      INTEGER NOT NULL REFERENCES turns (id),
+  session_id   TEXT NOT NULL REFERENCES sessions (id),
+  work_item    TEXT NOT NULL,
+  engine       TEXT NOT NULL,
+  runner       TEXT NOT NULL,
+  source       TEXT NOT NULL DEFAULT 'command' CHECK (source IN ('command', 'wire')),
+  seq          INTEGER NOT NULL,
+  tool_use_id  TEXT,
+  tool         TEXT NOT NULL,
+  kind         TEXT NOT NULL,
+  command      TEXT NOT NULL,
+  detail       TEXT NOT NULL,
+  evasion      TEXT,
+  outcome      TEXT NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'blocked', 'unknown')),
+  verdict      TEXT NOT NULL CHECK (verdict IN ('allow', 'deny')),
+  rule         TEXT,
+  breach       INTEGER NOT NULL DEFAULT 0,
+  at           TEXT NOT NULL,
+  UNIQUE (turn_id, source, seq)
+);
+INSERT INTO acts_v11 (id, turn_id, session_id, work_item, engine, runner, source, seq, tool_use_id, tool,
+  kind, command, detail, evasion, outcome, verdict, rule, breach, at)
+SELECT id, turn_id, session_id, work_item, engine, runner, 'command', seq, tool_use_id, tool, kind, command,
+  detail, evasion, outcome, verdict, rule, breach, at FROM acts;
+DROP TABLE acts;
+ALTER TABLE acts_v11 RENAME TO acts;
+CREATE INDEX acts_session ON acts (session_id);
+CREATE INDEX acts_work_item ON acts (work_item, at);
+CREATE INDEX acts_at ON acts (at);
+-- A wire row whose response was cut before its final usage: figures as far as it got.
+ALTER TABLE usage_ledger ADD COLUMN partial INTEGER NOT NULL DEFAULT 0;
+-- What a turn ran under (sandbox, gateway, permission mode: JSON) and what it should warn about
+-- (tool calls the engine refused: JSON array of strings).
+ALTER TABLE turns ADD COLUMN guard TEXT;
+ALTER TABLE turns ADD COLUMN warnings TEXT;
+-- A TUI waiting for a person (a permission prompt): JSON { since, message }, cleared when it goes on.
+ALTER TABLE sessions ADD COLUMN waiting TEXT;
+`,
+  },
 ];

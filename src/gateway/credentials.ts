@@ -1,0 +1,83 @@
+import type { CredentialsConfig } from '../config/gateway-schema.js';
+import type { CredentialKind, EnginePreset } from '../engines/preset.js';
+import type { ModelApi } from './types.js';
+
+/**
+ * Which real credential the gateway holds for an engine, and which variable of the engine's
+ * environment carries the capability token in its place. Pure: the same config and environment give
+ * the same answer in the process that builds the engine's environment and in the gateway that
+ * swaps the token back.
+ */
+export interface HeldCredential {
+  /** The real value (never leaves the daemon). */
+  value: string;
+  kind: CredentialKind;
+  /** Where it came from: `credentials.<api>` or the daemon's variable. */
+  source: string;
+  /** The engine's variable that gets the capability token instead. */
+  tokenEnv: string;
+}
+
+/** The model credential the gateway holds for this engine; undefined: none (the engine's own login passes through). */
+export function modelCredential(
+  preset: EnginePreset,
+  env: Readonly<Record<string, string | undefined>>,
+  credentials: CredentialsConfig,
+): HeldCredential | undefined {
+  const gw = preset.gateway;
+  if (!gw) return undefined;
+  const configured = credentials[gw.api as ModelApi];
+  const firstApiKey = preset.credentials.find((c) => c.kind !== 'cloud')?.env;
+  if (configured !== undefined) {
+    const value = typeof configured === 'string' ? configured : configured.value;
+    const kind = typeof configured === 'string' ? 'api-key' : configured.kind;
+    // A subscription's token is sent as its engine sends an OAuth token; a key, as a key.
+    const byKind = preset.credentials.find((c) => c.kind === kind && c.env !== 'ANTHROPIC_AUTH_TOKEN')?.env;
+    const tokenEnv = gw.keyEnv ?? byKind ?? firstApiKey;
+    if (!tokenEnv) return undefined;
+    return { value, kind, source: `credentials.${gw.api}`, tokenEnv };
+  }
+  for (const c of preset.credentials) {
+    const value = env[c.env];
+    if (!value) continue;
+    // Cloud credentials sign requests to another host (Bedrock, Vertex): the gateway cannot hold them.
+    if (c.kind === 'cloud') return undefined;
+    return { value, kind: c.kind, source: c.env, tokenEnv: gw.keyEnv ?? c.env };
+  }
+  return undefined;
+}
+
+/** The engine uses a cloud credential (Bedrock, Vertex): its requests do not go through the gateway. */
+export function usesCloudCredential(
+  preset: EnginePreset,
+  env: Readonly<Record<string, string | undefined>>,
+  credentials: CredentialsConfig,
+): boolean {
+  if (!preset.gateway || credentials[preset.gateway.api as ModelApi] !== undefined) return false;
+  const first = preset.credentials.find((c) => env[c.env]);
+  return first?.kind === 'cloud';
+}
+
+/** The GitHub token the gateway uses: `credentials.github`, else GH_TOKEN or GITHUB_TOKEN of the daemon. */
+export function githubCredential(
+  env: Readonly<Record<string, string | undefined>>,
+  credentials: CredentialsConfig,
+): { value: string; source: string } | undefined {
+  if (credentials.github) return { value: credentials.github, source: 'credentials.github' };
+  for (const name of ['GH_TOKEN', 'GITHUB_TOKEN']) {
+    const value = env[name];
+    if (value) return { value, source: name };
+  }
+  return undefined;
+}
+
+/** GitHub's URLs as the gateway reaches them, from `gateway.github`. */
+export function githubUrls(github: { host: string; url?: string | undefined; apiUrl?: string | undefined }): {
+  host: string;
+  gitUrl: string;
+  apiUrl: string;
+} {
+  const host = github.host.toLowerCase();
+  const apiDefault = host === 'github.com' ? 'https://api.github.com' : `https://${host}/api/v3`;
+  return { host, gitUrl: github.url ?? `https://${host}`, apiUrl: github.apiUrl ?? apiDefault };
+}

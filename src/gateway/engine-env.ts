@@ -1,0 +1,153 @@
+import type { EnginePreset } from '../engines/preset.js';
+import type { TurnGuard } from '../sessions/types.js';
+import type { HeldCredential } from './credentials.js';
+
+/**
+ * The environment and arguments of an engine that the gateway serves, and what it runs under.
+ * Pure: everything it needs is passed in. The real credentials never enter the result — their
+ * variables are removed, and the one the engine reads its key from carries the session's
+ * capability token instead.
+ */
+
+/** Variables that carry someone's authority to act: never passed to an engine the gateway serves. */
+export const OPERATOR_CREDENTIAL_ENV = [
+  'GH_TOKEN',
+  'GITHUB_TOKEN',
+  'GH_ENTERPRISE_TOKEN',
+  'GITHUB_ENTERPRISE_TOKEN',
+  'SSH_AUTH_SOCK',
+  'GIT_ASKPASS',
+  'SSH_ASKPASS',
+  'NPM_TOKEN',
+  'NODE_AUTH_TOKEN',
+];
+
+export interface GatewayEndpoint {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** The Unix socket `gh` reaches the API through. */
+  socketPath: string | undefined;
+}
+
+export interface EngineSetupInput {
+  preset: EnginePreset;
+  /** The engine's environment as built from the allow-list (it may hold real credentials). */
+  env: Record<string, string>;
+  /** The gateway, when it serves this turn; undefined: engines talk to the world themselves. */
+  gateway: GatewayEndpoint | undefined;
+  token: string | undefined;
+  /** The model credential the gateway holds for this engine (undefined: its own login passes through). */
+  modelCredential: HeldCredential | undefined;
+  /** Whether the gateway holds a GitHub token (git and gh go through it either way). */
+  githubToken: boolean;
+  /** The session's git global config and gh config dir (written by the caller). */
+  gitConfigFile: string;
+  ghConfigDir: string;
+  /** The GitHub host as git and gh name it (github.com, or an enterprise host). */
+  githubHost: string;
+  sandbox: 'bwrap' | 'none';
+  permissions: 'bypass' | 'default';
+}
+
+export interface EngineSetup {
+  env: Record<string, string>;
+  /** Added to the headless argv, and to the TUI's. */
+  args: string[];
+  interactiveArgs: string[];
+  guard: TurnGuard;
+}
+
+/** The permission mode a preset asks for, given what guards the engine. */
+export function permissionModeOf(
+  preset: EnginePreset,
+  sandbox: 'bwrap' | 'none',
+  gateway: boolean,
+): 'bypass' | 'default' {
+  const mode = preset.permissions.mode;
+  if (mode === 'auto') return sandbox === 'bwrap' && gateway ? 'bypass' : 'default';
+  return mode;
+}
+
+const fillGatewayUrl = (args: readonly string[], url: string) =>
+  args.map((a) => a.split('{gatewayUrl}').join(url));
+
+export function engineSetup(input: EngineSetupInput): EngineSetup {
+  const { preset, gateway, token } = input;
+  const env = { ...input.env };
+  const credentials: TurnGuard['credentials'] = [];
+  const served = gateway !== undefined && token !== undefined;
+  let modelServed = false;
+  let args: string[] = [];
+  let interactiveArgs: string[] = [];
+  if (served) {
+    for (const name of OPERATOR_CREDENTIAL_ENV) delete env[name];
+    if (preset.gateway) {
+      // Every credential variable goes: the gateway holds the one that is used.
+      for (const c of preset.credentials) delete env[c.env];
+      modelServed = true;
+      const held = input.modelCredential;
+      if (preset.gateway.baseUrlEnv) env[preset.gateway.baseUrlEnv] = `${gateway.url}/m/${token}`;
+      if (held) {
+        env[held.tokenEnv] = token;
+        credentials.push({ name: preset.gateway.api, kind: held.kind, env: held.source, held: 'gateway' });
+      }
+      const extra = fillGatewayUrl(preset.gateway.args, `${gateway.url}/m/_`);
+      args = [...extra];
+      interactiveArgs = [...extra];
+    }
+    Object.assign(env, gitAndGhEnv(input, gateway, token));
+    credentials.push({ name: 'github', kind: input.githubToken ? 'token' : 'none', held: 'gateway' });
+  } else {
+    const kind = preset.credentials.find((c) => env[c.env]);
+    if (kind) credentials.push({ name: kind.env, kind: kind.kind, env: kind.env, held: 'engine' });
+  }
+  if (input.sandbox === 'bwrap') {
+    // The sandbox's /tmp is private; a TMPDIR elsewhere would name a path the engine cannot see.
+    env.TMPDIR = '/tmp';
+  }
+  if (input.permissions === 'bypass') {
+    Object.assign(env, preset.permissions.bypass.env);
+    args = [...args, ...preset.permissions.bypass.args];
+    interactiveArgs = [...interactiveArgs, ...preset.permissions.bypass.interactiveArgs];
+  }
+  return {
+    env,
+    args,
+    interactiveArgs,
+    guard: {
+      sandbox: input.sandbox,
+      gateway: { model: modelServed, github: served },
+      permissions: input.permissions,
+      credentials,
+    },
+  };
+}
+
+/** git and gh pointed at the gateway: the token travels in the environment only, never in a URL. */
+function gitAndGhEnv(
+  input: EngineSetupInput,
+  gateway: GatewayEndpoint,
+  token: string,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    GIT_CONFIG_GLOBAL: input.gitConfigFile,
+    // git sends this header on every request to the gateway's git prefix (git ≥ 2.31 reads
+    // configuration from GIT_CONFIG_COUNT/KEY_n/VALUE_n).
+    GIT_CONFIG_COUNT: '1',
+    GIT_CONFIG_KEY_0: `http.${gateway.url}/git/.extraHeader`,
+    GIT_CONFIG_VALUE_0: `Authorization: Bearer ${token}`,
+    GIT_TERMINAL_PROMPT: '0',
+    GH_CONFIG_DIR: input.ghConfigDir,
+    GH_TOKEN: token,
+    GH_PROMPT_DISABLED: '1',
+    GH_NO_UPDATE_NOTIFIER: '1',
+    // Clients that take an API URL (octokit, actions toolkit) reach the same handler over TCP.
+    GITHUB_API_URL: `${gateway.url}/gh`,
+    GITHUB_TOKEN: token,
+  };
+  if (input.githubHost !== 'github.com') {
+    env.GH_HOST = input.githubHost;
+    env.GH_ENTERPRISE_TOKEN = token;
+  }
+  return env;
+}

@@ -1,0 +1,113 @@
+import { join } from 'node:path';
+import type { Config } from '../config/schema.js';
+import { LoopError } from '../core/errors.js';
+import { parseWorkItem } from '../core/work-item.js';
+import type { Logger } from '../log/logger.js';
+import type { SessionStore } from '../sessions/types.js';
+import type { GatewayEndpoint } from './engine-env.js';
+import { type Gateway, type GatewayRoutes, startGateway } from './server.js';
+import type { GatewayTokens } from './tokens.js';
+import type { GatewayPorts, GatewaySession } from './types.js';
+
+/**
+ * The gateway of a data dir, started by whoever dispatches (the daemon, or a `run` without one) and
+ * stopped with it. Engines started while it listens get its address; a tmux session keeps the one
+ * it started with, so the configured port is taken when it is free.
+ */
+export class GatewayService {
+  private running: Gateway | undefined;
+
+  constructor(
+    private readonly deps: {
+      config: Config;
+      dataDir: string;
+      logger: Logger;
+      store: SessionStore;
+      tokens: GatewayTokens;
+      ports: GatewayPorts;
+      routes: GatewayRoutes;
+      /** Called when the listeners close (the handlers' pooled connections). */
+      onClose?: () => void;
+    },
+  ) {}
+
+  /** Where engines reach it now; undefined when it is not listening. */
+  endpoint(): GatewayEndpoint | undefined {
+    return this.running ? { url: this.running.url, socketPath: this.running.socketPath } : undefined;
+  }
+
+  /** The active session a capability token stands for. */
+  authorize(token: string): GatewaySession | undefined {
+    const id = this.deps.tokens.sessionOf(token);
+    const session = id ? this.deps.store.get(id) : undefined;
+    if (session?.status !== 'active') return undefined;
+    const item = parseWorkItem(session.workItem);
+    return {
+      id: session.id,
+      workItem: session.workItem,
+      owner: item.owner,
+      repo: item.repo,
+      engine: session.engine,
+      cwd: session.cwd,
+    };
+  }
+
+  /** Listen (no-op when disabled or already listening). `fallback`: any free port when the configured one is taken. */
+  async start(options: { fallback: boolean }): Promise<void> {
+    const { config, logger } = this.deps;
+    if (!config.gateway.enabled || this.running) return;
+    const socketPath = config.gateway.socket ?? join(this.deps.dataDir, 'gateway.sock');
+    if (Buffer.byteLength(socketPath) > 107) {
+      throw new LoopError(
+        'config-invalid',
+        `the gateway socket path ${socketPath} is too long for a Unix socket`,
+        {
+          hint: 'Set gateway.socket to a shorter path (at most 107 bytes), or use a shorter data dir.',
+        },
+      );
+    }
+    const open = (port: number) =>
+      startGateway({
+        host: config.gateway.host,
+        port,
+        socketPath,
+        logger,
+        authorize: (token) => this.authorize(token),
+        ports: this.deps.ports,
+        routes: this.deps.routes,
+        // Longer than the handlers' own: an engine waiting on a slow answer is not cut by the listener.
+        idleTimeoutMs: config.gateway.idleTimeoutSeconds * 1000 + 30_000,
+      });
+    try {
+      this.running = await open(config.gateway.port);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EADDRINUSE' || !options.fallback || config.gateway.port === 0) {
+        throw new LoopError(
+          'config-invalid',
+          `the gateway cannot listen on ${config.gateway.host}:${config.gateway.port}: ${code ?? String(error)}`,
+          {
+            cause: error,
+            hint:
+              code === 'EADDRINUSE'
+                ? 'Another process uses that port: set gateway.port (0: any free port).'
+                : 'Check gateway.host and gateway.port.',
+          },
+        );
+      }
+      this.running = await open(0);
+      logger.warn('the gateway port is taken: listening on another one (TUIs started now use it)', {
+        wanted: config.gateway.port,
+        url: this.running.url,
+      });
+    }
+    logger.info('gateway listening', { url: this.running.url, socket: this.running.socketPath });
+  }
+
+  async stop(): Promise<void> {
+    const running = this.running;
+    this.running = undefined;
+    await running?.close();
+    if (running) this.deps.onClose?.();
+  }
+}

@@ -1,0 +1,32 @@
+import type { Logger } from '../log/logger.js';
+import type { SessionRecord, SessionStore } from '../sessions/types.js';
+import type { GatewayTokens } from './tokens.js';
+
+/**
+ * The session store, with a session's capability tokens revoked whenever it stops being active
+ * (closed by a person or its work item, lost, ended by its engine): one place, whoever ends it.
+ */
+export function revokingStore(store: SessionStore, tokens: GatewayTokens, logger: Logger): SessionStore {
+  const revoke = (session: SessionRecord) => {
+    try {
+      tokens.revokeSession(session.id);
+    } catch (error) {
+      logger.error('could not revoke the capability tokens of an ended session', {
+        session: session.id,
+        error,
+      });
+    }
+    return session;
+  };
+  const close: SessionStore['close'] = (id, reason) => revoke(store.close(id, reason));
+  const markGone: SessionStore['markGone'] = (id, status, reason) =>
+    revoke(store.markGone(id, status, reason));
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'close') return close;
+      if (prop === 'markGone') return markGone;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The files that point a session's git and gh at the gateway, in the session's private state dir
+ * (0600; read-only inside the sandbox). They carry no token: git gets it from the environment
+ * (an extra header), gh from GH_TOKEN.
+ */
+export const GIT_CONFIG_FILE = 'gitconfig';
+export const GH_CONFIG_DIR = 'gh';
+
+/** A value in git's config syntax: quoted, with `\` and `"` escaped and newlines written as \n. */
+export const gitConfigValue = (value: string): string =>
+  `"${value
+    .replace(/\\/g, '\\\\')
+    .replace(/"/g, '\\"')
+    .replace(/\n/g, '\\n')
+    .replace(/[\0\r]/g, '')}"`;
+
+/** The URL forms git accepts for a host, each sent to the gateway's git prefix instead. */
+export function gitUrlForms(host: string): string[] {
+  const bare = host.replace(/:\d+$/, '');
+  return [`https://${host}/`, `http://${host}/`, `git@${bare}:`, `ssh://git@${bare}/`, `git://${bare}/`];
+}
+
+/** The session's global git config: GitHub's URLs rewritten to the gateway, no credential helper. */
+export function gitConfigText(input: {
+  gatewayUrl: string;
+  githubHost: string;
+  identity: { name?: string | undefined; email?: string | undefined };
+}): string {
+  const lines = [`[url ${gitConfigValue(`${input.gatewayUrl}/git/`)}]`];
+  for (const form of gitUrlForms(input.githubHost)) lines.push(`\tinsteadOf = ${gitConfigValue(form)}`);
+  // An empty helper resets the list: no helper of the system config may answer for the gateway.
+  lines.push('[credential]', '\thelper = ""');
+  if (input.identity.name || input.identity.email) {
+    lines.push('[user]');
+    if (input.identity.name) lines.push(`\tname = ${gitConfigValue(input.identity.name)}`);
+    if (input.identity.email) lines.push(`\temail = ${gitConfigValue(input.identity.email)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function writePrivate(path: string, text: string): void {
+  const temp = `${path}.${process.pid}.tmp`;
+  writeFileSync(temp, text, { mode: 0o600 });
+  renameSync(temp, path);
+}
+
+/** Write the session's git config and gh config; returns their paths. */
+export function writeSessionFiles(
+  stateDir: string,
+  input: Parameters<typeof gitConfigText>[0] & { socketPath: string | undefined },
+): { gitConfigFile: string; ghConfigDir: string } {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const gitConfigFile = join(stateDir, GIT_CONFIG_FILE);
+  writePrivate(gitConfigFile, gitConfigText(input));
+  const ghConfigDir = join(stateDir, GH_CONFIG_DIR);
+  mkdirSync(ghConfigDir, { recursive: true, mode: 0o700 });
+  // JSON strings are YAML double-quoted strings.
+  const gh = [
+    'version: "1"',
+    'git_protocol: https',
+    'prompt: disabled',
+    ...(input.socketPath ? [`http_unix_socket: ${JSON.stringify(input.socketPath)}`] : []),
+  ];
+  writePrivate(join(ghConfigDir, 'config.yml'), `${gh.join('\n')}\n`);
+  return { gitConfigFile, ghConfigDir };
+}
+
+let identity: { name?: string | undefined; email?: string | undefined } | undefined;
+
+/** The operator's git identity (commits the agent makes carry it); asked of git once per process. */
+export function operatorGitIdentity(env: Readonly<Record<string, string | undefined>>): {
+  name?: string | undefined;
+  email?: string | undefined;
+} {
+  if (identity) return identity;
+  const get = (key: string) => {
+    try {
+      const out = execFileSync('git', ['config', '--global', '--get', key], {
+        encoding: 'utf8',
+        env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '' },
+        stdio: ['ignore', 'pipe', 'ignore'],
+        timeout: 5000,
+      }).trim();
+      return out || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  identity = { name: get('user.name'), email: get('user.email') };
+  return identity;
+}

@@ -1,0 +1,193 @@
+import { closeSync, mkdirSync, openSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { REFUSALS_FILE } from '../acts/hook.js';
+import type { Config } from '../config/schema.js';
+import { LoopError } from '../core/errors.js';
+import type { EnginePreset } from '../engines/preset.js';
+import { whichBinary } from '../engines/which.js';
+import {
+  githubCredential,
+  githubUrls,
+  modelCredential,
+  usesCloudCredential,
+} from '../gateway/credentials.js';
+import { engineSetup, type GatewayEndpoint, permissionModeOf } from '../gateway/engine-env.js';
+import { operatorGitIdentity, writeSessionFiles } from '../gateway/session-files.js';
+import type { GatewayTokens } from '../gateway/tokens.js';
+import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-service.js';
+import { sandboxPlan } from './sandbox-plan.js';
+
+/**
+ * What guards an engine, prepared before each turn: a capability token minted for the session,
+ * the session's git and gh configuration pointing at the gateway, the engine's environment without
+ * the real credentials, the permission mode, and the sandbox command its process tree runs under.
+ */
+export interface GuardDeps {
+  dataDir: string;
+  /** The config file (hidden from the sandbox: it may hold secrets). */
+  configPath: string | null;
+  config: Config;
+  /** The daemon's environment (the operator's HOME, the credentials the gateway holds). */
+  env: Readonly<Record<string, string | undefined>>;
+  tokens: GatewayTokens;
+  /** The gateway as it listens now; undefined: not listening. */
+  gateway(): GatewayEndpoint | undefined;
+  /** Whether bubblewrap works here, and where it is. */
+  bwrap(): { available: true; path: string } | { available: false; reason: string; hint: string };
+  /** the-loop's own install (hook scripts, engines from npm): readable inside the sandbox. */
+  packageRoot: string;
+}
+
+/** The sandbox that applies, from the config and what is installed (a clear error when `bwrap` cannot run). */
+export function sandboxMode(deps: Pick<GuardDeps, 'config' | 'bwrap'>): {
+  mode: 'bwrap' | 'none';
+  path?: string;
+  note?: string;
+} {
+  const wanted = deps.config.sandbox.mode;
+  if (wanted === 'none') {
+    return {
+      mode: 'none',
+      note: 'no sandbox (sandbox.mode: none): engines see the whole machine as this user',
+    };
+  }
+  const found = deps.bwrap();
+  if (found.available) return { mode: 'bwrap', path: found.path };
+  if (wanted === 'bwrap') {
+    throw new LoopError(
+      'binary-missing',
+      `sandbox.mode is bwrap, but bubblewrap cannot run: ${found.reason}`,
+      {
+        hint: found.hint,
+      },
+    );
+  }
+  return {
+    mode: 'none',
+    note: `no sandbox: bubblewrap cannot run here (${found.reason}); engines see the whole machine as this user. ${found.hint}`,
+  };
+}
+
+export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): PreparedEngine {
+  const { session, preset } = input;
+  const { config } = deps;
+  const stateDir = join(deps.dataDir, 'sessions', session.slug);
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const notes: string[] = [];
+  const sandbox = sandboxMode(deps);
+  if (sandbox.note) notes.push(sandbox.note);
+  const cloud = usesCloudCredential(preset, deps.env, config.credentials);
+  let endpoint: GatewayEndpoint | undefined;
+  if (config.gateway.enabled) {
+    endpoint = deps.gateway();
+    if (!endpoint) {
+      throw new LoopError('internal', 'the gateway is enabled but not listening', {
+        hint: 'Start the daemon (or `the-loop run`) again; set gateway.enabled: false to run engines without it.',
+      });
+    }
+  } else {
+    notes.push(
+      'no gateway (gateway.enabled: false): the engine holds its credentials, and acts are judged from commands only',
+    );
+  }
+  if (endpoint && cloud) {
+    notes.push(
+      `the ${session.engine} engine uses a cloud credential (Bedrock/Vertex): the gateway cannot hold it, so it is in the engine's environment and its model requests are not metered at the wire`,
+    );
+  }
+  const token = endpoint ? deps.tokens.mint(session.id) : undefined;
+  const urls = githubUrls(config.gateway.github);
+  const files = endpoint
+    ? writeSessionFiles(stateDir, {
+        gatewayUrl: endpoint.url,
+        githubHost: urls.host,
+        identity: operatorGitIdentity(deps.env),
+        socketPath: endpoint.socketPath,
+      })
+    : { gitConfigFile: join(stateDir, 'gitconfig'), ghConfigDir: join(stateDir, 'gh') };
+  const servedPreset: EnginePreset = cloud ? { ...preset, gateway: undefined } : preset;
+  const permissions = permissionModeOf(preset, sandbox.mode, endpoint !== undefined && !cloud);
+  const setup = engineSetup({
+    preset: servedPreset,
+    env: input.env,
+    gateway: endpoint,
+    token,
+    modelCredential: cloud ? undefined : modelCredential(preset, deps.env, config.credentials),
+    githubToken: githubCredential(deps.env, config.credentials) !== undefined,
+    ...files,
+    githubHost: urls.host,
+    sandbox: sandbox.mode,
+    permissions,
+  });
+  if (permissions === 'default' && preset.permissions.bypass.args.length > 0) {
+    notes.push(
+      `the ${session.engine} engine runs in its default permission mode: tool calls that need an approval are refused (headless) or wait for a person (tmux)`,
+    );
+  }
+  const bwrapPath = sandbox.path;
+  return {
+    env: setup.env,
+    args: setup.args,
+    interactiveArgs: setup.interactiveArgs,
+    guard: setup.guard,
+    meter: setup.guard.gateway.model ? 'wire' : undefined,
+    notes,
+    sandbox:
+      sandbox.mode === 'bwrap' && bwrapPath
+        ? sandboxCommand(deps, { stateDir, session, preset, env: setup.env, bwrapPath, endpoint })
+        : undefined,
+  };
+}
+
+/** The sandbox command of a session: its plan is made once per turn, its argv per launch. */
+function sandboxCommand(
+  deps: GuardDeps,
+  input: {
+    stateDir: string;
+    session: PrepareEngineInput['session'];
+    preset: EnginePreset;
+    env: Record<string, string>;
+    bwrapPath: string;
+    endpoint: GatewayEndpoint | undefined;
+  },
+): PreparedEngine['sandbox'] {
+  // Files the engine's hooks write must exist to be bound writable inside a read-only directory.
+  const hookFiles = [join(input.stateDir, 'hooks.jsonl'), join(input.stateDir, REFUSALS_FILE)];
+  for (const file of hookFiles) closeSync(openSync(file, 'a', 0o600));
+  const binary = whichBinary(input.preset.binary, input.env.PATH, input.session.cwd);
+  const binaryRoot = binary ? installRoot(realpathSafe(binary)) : undefined;
+  const plan = sandboxPlan({
+    workspace: input.session.cwd,
+    stateDir: input.stateDir,
+    hookFiles,
+    dataDir: deps.dataDir,
+    configPath: deps.configPath,
+    packageRoot: deps.packageRoot,
+    binaryRoot,
+    socketPath: input.endpoint?.socketPath,
+    engineWritable: input.preset.sandbox.writable,
+    engineEnv: input.env,
+    operatorEnv: deps.env,
+    config: deps.config.sandbox,
+  });
+  return ({ terminal }) => ({ file: input.bwrapPath, args: plan.argv({ terminal }) });
+}
+
+/**
+ * Where an engine's install must stay visible in the sandbox: only when the private /tmp would hide
+ * it. A binary inside a node_modules tree needs the whole project that holds it (its package's
+ * dependencies); any other, its own directory.
+ */
+export function installRoot(binary: string): string | undefined {
+  if (!binary.startsWith('/tmp/')) return undefined;
+  const at = binary.indexOf('/node_modules/');
+  return at > 0 ? binary.slice(0, at) : dirname(binary);
+}
+
+function realpathSafe(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}

@@ -1,0 +1,93 @@
+import { fileURLToPath } from 'node:url';
+import type { Policy } from './acts/decide.js';
+import type { LoadedConfig } from './config/load.js';
+import { createGatewayPorts } from './gateway/daemon-ports.js';
+import { createGitHandler } from './gateway/git/git-proxy.js';
+import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
+import { GatewayService } from './gateway/listen.js';
+import { createModelHandler } from './gateway/models/model-proxy.js';
+import { GatewayTokens } from './gateway/tokens.js';
+import { prepareEngine } from './guard/prepare.js';
+import type { Ledger } from './ledger/ledger.js';
+import type { Logger } from './log/logger.js';
+import { detectBwrap } from './sandbox/detect.js';
+import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-service.js';
+import type { SessionStore } from './sessions/types.js';
+import type { Db } from './store/db.js';
+
+/**
+ * The composition of what guards engines (part of the composition root, beside main.ts): the
+ * gateway's tokens, its daemon-side ports and its listeners, and the preparation of each turn's
+ * engine (token, environment, sandbox, permission mode).
+ */
+export { revokingStore } from './gateway/revoking-store.js';
+
+export interface Guard {
+  tokens: GatewayTokens;
+  gateway: GatewayService;
+  prepare(input: PrepareEngineInput): PreparedEngine;
+}
+
+export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export function createGuard(deps: {
+  loaded: LoadedConfig;
+  env: Readonly<Record<string, string | undefined>>;
+  db: Db;
+  store: SessionStore;
+  ledger: Ledger;
+  logger: Logger;
+  scrub: (text: string) => string;
+  policyFor: (workItem: string) => Policy;
+}): Guard {
+  const { loaded } = deps;
+  const tokens = new GatewayTokens(deps.db);
+  const ports = createGatewayPorts({
+    db: deps.db,
+    store: deps.store,
+    ledger: deps.ledger,
+    logger: deps.logger,
+    config: loaded.config,
+    engines: loaded.engines,
+    env: deps.env,
+    policyFor: deps.policyFor,
+    scrub: deps.scrub,
+  });
+  // Every handler gives up on a silent upstream after the same time (the listeners wait longer).
+  const idleTimeoutMs = loaded.config.gateway.idleTimeoutSeconds * 1000;
+  const maxBody = loaded.config.gateway.maxBodyBytes;
+  const model = createModelHandler({ idleTimeoutMs, maxRequestBytes: maxBody });
+  const gateway = new GatewayService({
+    config: loaded.config,
+    dataDir: loaded.dataDir,
+    logger: deps.logger,
+    store: deps.store,
+    tokens,
+    ports,
+    routes: {
+      git: createGitHandler({ idleTimeoutMs }),
+      github: createGitHubApiHandler({ idleTimeoutMs, maxBodyBytes: maxBody }),
+      model,
+    },
+    // Pooled keep-alive connections to the model APIs go with the listeners.
+    onClose: () => model.close(),
+  });
+  return {
+    tokens,
+    gateway,
+    prepare: (input) =>
+      prepareEngine(
+        {
+          dataDir: loaded.dataDir,
+          configPath: loaded.path,
+          config: loaded.config,
+          env: deps.env,
+          tokens,
+          gateway: () => gateway.endpoint(),
+          bwrap: () => detectBwrap({ path: loaded.config.sandbox.bwrap, env: deps.env }),
+          packageRoot: PACKAGE_ROOT,
+        },
+        input,
+      ),
+  };
+}
