@@ -58,7 +58,11 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
     // PRAGMA foreign_keys is a no-op inside a transaction: it is switched around it.
     if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = OFF');
     try {
+      // IMMEDIATE: the write lock is taken before the check, so two processes opening a new
+      // registry at once (`run` and `sessions list`) never apply the same migration twice.
       db.transaction(() => {
+        const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
+        if (applied) return;
         db.exec(m.sql);
         if (m.rebuildsTables) {
           const broken = db.pragma('foreign_key_check') as unknown[];
@@ -74,7 +78,7 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
           m.name,
           new Date().toISOString(),
         );
-      })();
+      }).immediate();
     } finally {
       if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = ON');
     }
