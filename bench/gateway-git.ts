@@ -28,6 +28,8 @@ const ROLE_ENV = 'BENCH_GATEWAY_GIT_ROLE';
 export interface GatewayGitBench {
   megabytes: number;
   runs: number;
+  /** 1-minute load average before the run. */
+  load: number;
   /** Wall time of each push, in ms, in run order. */
   directMs: number[];
   gatewayMs: number[];
@@ -92,6 +94,7 @@ export async function benchGatewayGit(
 ): Promise<GatewayGitBench> {
   const runs = options.runs ?? Number(process.env.BENCH_RUNS ?? 5);
   const megabytes = options.megabytes ?? Number(process.env.BENCH_MB ?? 50);
+  const load = loadavg()[0] ?? 0;
   const root = mkdtempSync(join(tmpdir(), 'the-loop-bench-git-'));
   const { info, proc } = await startUpstreamChild();
   const harness = await startHarness({
@@ -149,6 +152,7 @@ export async function benchGatewayGit(
     return {
       megabytes,
       runs,
+      load,
       directMs,
       gatewayMs,
       directMedianMs,
@@ -168,7 +172,7 @@ export async function benchGatewayGit(
 export function printGatewayGit(r: GatewayGitBench): void {
   const f = (ms: number) => `${ms.toFixed(0).padStart(6)} ms`;
   console.log(
-    `git push of ${r.megabytes} MB of random data, ${r.runs} runs per side (load ${loadavg()[0]?.toFixed(2)})`,
+    `git push of ${r.megabytes} MB of random data through the git handler, ${r.runs} runs per side, alternating (load ${r.load.toFixed(2)} before)`,
   );
   console.log(`anchor  direct   ${r.directMs.map(f).join(' ')}   median ${f(r.directMedianMs)}`);
   console.log(`ours    gateway  ${r.gatewayMs.map(f).join(' ')}   median ${f(r.gatewayMedianMs)}`);

@@ -139,6 +139,7 @@ const isUniqueViolation = (error: unknown): boolean =>
  */
 export class SqliteSessionStore implements SessionStore {
   private readonly eventSeq = new Map<number, number>();
+  private byId: ReturnType<Db['prepare']> | undefined;
 
   constructor(
     private readonly db: Db,
@@ -157,7 +158,9 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   get(id: string): SessionRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+    // Prepared once: the gateway asks on every request (preparing is most of a lookup's time).
+    this.byId ??= this.db.prepare('SELECT * FROM sessions WHERE id = ?');
+    const row = this.byId.get(id) as SessionRow | undefined;
     return row && toSession(row);
   }
 

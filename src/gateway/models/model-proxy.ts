@@ -44,7 +44,8 @@ interface Exchange {
   api: ModelApi;
   url: URL;
   headers: OutgoingHttpHeaders;
-  at: string;
+  /** When the request was made (formatted only when its row is written, off the request's path). */
+  at: Date;
   started: number;
   /** Why the response was not metered, when it was not. */
   note?: string;
@@ -111,7 +112,7 @@ export function createModelHandler(options: ModelProxyOptions = {}): ModelHandle
       return send(res, api, 'too-large', `[the-loop gateway] request body over ${maxBytes} bytes`, true);
     }
     const headers = upstreamRequestHeaders(req.headers, ctx.token, credential);
-    const at = now().toISOString();
+    const at = now();
     const exchange: Exchange = { req, res, session, ports, api, url, headers, at, started: Date.now() };
     await forward(exchange, agents[url.protocol as 'http:' | 'https:'] ?? agents['http:'], idleMs, maxBytes);
   };
@@ -127,7 +128,14 @@ export const handleModel: ModelHandler = createModelHandler();
 
 /** The state of one exchange in flight. */
 interface Flow {
+  /** What the response's usage is read with; the meter itself is made at its first chunk. */
+  metered: Parameters<typeof createUsageMeter> | undefined;
   meter: UsageMeter | undefined;
+  /** Chunks of the current upstream read, not yet relayed (see `relayResponse`). */
+  batch: Buffer[];
+  batchBytes: number;
+  /** Chunks relayed but not yet read by the meter (it reads them once their bytes are out). */
+  unmetered: Buffer[];
   settled: boolean;
   status: number;
   bytes: { in: number; out: number };
@@ -143,7 +151,11 @@ function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: numbe
     const lib = url.protocol === 'https:' ? https : http;
     const upstream = lib.request(url, { method: req.method, headers: x.headers, agent });
     const flow: Flow = {
+      metered: undefined,
       meter: undefined,
+      batch: [],
+      batchBytes: 0,
+      unmetered: [],
       settled: false,
       status: 0,
       bytes: { in: 0, out: 0 },
@@ -206,7 +218,7 @@ function relayResponse(x: Exchange, flow: Flow, upRes: IncomingMessage): void {
   // We asked for identity; an upstream that compresses anyway is relayed, unmetered, and said so.
   const encoding = upRes.headers['content-encoding'] ?? 'identity';
   if (kind && encoding !== 'identity') x.note = `a ${encoding} body was not metered`;
-  else if (kind) flow.meter = createUsageMeter(x.api, kind, { modelHint: modelOfPath(url.pathname) });
+  else if (kind) flow.metered = [x.api, kind, { modelHint: modelOfPath(url.pathname) }];
   res.writeHead(flow.status, clientResponseHeaders(upRes.headers));
   // The headers go out with the first body bytes (one packet, one wake-up of the engine) — or on
   // the next turn if no body came with them, so a client waiting on headers is not held.
@@ -214,16 +226,31 @@ function relayResponse(x: Exchange, flow: Flow, upRes: IncomingMessage): void {
     if (!res.headersSent && !res.destroyed) res.flushHeaders();
   });
   res.on('drain', () => upRes.resume());
+  // One socket read of the upstream holds many small HTTP chunks (one per event), each its own
+  // 'data' event. They are relayed as one chunk at the end of the read: Node holds (corks) every
+  // write until the next tick anyway, so no byte waits longer, and the framing, the write and the
+  // meter's push are paid once per read instead of once per event.
+  const flush = () => {
+    const chunk = takeBatch(flow);
+    if (!chunk || flow.settled) return;
+    flow.idle.refresh();
+    if (!res.write(chunk)) upRes.pause();
+    if (!flow.metered) return;
+    // Relay first, meter after: the write is held until a tick callback Node has just queued, so
+    // the meter reads the chunk in the next one, once its bytes are on their way to the engine.
+    if (flow.unmetered.length === 0) process.nextTick(meterPending, flow);
+    flow.unmetered.push(chunk);
+  };
   upRes.on('data', (chunk: Buffer) => {
     if (flow.settled) return;
-    flow.idle.refresh();
+    if (flow.batch.length === 0) process.nextTick(flush);
+    flow.batch.push(chunk);
+    flow.batchBytes += chunk.length;
     flow.bytes.out += chunk.length;
-    // Relay first, meter after: the engine's bytes never wait for our parsing.
-    if (!res.write(chunk)) upRes.pause();
-    flow.meter?.push(chunk);
   });
   upRes.on('end', () => {
     if (flow.settled) return;
+    flush();
     res.end();
     flow.end('complete');
   });
@@ -231,10 +258,39 @@ function relayResponse(x: Exchange, flow: Flow, upRes: IncomingMessage): void {
   upRes.on('close', () => flow.end('cut'));
 }
 
+/** The chunks of the current read as one (a copy only when there are several); undefined: none. */
+function takeBatch(flow: Flow): Buffer | undefined {
+  const { batch, batchBytes } = flow;
+  if (batch.length === 0) return undefined;
+  flow.batch = [];
+  flow.batchBytes = 0;
+  return batch.length === 1 ? batch[0] : Buffer.concat(batch, batchBytes);
+}
+
+/** The response's meter, made on first use (after the first bytes went out). */
+function meterOf(flow: Flow): UsageMeter | undefined {
+  if (!flow.meter && flow.metered) flow.meter = createUsageMeter(...flow.metered);
+  return flow.meter;
+}
+
+/** Feed the meter what has been relayed and not read yet. */
+function meterPending(flow: Flow): void {
+  const chunks = flow.unmetered;
+  if (chunks.length === 0) return;
+  flow.unmetered = [];
+  const meter = meterOf(flow);
+  for (const chunk of chunks) meter?.push(chunk);
+}
+
 function record(x: Exchange, flow: Flow, outcome: Outcome, error: unknown): void {
   const { ports, session } = x;
-  const { meter, status, bytes } = flow;
-  const usage = meter?.finish(x.at);
+  // Everything received is metered, as far as it got: relayed, and (on a cut) not yet relayed.
+  meterPending(flow);
+  const meter = meterOf(flow);
+  const rest = takeBatch(flow);
+  if (rest) meter?.push(rest);
+  const { status, bytes } = flow;
+  const usage = meter?.finish(x.at.toISOString());
   const note = meter?.note ?? x.note;
   const fields = {
     session: session.id,
