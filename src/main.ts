@@ -157,6 +157,7 @@ export function createApp(options: AppOptions): App {
     },
     telemetry,
     prepareEngine: (input) => guard.prepare(input),
+    policyRefusals: (session) => readRefusals(join(loaded.dataDir, 'sessions', session.slug)),
   });
   return {
     guard,

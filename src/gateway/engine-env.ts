@@ -45,6 +45,8 @@ export interface EngineSetupInput {
   ghConfigDir: string;
   /** The GitHub host as git and gh name it (github.com, or an enterprise host). */
   githubHost: string;
+  /** The session's repository, `owner/name`: gh's default (its remotes point at the gateway now). */
+  repository: string;
   sandbox: 'bwrap' | 'none';
   permissions: 'bypass' | 'default';
 }
@@ -139,6 +141,8 @@ function gitAndGhEnv(
     GIT_TERMINAL_PROMPT: '0',
     GH_CONFIG_DIR: input.ghConfigDir,
     GH_TOKEN: token,
+    // git shows remotes rewritten to the gateway, which gh does not know for GitHub: name the repo.
+    GH_REPO: input.githubHost === 'github.com' ? input.repository : `${input.githubHost}/${input.repository}`,
     GH_PROMPT_DISABLED: '1',
     GH_NO_UPDATE_NOTIFIER: '1',
     // Clients that take an API URL (octokit, actions toolkit) reach the same handler over TCP.

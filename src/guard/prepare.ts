@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { REFUSALS_FILE } from '../acts/hook.js';
 import type { Config } from '../config/schema.js';
 import { LoopError } from '../core/errors.js';
+import { parseWorkItem } from '../core/work-item.js';
 import type { EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import {
@@ -116,6 +117,7 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
     githubToken: githubCredential(deps.env, config.credentials) !== undefined,
     ...files,
     githubHost: urls.host,
+    repository: repositoryOf(session.workItem),
     sandbox: sandbox.mode,
     permissions,
   });
@@ -138,6 +140,11 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
         : undefined,
   };
 }
+
+const repositoryOf = (workItem: string): string => {
+  const item = parseWorkItem(workItem);
+  return `${item.owner}/${item.repo}`;
+};
 
 /** The sandbox command of a session: its plan is made once per turn, its argv per launch. */
 function sandboxCommand(

@@ -103,6 +103,39 @@ export class Ledger {
     for (const id of new Set(turnIds)) this.settleDrive.run(id, NO_TELEMETRY_YET);
   }
 
+  /**
+   * What a turn's rows add up to (a wire-metered turn's own figures: every response the gateway
+   * saw, side requests included); undefined when it has none.
+   */
+  turnTotals(turnId: number): { usage: Usage; model: string | null } | undefined {
+    const row = this.db
+      .prepare(
+        `SELECT COUNT(*) AS n, SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS cr,
+           SUM(cache_creation_tokens) AS cc, SUM(reasoning_tokens) AS r, GROUP_CONCAT(DISTINCT model) AS models
+         FROM usage_ledger WHERE turn_id = ?`,
+      )
+      .get(turnId) as {
+      n: number;
+      i: number;
+      o: number;
+      cr: number;
+      cc: number;
+      r: number;
+      models: string | null;
+    };
+    if (row.n === 0) return undefined;
+    return {
+      usage: {
+        inputTokens: row.i,
+        outputTokens: row.o,
+        cacheReadTokens: row.cr,
+        cacheCreationTokens: row.cc,
+        reasoningTokens: row.r,
+      },
+      model: row.models,
+    };
+  }
+
   /** A model request of these turns went through the gateway: they are metered (waiting drives go). */
   wireArrived(turnIds: Iterable<number>): void {
     for (const id of new Set(turnIds)) this.settleDrive.run(id, NO_WIRE_YET);

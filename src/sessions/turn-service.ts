@@ -5,7 +5,7 @@ import { describeError, LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem, type WorkItem, workItemSlug } from '../core/work-item.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
+import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import { whichBinary } from '../engines/which.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Payer } from '../ledger/payer.js';
@@ -105,6 +105,11 @@ export interface TurnServiceDeps {
    * with the environment as built.
    */
   prepareEngine?: ((input: PrepareEngineInput) => PreparedEngine) | undefined;
+  /**
+   * The tool calls the policy hook refused in a session (its own record): Claude Code lists them
+   * among its permission denials, but they are the policy's refusals, not the permission mode's.
+   */
+  policyRefusals?: ((session: SessionRecord) => ReadonlySet<string>) | undefined;
 }
 
 export interface PrepareEngineInput {
@@ -127,6 +132,15 @@ export interface PreparedEngine {
   notes: string[];
 }
 
+/** A wire-metered turn's usage: the gateway's totals, the engine's own cost figure kept. */
+function withWireTotals(
+  usage: ReturnType<typeof turnUsageFrom>,
+  wire: { usage: Usage; model: string | null } | undefined,
+): ReturnType<typeof turnUsageFrom> {
+  if (!wire) return usage;
+  return { ...usage, usage: wire.usage, model: usage.model ?? wire.model };
+}
+
 /** The preset with arguments added to its headless argv and to its TUI's. */
 function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[]): EnginePreset {
   if (args.length === 0 && interactiveArgs.length === 0) return preset;
@@ -140,9 +154,18 @@ function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[
   };
 }
 
-/** What a turn says besides its outcome: the tool calls its engine refused (never silent). */
-export function turnWarnings(events: readonly TurnEvent[]): string[] {
-  const refused = events.filter((e) => e.type === 'tool-refused');
+/**
+ * What a turn says besides its outcome: the tool calls its engine's permission mode refused (never
+ * silent). The policy hook's refusals (`byPolicy`, its own record) are acts, recorded as such.
+ */
+export function turnWarnings(
+  events: readonly TurnEvent[],
+  byPolicy: ReadonlySet<string> = new Set(),
+): string[] {
+  const refused = events.filter(
+    (e): e is Extract<TurnEvent, { type: 'tool-refused' }> =>
+      e.type === 'tool-refused' && !(e.id && byPolicy.has(e.id)),
+  );
   if (refused.length === 0) return [];
   const tools = [...new Set(refused.map((e) => e.tool))].slice(0, 5).join(', ');
   return [
@@ -479,6 +502,9 @@ export class TurnService {
     const first = !session.engineSessionStarted || !caps.resume;
     const current = session;
     const onEvent = (raw: TurnEvent) => {
+      // Claude Code lists the policy hook's refusals among its permission denials: they are acts
+      // (recorded as blocked), not the permission mode's doing.
+      if (raw.type === 'tool-refused' && raw.id && this.policyRefusals(session).has(raw.id)) return;
       // Scrub before anything keeps or shows it: an engine may echo a credential.
       let event: TurnEvent;
       try {
@@ -544,6 +570,9 @@ export class TurnService {
     try {
       fresh = store.get(session.id) ?? session;
       usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
+      // Metered at the wire, the turn's figures are what the gateway saw (also when the engine
+      // reported none, as when a budget refusal ended it).
+      if (turn.meter === 'wire') usage = withWireTotals(usage, this.deps.ledger?.turnTotals(turn.id));
       for (const warning of usage.warnings) log.warn(warning);
       if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
       finished = store.finishTurn(turn.id, {
@@ -556,7 +585,7 @@ export class TurnService {
         usage: usage.usage,
         costUsd: usage.costUsd,
         error: outcome.error,
-        warnings: turnWarnings(events),
+        warnings: turnWarnings(events, this.policyRefusals(session)),
       });
     } catch (error) {
       // Never leave a turn `running` with a live owner: that would wedge its session.
@@ -617,6 +646,14 @@ export class TurnService {
       this.deps.logger.warn('could not clean up after a session', { session: session.id, error });
     }
     return gone;
+  }
+
+  private policyRefusals(session: SessionRecord): ReadonlySet<string> {
+    try {
+      return this.deps.policyRefusals?.(session) ?? new Set();
+    } catch {
+      return new Set();
+    }
   }
 
   private payerOf(env: EngineEnv): Payer {

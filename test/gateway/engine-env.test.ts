@@ -43,6 +43,7 @@ function setup(
     gitConfigFile: join(dir, 'gitconfig'),
     ghConfigDir: join(dir, 'gh'),
     githubHost: 'github.com',
+    repository: 'acme/demo',
     sandbox: 'bwrap',
     permissions: 'bypass',
     ...extra,
@@ -64,6 +65,7 @@ describe('the environment of an engine the gateway serves', () => {
     expect(JSON.stringify(out.env)).not.toContain('ghp_operator_token_value');
     expect(out.env.SSH_AUTH_SOCK).toBeUndefined();
     expect(out.env.GH_TOKEN).toBe(TOKEN);
+    expect(out.env.GH_REPO).toBe('acme/demo');
     expect(out.env.GIT_CONFIG_KEY_0).toBe('http.http://127.0.0.1:7701/git/.extraHeader');
     expect(out.env.GIT_CONFIG_VALUE_0).toBe(`Authorization: Bearer ${TOKEN}`);
     expect(out.env.TMPDIR).toBe('/tmp');
