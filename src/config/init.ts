@@ -44,6 +44,26 @@ dispatch:
   concurrency: 2
   closeGraceSeconds: 30
 
+# Engines reach git, GitHub and their model API through the gateway, which holds the real
+# credentials (they get a per-session capability token) and enforces the policy at the wire.
+gateway:
+  enabled: true
+  port: 7701             # loopback only; keep it fixed if you use the tmux runner
+# credentials:
+#   github: env:GH_TOKEN         # default: GH_TOKEN or GITHUB_TOKEN of the daemon
+#   anthropic: env:ANTHROPIC_API_KEY
+
+# Engines run in a bubblewrap sandbox where it works (apt-get install bubblewrap).
+sandbox:
+  mode: auto             # auto | bwrap | none
+  hide: []               # more paths engines must not see
+  writable: []           # more paths engines may write
+
+# What an agent may do (pushes, merges, publishes…); see docs/configuration.md.
+# policy:
+#   protectedBranches: [main]
+#   acts: { pr-merge: deny, git-push: deny-protected }
+
 defaults:
   engine: claude         # claude | codex | gemini | grok | cursor-agent | ollama | one you declare below
   runner: process        # headless child process per turn
@@ -56,7 +76,7 @@ engines: {}
   #   binary: /usr/local/bin/claude
   #   extraArgs: ["--model", "sonnet"]
   #   env:
-  #     ANTHROPIC_API_KEY: env:MY_ANTHROPIC_KEY   # credentials travel only in the engine's environment
+  #     ANTHROPIC_BASE_URL: https://proxy.example/anthropic   # where the gateway forwards
   # my-engine:
   #   binary: my-agent
   #   protocol: text        # plain output: turns end on exit and are recorded as unmetered
