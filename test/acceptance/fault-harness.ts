@@ -158,6 +158,9 @@ export function faultConfig(repoDir: string, port: number, engineLog: string): R
     // pollSeconds: requeued work is also picked up without a new delivery to wake the dispatcher.
     dispatch: { concurrency: CONCURRENCY, pollSeconds: 0.2, closeGraceSeconds: 2 },
     defaults: { engine: 'fault', backstopSeconds: 60, killGraceSeconds: 0.5 },
+    // Like the fake engine: unsandboxed (the harness watches its log and pids from outside).
+    sandbox: { mode: 'none' },
+    gateway: { port: 0 },
     // The fake engine's declaration, with the fault engine's binary and log.
     engines: {
       fault: (

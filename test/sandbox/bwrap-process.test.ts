@@ -8,7 +8,7 @@ import { bwrapArgv } from '../../src/sandbox/bwrap.js';
 import { sandboxProcesses, signalSandboxed } from '../../src/sandbox/signal.js';
 import { pidAlive } from '../helpers/cli.js';
 import { stopTmuxServer, waitGone } from '../helpers/tmux.js';
-import { BWRAP, bwrap, FIXTURES, SUITE, tempRoot, until } from './helpers.js';
+import { BWRAP, bwrap, FIXTURES, REPO_READ_ONLY, SUITE, tempRoot, until } from './helpers.js';
 
 // The sandbox's process tree: it dies with its parent, with bwrap, and with a process-group kill; a
 // graceful stop reaches the engine; a terminal stays the engine's unless --new-session.
@@ -39,7 +39,7 @@ let runs = 0;
 function sandbox(newSession: boolean) {
   const out = join(root, `run-${++runs}`);
   mkdirSync(out);
-  const empty = { readOnly: [], writableFiles: [], sockets: [], hiddenDirs: [], hiddenFiles: [] };
+  const empty = { readOnly: REPO_READ_ONLY, writableFiles: [], sockets: [], hiddenDirs: [], hiddenFiles: [] };
   return { out, argv: bwrapArgv({ ...empty, writable: [out], chdir: out, newSession }) };
 }
 

@@ -9,7 +9,7 @@ import { bwrapArgv } from '../../src/sandbox/bwrap.js';
 import { detectBwrap } from '../../src/sandbox/detect.js';
 import { credentialPaths, SYSTEM_HIDDEN_PATHS } from '../../src/sandbox/paths.js';
 import { resolveSandboxSpec } from '../../src/sandbox/resolve.js';
-import { BWRAP, bwrap, type ProbeResult, probe, SUITE, tempRoot } from './helpers.js';
+import { BWRAP, bwrap, type ProbeResult, probe, REPO_READ_ONLY, SUITE, tempRoot } from './helpers.js';
 
 // The real bubblewrap, real files, a real Unix socket and TCP server outside, node and git inside.
 // Layout (all under one temp dir in /tmp, which the sandbox's private /tmp hides unless re-exposed):
@@ -61,7 +61,7 @@ beforeAll(async () => {
   tcpPort = (tcp.address() as { port: number }).port;
   const { spec } = resolveSandboxSpec({
     hidden: [data, ...credentialPaths(home)],
-    readOnly: [home, state],
+    readOnly: [home, state, ...REPO_READ_ONLY],
     writable: [ws],
     writableFiles: [hooks],
     sockets: [sock],

@@ -6,6 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { detectBwrap } from '../../src/sandbox/detect.js';
 
 export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
+/**
+ * The repository (its probe scripts, node_modules): under /tmp — a CI checkout may be — the private
+ * /tmp hides it unless it is re-exposed read-only, as the product re-exposes its own install.
+ */
+const REPO = realpathSync(join(dirname(fileURLToPath(import.meta.url)), '../..'));
+export const REPO_READ_ONLY: string[] = REPO.startsWith('/tmp/') ? [REPO] : [];
 export const PROBE = join(FIXTURES, 'probe.mjs');
 
 /** bubblewrap here, or why the real-bwrap tests are skipped (said in the suite's name). */
