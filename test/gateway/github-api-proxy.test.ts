@@ -224,14 +224,17 @@ describe('gh api through the gateway', () => {
     expect(JSON.parse(user.stdout)).toMatchObject({ login: 'mock-user' });
     const viewer = await h.gh('api', 'graphql', '-f', 'query={viewer{login}}');
     expect(JSON.parse(viewer.stdout)).toEqual({ data: { viewer: { login: 'mock-user' } } });
-    // A mutation that is not an act goes through unjudged (the mock does not know it: GraphQL error).
-    await h.gh(
+    // An allowed mutation that is not an act goes through unjudged once its node is placed in the
+    // session's repository.
+    const comment = await h.gh(
       'api',
       'graphql',
       '-f',
-      'query=mutation{addComment(input:{subjectId:"I_1",body:"x"}){clientMutationId}}',
+      'query=mutation{addComment(input:{subjectId:"PR_1",body:"x"}){clientMutationId}}',
     );
+    expect(comment.code, comment.stderr).toBe(0);
     expect(h.mock.requests.filter((r) => r.body.includes('addComment'))).toHaveLength(1);
+    expect(h.mock.comments).toEqual([{ subjectId: 'PR_1', body: 'x' }]);
     expect(h.acts).toEqual([]);
   });
 });

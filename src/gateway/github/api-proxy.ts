@@ -1,20 +1,29 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { GatewayHandler, GatewayPorts, GatewaySession } from '../types.js';
-import { classifyGraphqlBody } from './graphql-acts.js';
-import { graphqlOutcome, type Judged, judgeActs, restOutcome, type Settled, wireAct } from './judge.js';
-import { graphqlUrl } from './lookup.js';
-import { classifyRest, pathSegments, routeWord } from './rest-acts.js';
-import { decodedText, type Relayed, relay, upstreamHeaders, upstreamUrl } from './upstream.js';
-import type { ApiAct } from './wire-act.js';
+import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct } from '../types.js';
+import {
+  graphqlOutcome,
+  type Judged,
+  judgeActs,
+  refusedAct,
+  restOutcome,
+  type Settled,
+  targetRefusal,
+  wireAct,
+} from './judge.js';
+import type { LookupContext } from './lookup.js';
+import { type Plan, plan } from './plan.js';
+import { decodedText, type Relayed, type RelayRequest, relay, upstreamHeaders } from './upstream.js';
 
 /**
  * The GitHub API proxy (REST and GraphQL), reached by `gh` over the gateway's Unix socket and by
- * other clients under `/gh/`. Reads pass through (REST paths of the session's repository only);
- * writes that are acts are judged against the work item's policy before anything is forwarded,
- * refused with a 403 the client prints, or forwarded with the real token and settled from the
- * upstream's answer. Each act is recorded exactly once. The capability token is never forwarded,
- * and no token is ever logged.
+ * other clients under `/gh/`. Default deny (`plan.ts`): reads of the session's repository and
+ * writes on the allow-lists pass; writes that are acts are judged against the work item's policy
+ * before anything is forwarded, refused with a 403 the client prints, or forwarded with the real
+ * token and settled from the upstream's answer; the nodes allowed GraphQL mutations write to are
+ * looked up and must be the session's repository's; every other write is refused and recorded.
+ * Each act is recorded exactly once. The capability token is never forwarded, and no token is
+ * ever logged.
  */
 
 export interface GitHubApiOptions {
@@ -34,7 +43,13 @@ const LOOKUP_MS = 20_000;
 const KEEP_BYTES = 8 * 1024 * 1024;
 const POLICY_DOCS = 'the-loop: docs/configuration.md (policy)';
 
-type Plan = { refused: { status: number; message: string } } | { acts: ApiAct[]; graphql: boolean; url: URL };
+/** The handler, and what to do when the gateway closes. */
+export interface GitHubApiHandler extends GatewayHandler {
+  /** Drop the pooled keep-alive connections to the upstream. */
+  close(): void;
+}
+
+type Forward = Exclude<Plan, { refused: unknown }>;
 
 function send(res: ServerResponse, status: number, message: string, close = false): void {
   if (res.destroyed) return;
@@ -73,59 +88,7 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'too-larg
   });
 }
 
-function plan(
-  method: string,
-  path: string,
-  body: Buffer,
-  encoded: boolean,
-  ports: GatewayPorts,
-  session: GatewaySession,
-): Plan {
-  const q = path.indexOf('?');
-  const pathname = q === -1 ? path : path.slice(0, q);
-  const search = q === -1 ? '' : path.slice(q);
-  const read = method === 'GET' || method === 'HEAD';
-  if (encoded && body.length > 0) {
-    return { refused: { status: 415, message: 'compressed request bodies are not accepted' } };
-  }
-  const segments = pathSegments(pathname);
-  if ('error' in segments) return { refused: { status: 400, message: segments.error } };
-  const query = new URLSearchParams(search);
-  // A method override (Rack's `_method`) would make the request another one than the one judged.
-  if (query.has('_method')) return { refused: { status: 400, message: 'method overrides are not accepted' } };
-  // `/graphql`, however spelled (`/GraphQL`, `/graphql/`, `/graphql.json`), is judged as GraphQL and
-  // sent to the canonical GraphQL URL; anything below it is not an endpoint.
-  if (routeWord(segments[0] ?? '') === 'graphql') {
-    if (segments.length > 1) return { refused: { status: 404, message: 'not a GitHub API path' } };
-    if (method !== 'POST') return { refused: { status: 405, message: 'GraphQL requests are POSTs' } };
-    const found = classifyGraphqlBody(body.toString('utf8'));
-    if ('refused' in found) return { refused: { status: 400, message: found.refused } };
-    const base = graphqlUrl(ports.github.apiUrl);
-    if (!base) return { refused: { status: 502, message: 'no GitHub GraphQL upstream' } };
-    return { acts: found.acts, graphql: true, url: new URL(base.href + search) };
-  }
-  let parsed: unknown;
-  if (body.length > 0) {
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      if (!read && routeWord(segments[0] ?? '') === 'repos') {
-        return { refused: { status: 400, message: 'the request body is not JSON' } };
-      }
-    }
-  }
-  const found = classifyRest({ method, path: pathname, query, body: parsed }, session);
-  if ('refused' in found) return found;
-  if (found.foreign && found.acts.length === 0) {
-    const message = `this session serves ${session.owner}/${session.repo} only, not ${found.repo}`;
-    return { refused: { status: 403, message } };
-  }
-  const url = upstreamUrl(ports.github.apiUrl, path);
-  if (!url) return { refused: { status: 400, message: 'not a path under the GitHub API' } };
-  return { acts: found.acts, graphql: false, url };
-}
-
-function record(ports: GatewayPorts, session: GatewaySession, list: ReturnType<typeof wireAct>[]): void {
+function record(ports: GatewayPorts, session: GatewaySession, list: readonly WireAct[]): void {
   for (const act of list) {
     try {
       ports.recordAct(session, act);
@@ -159,17 +122,18 @@ function answerFailure(res: ServerResponse, relayed: Relayed): void {
   else send(res, 502, '[the-loop gateway] the GitHub API could not be reached');
 }
 
-export function createGitHubApiHandler(options: GitHubApiOptions = {}): GatewayHandler {
+export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubApiHandler {
   const maxBytes = options.maxBodyBytes ?? MAX_BODY;
   const idleMs = options.idleTimeoutMs ?? IDLE_MS;
   const lookupMs = options.lookupTimeoutMs ?? LOOKUP_MS;
-  // Keep-alive to the upstream; idle pooled sockets are unref'd by Node and time out.
+  // Keep-alive to the upstream; idle pooled sockets are unref'd by Node and time out, and `close`
+  // drops them with the gateway.
   const agents = {
     'http:': new http.Agent({ keepAlive: true, timeout: 60_000 }),
     'https:': new https.Agent({ keepAlive: true, timeout: 60_000 }),
   };
 
-  return async function handleGitHubApi(req, res, ctx) {
+  const handle: GatewayHandler = async function handleGitHubApi(req, res, ctx) {
     const { session, ports } = ctx;
     const method = (req.method ?? 'GET').toUpperCase();
     const body = await readBody(req, maxBytes);
@@ -178,8 +142,12 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GatewayH
       return send(res, 413, `[the-loop gateway] request body over ${maxBytes} bytes`, true);
     }
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
-    const p = plan(method, ctx.path, body, encoding !== 'identity', ports, session);
+    const p = plan(
+      { method, path: ctx.path, body, encoded: encoding !== 'identity', apiUrl: ports.github.apiUrl },
+      session,
+    );
     if ('refused' in p) {
+      record(ports, session, p.refused.acts ?? []);
       ports.logger.warn('GitHub API request refused', {
         session: session.id,
         method,
@@ -187,45 +155,72 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GatewayH
       });
       return send(res, p.refused.status, `[the-loop gateway] ${p.refused.message}`);
     }
-    const exchange = {
+    const agentFor = (url: URL) => agents[url.protocol as 'http:' | 'https:'];
+    const lookups = { github: ports.github, session, timeoutMs: lookupMs, agentFor };
+    if (p.targets.length > 0) {
+      // Allowed mutations name the node they write to; it must be the session's repository's.
+      const bad = await targetRefusal(p.targets, lookups);
+      if (bad) {
+        const { mutation } = bad.target;
+        const detail = { via: 'GraphQL', httpMethod: 'POST', endpoint: 'graphql', mutation };
+        record(ports, session, [refusedAct(`POST /graphql ${mutation}`, detail, bad.rule, bad.reason)]);
+        return send(res, 403, `[the-loop gateway] ${bad.reason}`);
+      }
+    }
+    const exchange: Exchange = {
       url: p.url,
       method,
       body,
       res,
       idleMs,
-      agent: agents[p.url.protocol as 'http:' | 'https:'],
+      agent: agentFor(p.url),
+      headers: (identity) =>
+        upstreamHeaders(req.headers, ctx.token, ports.github.token, { identity, length: body.length }),
     };
-    const headers = (identity: boolean) =>
-      upstreamHeaders(req.headers, ctx.token, ports.github.token, { identity, length: body.length });
     if (p.acts.length === 0) {
-      answerFailure(res, await relay({ ...exchange, headers: headers(false), keep: 0 }));
+      answerFailure(res, await relay({ ...exchange, headers: exchange.headers(false), keep: 0 }));
       return;
     }
-    const policy = ports.policyFor(session.workItem);
-    const judged = await judgeActs(p.acts, policy, { github: ports.github, session, timeoutMs: lookupMs });
-    const denied = judged.filter((j) => j.verdict.verdict === 'deny');
-    if (denied.length > 0) {
-      const others = 'not done: refused with another act of the same request';
-      record(
-        ports,
-        session,
-        judged.map((j) =>
-          wireAct(j, 'blocked', undefined, j.verdict.verdict === 'deny' ? undefined : others),
-        ),
-      );
-      const reasons = [...new Set(denied.map((j) => j.verdict.reason ?? j.verdict.rule))];
-      return send(res, 403, `[the-loop policy] ${reasons.join('; ')}`);
-    }
-    const relayed = await relay({ ...exchange, headers: headers(true), keep: KEEP_BYTES });
-    answerFailure(res, relayed);
-    const outcomes = settle(judged, relayed, p.graphql);
+    await judgeAndRelay(p, exchange, { ports, session, lookups });
+  };
+  return Object.assign(handle, {
+    close: () => {
+      for (const agent of Object.values(agents)) agent.destroy();
+    },
+  });
+}
+
+type Exchange = Omit<RelayRequest, 'headers' | 'keep'> & { headers(identity: boolean): OutgoingHttpHeaders };
+
+/** The acts of a request judged by the policy; forwarded when none is denied, then settled and recorded. */
+async function judgeAndRelay(
+  p: Forward,
+  exchange: Exchange,
+  x: { ports: GatewayPorts; session: GatewaySession; lookups: LookupContext },
+): Promise<void> {
+  const { ports, session } = x;
+  const policy = ports.policyFor(session.workItem);
+  const judged = await judgeActs(p.acts, policy, x.lookups);
+  const denied = judged.filter((j) => j.verdict.verdict === 'deny');
+  if (denied.length > 0) {
+    const others = 'not done: refused with another act of the same request';
     record(
       ports,
       session,
-      judged.map((j, i) => wireAct(j, outcomes[i]?.outcome ?? 'unknown', outcomes[i]?.upstream)),
+      judged.map((j) => wireAct(j, 'blocked', undefined, j.verdict.verdict === 'deny' ? undefined : others)),
     );
-  };
+    const reasons = [...new Set(denied.map((j) => j.verdict.reason ?? j.verdict.rule))];
+    return send(exchange.res, 403, `[the-loop policy] ${reasons.join('; ')}`);
+  }
+  const relayed = await relay({ ...exchange, headers: exchange.headers(true), keep: KEEP_BYTES });
+  answerFailure(exchange.res, relayed);
+  const outcomes = settle(judged, relayed, p.graphql);
+  record(
+    ports,
+    session,
+    judged.map((j, i) => wireAct(j, outcomes[i]?.outcome ?? 'unknown', outcomes[i]?.upstream)),
+  );
 }
 
 /** The handler with the default options, as the gateway mounts it. */
-export const handleGitHubApi: GatewayHandler = createGitHubApiHandler();
+export const handleGitHubApi: GitHubApiHandler = createGitHubApiHandler();

@@ -1,7 +1,16 @@
 import { decide, type Policy, type Verdict } from '../../acts/decide.js';
+import type { ActDetail } from '../../acts/types.js';
 import type { WireAct, WireOutcome } from '../types.js';
+import type { Target } from './graphql-access.js';
 import { type LookupContext, lookUp } from './lookup.js';
-import { type ApiAct, branchUnknown, isSessionRepo, type SessionRepo, withFound } from './wire-act.js';
+import {
+  type ApiAct,
+  branchUnknown,
+  commandText,
+  isSessionRepo,
+  type SessionRepo,
+  withFound,
+} from './wire-act.js';
 
 /**
  * The policy applied to GitHub API acts, and their outcome read from the upstream's answer. The
@@ -70,6 +79,44 @@ export function wireAct(j: Judged, outcome: WireOutcome, upstream?: string, reas
     rule: j.verdict.rule,
     reason: reason ?? j.verdict.reason,
   };
+}
+
+/**
+ * A request the gateway refuses before any policy applies (a write not on the allow-lists, a
+ * mutation of another repository's node), recorded so that `the-loop acts` shows the attempt.
+ */
+export function refusedAct(command: string, detail: ActDetail, rule: string, reason: string): WireAct {
+  return {
+    kind: 'unknown-gh-act',
+    command: commandText(command),
+    detail,
+    outcome: 'blocked',
+    verdict: 'deny',
+    rule,
+    reason,
+  };
+}
+
+/** Why the targets of allowed mutations may not be written; undefined: all are the session's. */
+export async function targetRefusal(
+  targets: readonly Target[],
+  ctx: LookupContext,
+): Promise<{ target: Target; rule: string; reason: string } | undefined> {
+  const ids = [...new Set(targets.map((t) => t.id))];
+  const found = await Promise.all(ids.map((id) => lookUp({ kind: 'node', id, type: 'RepositoryNode' }, ctx)));
+  const mine = `${ctx.session.owner}/${ctx.session.repo}`;
+  for (const target of targets) {
+    const repo = found[ids.indexOf(target.id)]?.repo;
+    if (repo === undefined) {
+      const reason = `the repository ${target.mutation} writes to could not be verified as ${mine}`;
+      return { target, rule: 'gateway: unverified repository', reason };
+    }
+    if (!isSessionRepo(repo, ctx.session)) {
+      const reason = `this session may write to ${mine} only, not to ${repo}`;
+      return { target, rule: 'gateway: other repository', reason };
+    }
+  }
+  return undefined;
 }
 
 export interface Settled {

@@ -1,3 +1,4 @@
+import type { Agent } from 'node:http';
 import type { GitHubUpstream } from '../types.js';
 import { requestJson, upstreamUrl } from './upstream.js';
 import type { Found, Lookup, NodeType, SessionRepo } from './wire-act.js';
@@ -27,6 +28,12 @@ const NODE_FIELDS: Record<NodeType, string> = {
   Repository: '... on Repository { nameWithOwner }',
   BranchProtectionRule: '... on BranchProtectionRule { repository { nameWithOwner } }',
   RepositoryRuleset: '... on RepositoryRuleset { source { __typename ... on Repository { nameWithOwner } } }',
+  // Review threads have a repository without being a RepositoryNode.
+  RepositoryNode: [
+    '... on Repository { nameWithOwner }',
+    '... on RepositoryNode { repository { nameWithOwner } }',
+    '... on PullRequestReviewThread { repository { nameWithOwner } }',
+  ].join(' '),
 };
 
 const nodeQuery = (type: NodeType): string =>
@@ -39,6 +46,10 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' && v !==
 /** What a node lookup's answer says (pure). */
 export function foundInNode(type: NodeType, json: unknown): Found | undefined {
   const node = record(record(record(json).data).node);
+  if (type === 'RepositoryNode') {
+    const repo = node.__typename === 'Repository' ? text(node.nameWithOwner) : undefined;
+    return { repo: repo ?? text(record(node.repository).nameWithOwner) };
+  }
   if (node.__typename !== type) return undefined;
   const repoOf = (holder: unknown) => text(record(record(holder).repository).nameWithOwner);
   switch (type) {
@@ -64,16 +75,24 @@ export interface LookupContext {
   github: GitHubUpstream;
   session: SessionRepo;
   timeoutMs: number;
+  /** The connection pool for a URL (the handler's keep-alive agents). */
+  agentFor?: (url: URL) => Agent | undefined;
 }
 
 /** Runs one lookup against the upstream; undefined when it fails or finds nothing. */
 export async function lookUp(lookup: Lookup, ctx: LookupContext): Promise<Found | undefined> {
   const { github, session, timeoutMs } = ctx;
+  const agent = (url: URL) => ctx.agentFor?.(url);
   const repoPath = `/repos/${encodeURIComponent(session.owner)}/${encodeURIComponent(session.repo)}`;
   const get = async (path: string) => {
     const url = upstreamUrl(github.apiUrl, path);
     if (!url) return undefined;
-    const answer = await requestJson(url, { method: 'GET', token: github.token, timeoutMs });
+    const answer = await requestJson(url, {
+      method: 'GET',
+      token: github.token,
+      timeoutMs,
+      agent: agent(url),
+    });
     return answer && answer.status === 200 ? record(answer.json) : undefined;
   };
   switch (lookup.kind) {
@@ -92,7 +111,13 @@ export async function lookUp(lookup: Lookup, ctx: LookupContext): Promise<Found 
       const url = graphqlUrl(github.apiUrl);
       if (!url) return undefined;
       const body = { query: nodeQuery(lookup.type), variables: { id: lookup.id } };
-      const answer = await requestJson(url, { method: 'POST', token: github.token, body, timeoutMs });
+      const answer = await requestJson(url, {
+        method: 'POST',
+        token: github.token,
+        body,
+        timeoutMs,
+        agent: agent(url),
+      });
       return answer && answer.status === 200 ? foundInNode(lookup.type, answer.json) : undefined;
     }
   }

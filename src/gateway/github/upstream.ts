@@ -205,7 +205,14 @@ export function decodedText(body: Buffer, encoding: string | undefined): string 
 /** A JSON request of the gateway's own (a lookup), with the real token; undefined on any failure. */
 export function requestJson(
   url: URL,
-  options: { method: 'GET' | 'POST'; token: string | undefined; body?: unknown; timeoutMs: number },
+  options: {
+    method: 'GET' | 'POST';
+    token: string | undefined;
+    body?: unknown;
+    timeoutMs: number;
+    /** The pool to use (the handler's, dropped when the gateway closes); default: Node's global one. */
+    agent?: http.Agent | undefined;
+  },
 ): Promise<{ status: number; json: unknown } | undefined> {
   return new Promise((resolve) => {
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
@@ -217,7 +224,12 @@ export function requestJson(
       ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
     };
     const lib = url.protocol === 'https:' ? https : http;
-    const req = lib.request(url, { method: options.method, headers, timeout: options.timeoutMs });
+    const req = lib.request(url, {
+      method: options.method,
+      headers,
+      timeout: options.timeoutMs,
+      ...(options.agent ? { agent: options.agent } : {}),
+    });
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('timeout', () => req.destroy());

@@ -9,8 +9,18 @@ import { LIMITS } from '../../acts/types.js';
  * repository a node id belongs to. Pure.
  */
 
-/** GraphQL object types whose node id an act can name, and whose repository (and branch) we read. */
-export type NodeType = 'PullRequest' | 'Ref' | 'Repository' | 'BranchProtectionRule' | 'RepositoryRuleset';
+/**
+ * GraphQL object types whose node id an act can name, and whose repository (and branch) we read;
+ * `RepositoryNode`: any node that belongs to a repository (or is one), the target of an allowed
+ * mutation (an issue, a pull request, a comment, a review, a review thread).
+ */
+export type NodeType =
+  | 'PullRequest'
+  | 'Ref'
+  | 'Repository'
+  | 'BranchProtectionRule'
+  | 'RepositoryRuleset'
+  | 'RepositoryNode';
 
 export type Lookup =
   /** REST `GET /repos/o/r/pulls/N` → `base.ref`. */
