@@ -169,6 +169,11 @@ describe('real CLIs through the model handler', () => {
     expect(s.gw.seen.filter((l) => l.startsWith('POST'))).toEqual(
       s.mock.requests.filter((q) => q.method === 'POST').map(() => 'POST /m/_/responses'),
     );
+    // Plain JSON, never `background`: the Responses body check reads it and lets it pass.
+    for (const q of s.mock.requests) {
+      expect(q.headers['content-encoding']).toBeUndefined();
+      expect((q.body as Record<string, unknown>).background).toBeUndefined();
+    }
   });
 
   it('Gemini CLI: GOOGLE_GEMINI_BASE_URL=<gw>/m/<token> keeps its path prefix', async () => {
@@ -218,5 +223,63 @@ describe('real CLIs over budget: the refusal is shown and not retried', () => {
       ':streamGenerateContent?alt=sse',
     ]);
     expect(s.ports.budgetChecks).toBe(2);
+  });
+});
+
+/**
+ * Each CLI with its base URL under a path off the allow-list, so that its every request is one the
+ * gateway refuses: the refusal is shown, not retried, and nothing reaches the mock. (This is what
+ * chose the statuses: Codex retries a 403 or 404 five times, Claude Code sends again after a 404.)
+ */
+describe('real CLIs at a path off the allow-list: refused, shown, not retried', () => {
+  const refused = (s: Setup) => s.ports.logs.filter((l) => l.includes('refused at the gateway: not allowed'));
+
+  it('Claude Code', async () => {
+    const s = await setup(ANTHROPIC);
+    const env: Record<string, string> = {
+      ...claudeEnv(s),
+      ANTHROPIC_BASE_URL: `${s.gw.url}/m/${TOKEN}/v1/files`,
+    };
+    delete env.CLAUDE_CODE_MAX_RETRIES;
+    const out = await run(realBinary('claude'), CLAUDE_ARGS, env, s.root);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain(
+      '[the-loop gateway] POST /v1/files/v1/messages is not allowed through the gateway',
+    );
+    // Its reachability HEAD (refused too: not the bare base), then the turn, asked once.
+    expect(s.gw.seen.map((l) => l.replace(TOKEN, 'T'))).toEqual([
+      'HEAD /m/T/v1/files',
+      'POST /m/T/v1/files/v1/messages?beta=true',
+    ]);
+    expect(refused(s)).toHaveLength(2);
+    expect(s.mock.requests).toEqual([]);
+  });
+
+  it('Codex', async () => {
+    const s = await setup(OPENAI);
+    const args = codexArgs(s).map((a) => a.replace(`${s.gw.url}/m/_`, `${s.gw.url}/m/_/batches`));
+    const out = await run(realBinary('codex'), args, codexEnv(s), s.root);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain(
+      '[the-loop gateway] POST /batches/responses is not allowed through the gateway',
+    );
+    expect(s.gw.seen).toEqual(['POST /m/_/batches/responses']);
+    expect(s.mock.requests).toEqual([]);
+  });
+
+  it('Gemini CLI', async () => {
+    const s = await setup(GEMINI);
+    const env = { ...geminiEnv(s, true), GOOGLE_GEMINI_BASE_URL: `${s.gw.url}/m/${TOKEN}/upload` };
+    const out = await run(realBinary('gemini'), GEMINI_ARGS, env, s.root);
+    expect(out.code).not.toBe(0);
+    expect(out.stdout).toMatch(
+      /\[the-loop gateway\] POST \/upload\/v1beta\/models\/[^ ]+:streamGenerateContent is not allowed through the gateway/,
+    );
+    // The router's classifier call, then the turn: each asked once.
+    expect(s.gw.seen.map((l) => l.replace(/^.*\/models\/[^:]+/, ''))).toEqual([
+      ':generateContent',
+      ':streamGenerateContent?alt=sse',
+    ]);
+    expect(s.mock.requests).toEqual([]);
   });
 });

@@ -220,7 +220,7 @@ describe('the model proxy', () => {
     expectNoLeak(mock, ports);
   });
 
-  it('answers 404 in the vendor shape for no route, or a path that leaves the upstream base', async () => {
+  it('answers 404 in the vendor shape for no route, or a path that leaves the upstream base; refuses one off the allow-list', async () => {
     const mock = await mockFor(OPENAI);
     const { ports, gw } = await rig(OPENAI, OPENAI.upstream(mock));
     const escaped = await new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -239,11 +239,13 @@ describe('the model proxy', () => {
     expect(JSON.parse(escaped.body)).toMatchObject({
       error: { type: 'invalid_request_error', code: 'not_found' },
     });
-    // A path under the base that the upstream does not know: its own answer, passed through.
+    // A path under the base but off the allow-list: refused here, never forwarded (model-proxy-deny).
     const unknown = await send(`${gw.url}/m/${TOKEN}/nope`, { method: 'POST', headers: {}, body: '{}' });
-    expect(unknown.status).toBe(404);
-    expect(JSON.parse(unknown.bytes.toString()).error.message).toMatch(/mock: no route for POST \/v1\/nope/);
-    expect(mock.requests.map((q) => q.path)).toEqual(['/v1/nope']);
+    expect(unknown.status).toBe(400);
+    expect(JSON.parse(unknown.bytes.toString()).error.message).toMatch(
+      /^\[the-loop gateway\] POST \/nope is not allowed through the gateway/,
+    );
+    expect(mock.requests).toEqual([]);
     ports.route = undefined;
     const none = await send(`${gw.url}/m/${TOKEN}/v1/messages`, ANTHROPIC.request(TOKEN, true));
     expect(none.status).toBe(404);

@@ -1,9 +1,10 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { GatewayHandler, GatewayPorts, GatewaySession, ModelApi } from '../types.js';
-import { clientResponseHeaders, upstreamRequestHeaders, upstreamUrl } from './rewrite.js';
+import { admit, readChecked, send } from './admit.js';
+import { isReachabilityCheck } from './allow-list.js';
+import { clientResponseHeaders } from './rewrite.js';
 import { bodyKind, createUsageMeter, type UsageMeter } from './usage.js';
-import { guessApi, type RefusalKind, vendorError } from './vendor-errors.js';
 
 /**
  * The model API proxy: `/m/<token>/<rest>` → the session's model upstream, with the capability
@@ -49,21 +50,9 @@ interface Exchange {
   started: number;
   /** Why the response was not metered, when it was not. */
   note?: string;
+  /** The request body, when it was read whole to be checked (else it streams from `req`). */
+  body?: Buffer;
 }
-
-function send(res: ServerResponse, api: ModelApi, kind: RefusalKind, message: string, close = false): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const e = vendorError(api, kind, message);
-  // An oversized upload may still be arriving: close the connection rather than read it all.
-  res.writeHead(e.status, close ? { ...e.headers, connection: 'close' } : e.headers);
-  res.end(e.body);
-}
-
-/** Requests that can cost tokens: everything but reads (model lists, probes). */
-const costsTokens = (method: string | undefined) => !['GET', 'HEAD', 'OPTIONS'].includes(method ?? 'GET');
 
 /** The model a Gemini path names (`/v1beta/models/<model>:<method>`): the row's model when the body names none. */
 const modelOfPath = (path: string): string | undefined => /\/models\/([^/:?]+):/.exec(path)?.[1] ?? undefined;
@@ -80,40 +69,32 @@ export function createModelHandler(options: ModelProxyOptions = {}): ModelHandle
   };
 
   const handle = async function handleModel(req: IncomingMessage, res: ServerResponse, ctx: ModelHandlerCtx) {
-    const { session, ports } = ctx;
     // Claude Code checks its base URL answers (`HEAD /m/<token>`) before the first request.
-    if (req.method === 'HEAD') {
+    if (isReachabilityCheck(req.method, ctx.path)) {
       res.writeHead(200, { 'content-length': '0' });
       res.end();
       return;
     }
-    const route = ports.modelRoute(session);
-    const api = route?.api ?? guessApi(ctx.path, req.headers);
-    if (!route)
-      return send(res, api, 'not-found', "[the-loop gateway] this session's engine has no model route");
-    const credential = route.credential?.value;
-    const url = upstreamUrl(route.upstream, ctx.path, ctx.token, credential);
-    if (!url) return send(res, api, 'not-found', '[the-loop gateway] not a path under the model API');
-    if (costsTokens(req.method)) {
-      const reason = ports.overBudget(session);
-      if (reason !== undefined) {
-        ports.logger.warn('model request refused at the gateway: over budget', {
-          session: session.id,
-          workItem: session.workItem,
-          api,
-          reason,
-        });
-        // The unread request body is drained by Node after the answer, keeping the connection: the
-        // engine reads our refusal rather than a reset.
-        return send(res, api, 'budget', `[the-loop budget] ${reason}`);
-      }
+    const admitted = admit(req, res, ctx, maxBytes);
+    if (!admitted) return;
+    const { api, url, headers, check, path } = admitted;
+    const { session, ports } = ctx;
+    const exchange: Exchange = {
+      req,
+      res,
+      session,
+      ports,
+      api,
+      url,
+      headers,
+      at: now(),
+      started: Date.now(),
+    };
+    if (check) {
+      const body = await readChecked(req, res, { session, ports, api, path }, check, maxBytes, idleMs);
+      if (!body) return;
+      exchange.body = body;
     }
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
-      return send(res, api, 'too-large', `[the-loop gateway] request body over ${maxBytes} bytes`, true);
-    }
-    const headers = upstreamRequestHeaders(req.headers, ctx.token, credential);
-    const at = now();
-    const exchange: Exchange = { req, res, session, ports, api, url, headers, at, started: Date.now() };
     await forward(exchange, agents[url.protocol as 'http:' | 'https:'] ?? agents['http:'], idleMs, maxBytes);
   };
   return Object.assign(handle, {
@@ -182,6 +163,13 @@ function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: numbe
       if (!res.writableFinished) flow.end('client-gone');
     });
     upstream.on('error', (error) => flow.end(res.headersSent ? 'cut' : 'upstream-error', error));
+    upstream.on('response', (upRes) => relayResponse(x, flow, upRes));
+    if (x.body) {
+      // Read whole to be checked (readChecked): sent as one, already bounded.
+      flow.bytes.in = x.body.length;
+      upstream.end(x.body);
+      return;
+    }
     upstream.on('drain', () => req.resume());
     req.on('data', (chunk: Buffer) => {
       if (flow.settled) return;
@@ -193,7 +181,6 @@ function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: numbe
     req.on('end', () => {
       if (!flow.settled) upstream.end();
     });
-    upstream.on('response', (upRes) => relayResponse(x, flow, upRes));
   });
 }
 

@@ -119,3 +119,13 @@ export function upstreamUrl(
   }
   return url;
 }
+
+/**
+ * The path of `url` under the base's own path prefix: what the engine appended, as it goes
+ * upstream (dot segments resolved, percent-encoding kept), without the query. `url` is one
+ * `upstreamUrl` made from this base, so it is under the prefix.
+ */
+export function pathUnderBase(upstream: string, url: URL): string {
+  const prefix = new URL(upstream).pathname.replace(/\/+$/, '');
+  return url.pathname.slice(prefix.length);
+}

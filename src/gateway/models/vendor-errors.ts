@@ -14,9 +14,12 @@ import type { ModelApi } from '../types.js';
  *   and billing details." (our message lost); 400 is an invalid request: not retried, body shown.
  *   Hence 400 with OpenAI's quota type and code.
  * - Gemini CLI 0.61.0: retries 429 and 5xx only; 403 `PERMISSION_DENIED` fails at once.
+ * A request the allow-list refuses (`not-allowed`) must not be retried either, so the same statuses:
+ * Codex retries a 404 as it does a 403 (6 requests), and Claude Code sends its request again after
+ * a 404 (a model fallback), where 400 and 403 are shown at once.
  */
 
-export type RefusalKind = 'budget' | 'not-found' | 'too-large' | 'bad-gateway' | 'timeout';
+export type RefusalKind = 'budget' | 'not-allowed' | 'not-found' | 'too-large' | 'bad-gateway' | 'timeout';
 
 export interface VendorError {
   status: number;
@@ -26,6 +29,7 @@ export interface VendorError {
 
 const STATUS: Record<RefusalKind, Record<ModelApi, number>> = {
   budget: { anthropic: 403, openai: 400, gemini: 403 },
+  'not-allowed': { anthropic: 403, openai: 400, gemini: 403 },
   'not-found': { anthropic: 404, openai: 404, gemini: 404 },
   'too-large': { anthropic: 413, openai: 413, gemini: 413 },
   'bad-gateway': { anthropic: 502, openai: 502, gemini: 502 },
@@ -35,6 +39,7 @@ const STATUS: Record<RefusalKind, Record<ModelApi, number>> = {
 /** Anthropic's `error.type` values (https://docs.anthropic.com/en/api/errors). */
 const ANTHROPIC_TYPE: Record<RefusalKind, string> = {
   budget: 'permission_error',
+  'not-allowed': 'permission_error',
   'not-found': 'not_found_error',
   'too-large': 'request_too_large',
   'bad-gateway': 'api_error',
@@ -44,6 +49,7 @@ const ANTHROPIC_TYPE: Record<RefusalKind, string> = {
 /** OpenAI's `error.type` / `error.code` (https://platform.openai.com/docs/guides/error-codes). */
 const OPENAI_TYPE: Record<RefusalKind, [string, string | null]> = {
   budget: ['insufficient_quota', 'insufficient_quota'],
+  'not-allowed': ['invalid_request_error', 'not_allowed'],
   'not-found': ['invalid_request_error', 'not_found'],
   'too-large': ['invalid_request_error', 'request_too_large'],
   'bad-gateway': ['server_error', null],
@@ -53,6 +59,7 @@ const OPENAI_TYPE: Record<RefusalKind, [string, string | null]> = {
 /** Google's canonical status names (https://cloud.google.com/apis/design/errors). */
 const GEMINI_STATUS: Record<RefusalKind, string> = {
   budget: 'PERMISSION_DENIED',
+  'not-allowed': 'PERMISSION_DENIED',
   'not-found': 'NOT_FOUND',
   'too-large': 'INVALID_ARGUMENT',
   'bad-gateway': 'UNAVAILABLE',
