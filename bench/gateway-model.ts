@@ -177,7 +177,7 @@ async function serveGateway(upstream: string): Promise<void> {
     },
     onClose: () => model.close(),
   });
-  await service.start({ fallback: false });
+  await service.start();
   const floor = await startFloor(upstream);
   process.on('message', () => process.send?.({ rows }));
   process.once('disconnect', () => {

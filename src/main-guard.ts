@@ -7,6 +7,7 @@ import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
 import { GatewayService } from './gateway/listen.js';
 import { createModelHandler } from './gateway/models/model-proxy.js';
 import { GatewayTokens } from './gateway/tokens.js';
+import { gitJail } from './guard/git-jail.js';
 import { prepareEngine } from './guard/prepare.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
@@ -14,6 +15,7 @@ import { detectBwrap } from './sandbox/detect.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-service.js';
 import type { SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
+import { type GitRunner, gitRunner } from './workspaces/git-runner.js';
 
 /**
  * The composition of what guards engines (part of the composition root, beside main.ts): the
@@ -26,6 +28,8 @@ export interface Guard {
   tokens: GatewayTokens;
   gateway: GatewayService;
   prepare(input: PrepareEngineInput): PreparedEngine;
+  /** How the daemon runs git in repositories agents wrote to (jailed where bubblewrap runs). */
+  git: GitRunner;
 }
 
 export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -57,6 +61,7 @@ export function createGuard(deps: {
   const idleTimeoutMs = loaded.config.gateway.idleTimeoutSeconds * 1000;
   const maxBody = loaded.config.gateway.maxBodyBytes;
   const model = createModelHandler({ idleTimeoutMs, maxRequestBytes: maxBody });
+  const github = createGitHubApiHandler({ idleTimeoutMs, maxBodyBytes: maxBody });
   const gateway = new GatewayService({
     config: loaded.config,
     dataDir: loaded.dataDir,
@@ -66,15 +71,32 @@ export function createGuard(deps: {
     ports,
     routes: {
       git: createGitHandler({ idleTimeoutMs }),
-      github: createGitHubApiHandler({ idleTimeoutMs, maxBodyBytes: maxBody }),
+      github,
       model,
     },
-    // Pooled keep-alive connections to the model APIs go with the listeners.
-    onClose: () => model.close(),
+    // Pooled keep-alive connections to the model APIs and to GitHub's go with the listeners.
+    onClose: () => {
+      model.close();
+      github.close();
+    },
+  });
+  const bwrap = () =>
+    loaded.config.sandbox.mode === 'none'
+      ? undefined
+      : detectBwrap({ path: loaded.config.sandbox.bwrap, env: deps.env });
+  let jail: ReturnType<typeof gitJail> | undefined;
+  const git = gitRunner(deps.env, (paths) => {
+    if (!jail) {
+      const found = bwrap();
+      if (!found?.available) return undefined;
+      jail = gitJail({ bwrap: found.path, dataDir: loaded.dataDir, configPath: loaded.path, env: deps.env });
+    }
+    return jail(paths);
   });
   return {
     tokens,
     gateway,
+    git,
     prepare: (input) =>
       prepareEngine(
         {

@@ -289,14 +289,19 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     pollMs: config.dispatch.pollSeconds * 1000,
     workspace: async (route) => {
       if (route.workspace !== 'worktree') return route.repoPath;
-      return ensureWorktree(route.repoPath, dataDir, workItemSlug(parseWorkItem(route.workItem)));
+      return ensureWorktree(
+        route.repoPath,
+        dataDir,
+        workItemSlug(parseWorkItem(route.workItem)),
+        app.guard.git,
+      );
     },
     onClose: async (workItem, session) => {
       const runner = session ? app.runners[session.runner] : undefined;
       const runnerNote = session && runner?.closeSession ? await runner.closeSession(session) : undefined;
       const wt = worktreeOf(workItem);
       if (!wt) return runnerNote;
-      const result = await removeWorktree(wt.repoPath, wt.dir);
+      const result = await removeWorktree(wt.repoPath, wt.dir, app.guard.git);
       if (!result.removed) app.logger.warn('worktree kept', { workItem, dir: wt.dir, reason: result.reason });
       return result.removed ? `worktree ${wt.dir} removed` : `worktree ${wt.dir} kept: ${result.reason}`;
     },
@@ -408,7 +413,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
   }
   app.telemetry.listenAt(server.url);
   try {
-    await app.guard.gateway.start({ fallback: true });
+    await app.guard.gateway.start();
   } catch (error) {
     await server.close();
     app.telemetry.listenAt(undefined);

@@ -96,6 +96,24 @@ export function takesEffectAtWire(act: Pick<ClassifiedAct, 'kind' | 'detail'>): 
   return WIRE_KINDS.has(act.kind) && act.detail.local !== true && act.detail.remoteTracking !== true;
 }
 
+/**
+ * The hook's refusals the engine itself confirms. The hook's record is a file the agent can write
+ * (it runs inside the sandbox); a headless Claude Code lists every refused call in its result
+ * (`permission_denials`), which the agent cannot forge — where that list exists, a refusal counts
+ * only if it is on it. A TUI has no such list: the hook's record stands alone (docs/security.md).
+ */
+export function corroborated(
+  refused: ReadonlySet<string> | undefined,
+  events: readonly TurnEvent[],
+): ReadonlySet<string> | undefined {
+  if (!refused) return undefined;
+  // Only a stream-json result (it has a subtype) carries the list.
+  const turnEnd = events.find((e) => e.type === 'turn-end');
+  if (turnEnd?.type !== 'turn-end' || turnEnd.subtype === undefined) return refused;
+  const denied = new Set(events.flatMap((e) => (e.type === 'tool-refused' && e.id ? [e.id] : [])));
+  return new Set([...refused].filter((id) => denied.has(id)));
+}
+
 /** Tool inputs that may switch the checked-out branch (git checkout/switch/rebase/branch -m, gh pr checkout…). */
 const BRANCH_CHANGE =
   /\b(?:checkout|switch|rebase|worktree)\b|\bbranch\s+(?:-[a-zA-Z]*[mMcC]|--(?:move|copy))\b/;
@@ -116,10 +134,16 @@ function mayChangeBranch(events: readonly TurnEvent[]): boolean {
 /** The branch checked out in `cwd`, if git can tell (argv only; no shell). */
 export function currentBranchOf(cwd: string): string | undefined {
   try {
+    // The agent's repository: plumbing only, with nothing of ours in git's environment.
     const out = execFileSync('git', ['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 5000,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+      },
     }).trim();
     return out && out !== 'HEAD' && !/\s/.test(out) ? out : undefined;
   } catch {
@@ -164,7 +188,7 @@ export function auditTurn(
   };
   // Only inside the sandbox is the gateway the one way out: elsewhere a push to a local path takes effect too.
   const atWire = turn.guard?.gateway.github === true && turn.guard.sandbox === 'bwrap';
-  const acts = actsOfEvents(events, ctx, policy, deps.refusedIn?.(session), atWire);
+  const acts = actsOfEvents(events, ctx, policy, corroborated(deps.refusedIn?.(session), events), atWire);
   if (acts.length === 0) return acts;
   const at = turn.endedAt ?? new Date().toISOString();
   saveActs(

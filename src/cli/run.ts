@@ -37,6 +37,8 @@ export function describeEvent(event: TurnEvent): string | null {
     case 'diagnostic':
       return `  ? ${oneLine(event.message, 300)}`;
     case 'tool-refused':
+      // The policy hook's refusal shows as the tool's result already.
+      if (event.byPolicy) return null;
       return `  ⚠ the engine refused ${oneLine(event.tool, 60)} ${oneLine(JSON.stringify(event.input ?? null), 160)} (its permission mode)`;
     case 'attention':
       return event.waiting
@@ -160,7 +162,7 @@ async function dispatchOwn(
     stopOrphanEngines(app);
     await reconcile(app, workItem);
     telemetry = await receiveTelemetry(app);
-    await app.guard.gateway.start({ fallback: true });
+    await app.guard.gateway.start();
     // Only this work item, and nothing that arrived after this delivery: later deliveries are left
     // for whoever dispatches next, so stopping here never cancels someone else's turn.
     const running = createDispatcher(app, {

@@ -48,7 +48,7 @@ export const gatewaySchema = z
       .max(100)
       .optional()
       .describe(
-        "Unix socket `gh` reaches the GitHub API through (gh's http_unix_socket). Default: <dataDir>/gateway.sock.",
+        "Unix socket `gh` reaches the GitHub API through (gh's http_unix_socket), in a directory of its own (the sandbox binds that directory). Default: <dataDir>/gateway/gh.sock.",
       ),
     maxBodyBytes: z
       .number()

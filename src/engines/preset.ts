@@ -194,6 +194,38 @@ export const presetObjectSchema = z
           .describe(
             "The engine's own files and directories it must write inside the sandbox (~ and $VAR expand against its environment; an unset variable skips the entry; a trailing / marks a directory that is made when missing, other entries are bound only when they exist).",
           ),
+        home: z
+          .object({
+            env: envName.describe(
+              "The variable naming the engine's config directory, e.g. CLAUDE_CONFIG_DIR.",
+            ),
+            default: z
+              .string()
+              .min(1)
+              .max(4096)
+              .describe('Where it is when the variable is not set, e.g. ~/.claude.'),
+            seed: z
+              .array(
+                z
+                  .string()
+                  .min(1)
+                  .max(255)
+                  .regex(
+                    /^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))[^\0\n]+$/,
+                    'a relative path inside the directory',
+                  ),
+              )
+              .max(32)
+              .default([])
+              .describe(
+                "Files copied from the operator's directory into the session's on its first turn (settings, never credentials).",
+              ),
+          })
+          .strict()
+          .optional()
+          .describe(
+            "In the sandbox, the engine gets a config directory of its own per session (<dataDir>/homes/<slug>/<engine>), not the operator's: nothing it writes there reaches another session or the operator's own use of the engine, and the operator's login and history stay out of its sight.",
+          ),
       })
       .strict()
       .prefault({}),

@@ -45,18 +45,11 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     // Claude Code keeps a path prefix in ANTHROPIC_BASE_URL (…/m/<token>/v1/messages) and sends
     // ANTHROPIC_API_KEY as x-api-key (ANTHROPIC_AUTH_TOKEN / CLAUDE_CODE_OAUTH_TOKEN as a bearer).
     gateway: { api: 'anthropic', baseUrlEnv: 'ANTHROPIC_BASE_URL', upstream: 'https://api.anthropic.com' },
-    // Its config dir (transcripts, .claude.json) and caches; everything else of HOME is read-only.
-    // A trailing "/" marks a directory made when missing.
+    // In the sandbox: a config dir of its own per session (transcripts, .claude.json), seeded with
+    // the operator's settings; everything else of HOME is read-only.
     sandbox: {
-      writable: [
-        '$CLAUDE_CONFIG_DIR/',
-        '~/.claude/',
-        '~/.claude.json',
-        '~/.cache/claude',
-        '~/.cache/claude-cli-nodejs',
-        '~/.local/state/claude',
-        '~/.local/share/claude',
-      ],
+      writable: ['$CLAUDE_CONFIG_DIR/'],
+      home: { env: 'CLAUDE_CONFIG_DIR', default: '~/.claude', seed: ['settings.json'] },
     },
     // Root may bypass permissions only where it says it is sandboxed (IS_SANDBOX=1). (The TUI's
     // bypass warning dialog is skipped by the runner's settings file.)
@@ -135,7 +128,10 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
         'model_providers.the-loop={ name = "the-loop", base_url = "{gatewayUrl}", env_key = "OPENAI_API_KEY", wire_api = "responses" }',
       ],
     },
-    sandbox: { writable: ['$CODEX_HOME/', '~/.codex/'] },
+    sandbox: {
+      writable: ['$CODEX_HOME/'],
+      home: { env: 'CODEX_HOME', default: '~/.codex', seed: ['config.toml'] },
+    },
     // Its own sandbox cannot nest inside bubblewrap; ours is the guard then.
     permissions: { mode: 'auto', bypass: { args: ['--dangerously-bypass-approvals-and-sandbox'] } },
     // On a resumed turn, `turn.completed.usage` is the thread's running total.
@@ -170,7 +166,11 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
       baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
       upstream: 'https://generativelanguage.googleapis.com',
     },
-    sandbox: { writable: ['$GEMINI_CLI_HOME/', '~/.gemini/'] },
+    // GEMINI_CLI_HOME is the directory that holds `.gemini/`.
+    sandbox: {
+      writable: ['$GEMINI_CLI_HOME/'],
+      home: { env: 'GEMINI_CLI_HOME', default: '~', seed: ['.gemini/settings.json'] },
+    },
     // --yolo approves every tool call: only where the sandbox and the gateway guard.
     permissions: { mode: 'auto', bypass: { args: ['--yolo'], interactiveArgs: ['--yolo'] } },
     // Without it the CLI relaunches itself in a second node process that ignores SIGTERM and

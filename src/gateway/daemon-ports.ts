@@ -110,7 +110,9 @@ function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: Wire
 
 function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: WireUsage): void {
   const full = deps.store.get(session.id);
-  const turn = deps.store.currentTurn(session.id);
+  // A request between turns (a person driving the TUI) is the session's, not the last turn's.
+  const current = deps.store.currentTurn(session.id);
+  const turn = current?.status === 'running' ? current : undefined;
   const entry = {
     meter: 'wire' as const,
     // The response's own id; a response cut before it had one still gets its row.

@@ -83,19 +83,22 @@ export function engineSetup(input: EngineSetupInput): EngineSetup {
   let interactiveArgs: string[] = [];
   if (served) {
     for (const name of OPERATOR_CREDENTIAL_ENV) delete env[name];
-    if (preset.gateway) {
+    const held = input.modelCredential;
+    // The model API goes through the gateway only when it holds the key: an engine on its own login
+    // (a subscription kept in its config, a Google login) talks to its API itself.
+    if (preset.gateway && held) {
       // Every credential variable goes: the gateway holds the one that is used.
       for (const c of preset.credentials) delete env[c.env];
       modelServed = true;
-      const held = input.modelCredential;
       if (preset.gateway.baseUrlEnv) env[preset.gateway.baseUrlEnv] = `${gateway.url}/m/${token}`;
-      if (held) {
-        env[held.tokenEnv] = token;
-        credentials.push({ name: preset.gateway.api, kind: held.kind, env: held.source, held: 'gateway' });
-      }
+      env[held.tokenEnv] = token;
+      credentials.push({ name: preset.gateway.api, kind: held.kind, env: held.source, held: 'gateway' });
       const extra = fillGatewayUrl(preset.gateway.args, `${gateway.url}/m/_`);
       args = [...extra];
       interactiveArgs = [...extra];
+    } else {
+      const own = preset.credentials.find((c) => env[c.env]);
+      if (own) credentials.push({ name: own.env, kind: own.kind, env: own.env, held: 'engine' });
     }
     Object.assign(env, gitAndGhEnv(input, gateway, token));
     credentials.push({ name: 'github', kind: input.githubToken ? 'token' : 'none', held: 'gateway' });

@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { LoopError } from '../core/errors.js';
 import { parseWorkItem } from '../core/work-item.js';
@@ -52,11 +53,15 @@ export class GatewayService {
     };
   }
 
-  /** Listen (no-op when disabled or already listening). `fallback`: any free port when the configured one is taken. */
-  async start(options: { fallback: boolean }): Promise<void> {
+  /**
+   * Listen (no-op when disabled or already listening). A port in use is an error, never a quiet
+   * move to another one: TUIs and engines keep the address they were given, and whoever took the
+   * port would receive their requests, tokens included.
+   */
+  async start(): Promise<void> {
     const { config, logger } = this.deps;
     if (!config.gateway.enabled || this.running) return;
-    const socketPath = config.gateway.socket ?? join(this.deps.dataDir, 'gateway.sock');
+    const socketPath = gatewaySocketPath(config, this.deps.dataDir);
     if (Buffer.byteLength(socketPath) > 107) {
       throw new LoopError(
         'config-invalid',
@@ -66,10 +71,12 @@ export class GatewayService {
         },
       );
     }
-    const open = (port: number) =>
-      startGateway({
+    // Its own directory: the sandbox binds the directory, so a socket made anew is seen inside.
+    mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 });
+    try {
+      this.running = await startGateway({
         host: config.gateway.host,
-        port,
+        port: config.gateway.port,
         socketPath,
         logger,
         authorize: (token) => this.authorize(token),
@@ -78,28 +85,20 @@ export class GatewayService {
         // Longer than the handlers' own: an engine waiting on a slow answer is not cut by the listener.
         idleTimeoutMs: config.gateway.idleTimeoutSeconds * 1000 + 30_000,
       });
-    try {
-      this.running = await open(config.gateway.port);
     } catch (error) {
+      if (error instanceof LoopError) throw error;
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EADDRINUSE' || !options.fallback || config.gateway.port === 0) {
-        throw new LoopError(
-          'config-invalid',
-          `the gateway cannot listen on ${config.gateway.host}:${config.gateway.port}: ${code ?? String(error)}`,
-          {
-            cause: error,
-            hint:
-              code === 'EADDRINUSE'
-                ? 'Another process uses that port: set gateway.port (0: any free port).'
-                : 'Check gateway.host and gateway.port.',
-          },
-        );
-      }
-      this.running = await open(0);
-      logger.warn('the gateway port is taken: listening on another one (TUIs started now use it)', {
-        wanted: config.gateway.port,
-        url: this.running.url,
-      });
+      throw new LoopError(
+        'config-invalid',
+        `the gateway cannot listen on ${config.gateway.host}:${config.gateway.port}: ${code ?? String(error)}`,
+        {
+          cause: error,
+          hint:
+            code === 'EADDRINUSE'
+              ? 'Another process uses that port (another the-loop daemon?): stop it, or set gateway.port (0: any free port, for setups without the tmux runner).'
+              : 'Check gateway.host and gateway.port.',
+        },
+      );
     }
     logger.info('gateway listening', { url: this.running.url, socket: this.running.socketPath });
   }
@@ -111,3 +110,7 @@ export class GatewayService {
     if (running) this.deps.onClose?.();
   }
 }
+
+/** Where the gateway's Unix socket lives: `gateway.socket`, or a directory of its own in the data dir. */
+export const gatewaySocketPath = (config: Config, dataDir: string): string =>
+  config.gateway.socket ?? join(dataDir, 'gateway', 'gh.sock');

@@ -15,7 +15,8 @@ const hashOf = (token: string): string => createHash('sha256').update(token, 'ut
 export class GatewayTokens {
   private readonly insert;
   private readonly lookup;
-  private readonly revoke;
+  private readonly revokeAll;
+  private readonly revokeOne;
 
   constructor(
     db: Db,
@@ -25,8 +26,11 @@ export class GatewayTokens {
     this.lookup = db
       .prepare('SELECT session_id FROM gateway_tokens WHERE hash = ? AND revoked_at IS NULL')
       .pluck();
-    this.revoke = db.prepare(
+    this.revokeAll = db.prepare(
       'UPDATE gateway_tokens SET revoked_at = ? WHERE session_id = ? AND revoked_at IS NULL',
+    );
+    this.revokeOne = db.prepare(
+      'UPDATE gateway_tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL',
     );
   }
 
@@ -43,8 +47,13 @@ export class GatewayTokens {
     return this.lookup.get(hashOf(token)) as string | undefined;
   }
 
+  /** Revoke one token (its turn ended). */
+  revoke(token: string): void {
+    this.revokeOne.run(this.now().toISOString(), hashOf(token));
+  }
+
   /** Revoke every token of a session (it closed or ended). Returns how many were revoked. */
   revokeSession(sessionId: string): number {
-    return this.revoke.run(this.now().toISOString(), sessionId).changes;
+    return this.revokeAll.run(this.now().toISOString(), sessionId).changes;
   }
 }

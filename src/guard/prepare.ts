@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { REFUSALS_FILE } from '../acts/hook.js';
@@ -16,6 +17,7 @@ import { engineSetup, type GatewayEndpoint, permissionModeOf } from '../gateway/
 import { operatorGitIdentity, writeSessionFiles } from '../gateway/session-files.js';
 import type { GatewayTokens } from '../gateway/tokens.js';
 import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-service.js';
+import { sessionHome } from './engine-home.js';
 import { sandboxPlan } from './sandbox-plan.js';
 
 /**
@@ -121,6 +123,19 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
     sandbox: sandbox.mode,
     permissions,
   });
+  notes.push(...modelNotes(session.engine, preset, setup.guard, endpoint !== undefined && !cloud));
+  // In the sandbox the engine's config dir is the session's own, not the operator's.
+  const home =
+    sandbox.mode === 'bwrap'
+      ? sessionHome({
+          preset,
+          engine: session.engine,
+          slug: session.slug,
+          dataDir: deps.dataDir,
+          env: setup.env,
+        })
+      : undefined;
+  if (home) setup.env = home.env;
   if (permissions === 'default' && preset.permissions.bypass.args.length > 0) {
     notes.push(
       `the ${session.engine} engine runs in its default permission mode: tool calls that need an approval are refused (headless) or wait for a person (tmux)`,
@@ -134,11 +149,46 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
     guard: setup.guard,
     meter: setup.guard.gateway.model ? 'wire' : undefined,
     notes,
+    // The guard and where the gateway is: a TUI started under other ones is not reused.
+    launchKey: createHash('sha256')
+      .update(JSON.stringify({ guard: setup.guard, gateway: endpoint?.url ?? null }))
+      .digest('hex')
+      .slice(0, 32),
+    release: token ? () => deps.tokens.revoke(token) : undefined,
     sandbox:
       sandbox.mode === 'bwrap' && bwrapPath
         ? sandboxCommand(deps, { stateDir, session, preset, env: setup.env, bwrapPath, endpoint })
         : undefined,
   };
+}
+
+/** What the turn must say of the engine's model API when the gateway does not serve it. */
+function modelNotes(
+  engine: string,
+  preset: EnginePreset,
+  guard: PreparedEngine['guard'],
+  served: boolean,
+): string[] {
+  if (!served || guard.gateway.model) return [];
+  const own = guard.credentials.find((c) => c.held === 'engine');
+  if (own) {
+    return [
+      `the ${engine} engine's API is not served by the gateway: its credential (${own.env}) is in its environment and its requests are not metered at the wire`,
+    ];
+  }
+  return preset.gateway
+    ? [
+        `no ${preset.gateway.api} credential for the gateway to hold (set one in the daemon's environment or credentials.${preset.gateway.api}): the ${engine} engine talks to its API on its own login, not metered at the wire`,
+      ]
+    : [];
+}
+
+/** The checkouts of every configured repository but the work item's own. */
+function otherRepoPaths(config: Config, workItem: string): string[] {
+  const own = repositoryOf(workItem).toLowerCase();
+  return Object.entries(config.repos)
+    .filter(([name]) => name.toLowerCase() !== own)
+    .map(([, repo]) => repo.path);
 }
 
 const repositoryOf = (workItem: string): string => {
@@ -173,6 +223,7 @@ function sandboxCommand(
     binaryRoot,
     socketPath: input.endpoint?.socketPath,
     engineWritable: input.preset.sandbox.writable,
+    otherRepos: otherRepoPaths(deps.config, input.session.workItem),
     engineEnv: input.env,
     operatorEnv: deps.env,
     config: deps.config.sandbox,

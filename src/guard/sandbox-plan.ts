@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import type { SandboxConfig } from '../config/gateway-schema.js';
 import { bwrapArgv } from '../sandbox/bwrap.js';
 import { credentialPaths, expandPath, runtimeHiddenPaths, SYSTEM_HIDDEN_PATHS } from '../sandbox/paths.js';
 import { resolverConfigDir, resolveSandboxSpec } from '../sandbox/resolve.js';
+import { SAFE_GIT_ARGS, safeGitEnv } from '../workspaces/git-runner.js';
 
 /**
  * What one session's engine may see, as a sandbox: its workspace and its own config directories
@@ -30,6 +31,8 @@ export interface SandboxPlanInput {
   engineEnv: Readonly<Record<string, string | undefined>>;
   /** The daemon's environment: the operator's HOME and runtime sockets. */
   operatorEnv: Readonly<Record<string, string | undefined>>;
+  /** Checkouts of the other configured repositories (another session's workspace, its .git). */
+  otherRepos?: readonly string[] | undefined;
   config: SandboxConfig;
 }
 
@@ -40,18 +43,53 @@ export interface SandboxPlan {
   skipped: string[];
 }
 
-/** The main repository's git dir of a worktree (outside it, and written by every commit). */
-function gitCommonDir(cwd: string): string | undefined {
+/**
+ * The workspace's git dirs: its own and the common one (a worktree's main repository, outside it).
+ * Asked with the hardened plumbing only (rev-parse runs no hook, filter or fsmonitor).
+ */
+function gitDirs(cwd: string): string[] {
   try {
-    const out = execFileSync('git', ['-C', cwd, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 5000,
-    }).trim();
-    return out && isAbsolute(out) ? out : undefined;
+    const out = execFileSync(
+      'git',
+      [
+        ...SAFE_GIT_ARGS,
+        '-C',
+        cwd,
+        'rev-parse',
+        '--path-format=absolute',
+        '--absolute-git-dir',
+        '--git-common-dir',
+      ],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000, env: safeGitEnv(process.env) },
+    );
+    return [
+      ...new Set(
+        out
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => isAbsolute(l)),
+      ),
+    ];
   } catch {
-    return undefined;
+    return [];
   }
+}
+
+/**
+ * A repository's git dirs writable (commits, branches), each its own mount point so it cannot be
+ * renamed or replaced; their `config` and `hooks` read-only: a command planted there (a hook,
+ * `core.fsmonitor`, a filter) would run wherever git next runs in that repository — the daemon's git
+ * (jailed as well) or the operator's own.
+ */
+function gitProtection(workspace: string): { writable: string[]; readOnly: string[] } {
+  const dirs = gitDirs(workspace);
+  const readOnly: string[] = [];
+  for (const dir of dirs) {
+    // A missing hooks dir would be created by the agent: make it, to bind it read-only.
+    if (existsSync(join(dir, 'config'))) mkdirSync(join(dir, 'hooks'), { recursive: true });
+    readOnly.push(join(dir, 'config'), join(dir, 'hooks'));
+  }
+  return { writable: dirs, readOnly };
 }
 
 /** Expanded paths: an engine's optional directory whose variable is unset is skipped; a configured one is an error. */
@@ -78,10 +116,9 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
   const operatorHome = input.operatorEnv.HOME;
   const engineHome = input.engineEnv.HOME;
   const homes = [...new Set([operatorHome, engineHome].filter((h): h is string => !!h && isAbsolute(h)))];
-  const common = gitCommonDir(input.workspace);
+  const git = gitProtection(input.workspace);
   const writable = [
     input.workspace,
-    ...(common && !common.startsWith(`${resolve(input.workspace)}/`) ? [common] : []),
     ...engineDirs.filter((d): d is string => d !== undefined),
     ...expandAll(input.config.writable, input.operatorEnv, 'sandbox.writable path', 'throw'),
   ];
@@ -92,19 +129,25 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
     ...SYSTEM_HIDDEN_PATHS,
     ...runtimeHiddenPaths(input.operatorEnv, process.getuid?.() ?? 0),
     ...expandAll(input.config.hide, input.operatorEnv, 'sandbox.hide path', 'throw'),
+    // Not one that holds this workspace (a repository inside another one's tree).
+    ...(input.otherRepos ?? []).filter((p) => !`${input.workspace}/`.startsWith(`${p}/`)),
   ];
   const resolver = resolverConfigDir();
   const resolved = resolveSandboxSpec({
     writable,
     readOnly: [
+      ...git.readOnly,
       input.stateDir,
       input.packageRoot,
       ...(input.binaryRoot ? [input.binaryRoot] : []),
       // /run is hidden; where /etc/resolv.conf points into it (systemd-resolved), DNS needs it.
       ...(resolver ? [resolver] : []),
+      ...(input.socketPath ? [dirname(input.socketPath)] : []),
     ],
     writableFiles: input.hookFiles,
-    sockets: input.socketPath ? [input.socketPath] : [],
+    pinned: git.writable,
+    // The socket's directory, not the socket: one made anew by a restarted gateway is seen inside.
+    sockets: [],
     hidden: hidden.filter((h) => !writable.includes(h)),
     // Shown in place of hidden files: in the data dir, which no engine can write.
     emptyFile: join(input.dataDir, 'sandbox-empty'),

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 /**
  * Reads the usage records of one Claude Code transcript file from a byte offset, fast: lines are
@@ -227,9 +227,12 @@ export function scanFile(
   seen: Map<string, ScannedRecord> = new Map(),
   metered?: ReadonlySet<string>,
 ): FileScan {
-  const handle = openSync(path, 'r');
+  // Transcripts are written by engines: a symlink is not followed, and a FIFO neither blocks the
+  // open nor is read (the error is this file's, reported, and the scan goes on).
+  const handle = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const stat = fstatSync(handle);
+    if (!stat.isFile()) throw new Error(`${path} is not a regular file`);
     let start = Number.isSafeInteger(cursor.offset) && cursor.offset > 0 ? cursor.offset : 0;
     let restarted: FileScan['restarted'];
     if (cursor.inode !== undefined && cursor.inode !== stat.ino) {

@@ -33,6 +33,8 @@ export interface RunTurnInput {
    * or a tmux pane). Undefined: the engine runs as it is.
    */
   sandbox?: ((options: { terminal: boolean }) => { file: string; args: string[] }) | undefined;
+  /** What guards the engine, as a key: a TUI started under another is not reused (tmux runner). */
+  launchKey?: string | undefined;
   onEvent: (event: TurnEvent) => void;
   onSpawn?: ((pid: number) => void) | undefined;
   /** adoptTurn: called once the runner has taken the turn over, before it replays the turn's events. */

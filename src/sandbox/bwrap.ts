@@ -24,6 +24,12 @@ export interface SandboxSpec {
   writableFiles: readonly string[];
   /** Existing Unix sockets, bound read-only (connect(2) works on a read-only mount; chmod does not). */
   sockets: readonly string[];
+  /**
+   * Writable directories bound as mount points of their own even inside a writable parent: a mount
+   * point cannot be renamed or removed (EBUSY), so the directory cannot be swapped for another (a
+   * repository's `.git`, whose config and hooks are read-only inside it).
+   */
+  pinned?: readonly string[] | undefined;
   /** Directories replaced by an empty tmpfs. */
   hiddenDirs: readonly string[];
   /** Files (or sockets) replaced by `emptyFile`, read-only. */
@@ -42,6 +48,8 @@ export interface SandboxSpec {
   newSession: boolean;
   /** A new PID namespace (default true): the engine sees and signals only its own processes. */
   unsharePid?: boolean | undefined;
+  /** No network at all (default false: engines reach the gateway on 127.0.0.1). */
+  unshareNet?: boolean | undefined;
 }
 
 /** How a mounted path looks from inside: not at all (empty), read-only, or read-write. */
@@ -113,7 +121,7 @@ export function planMounts(spec: SandboxSpec): MountStep[] {
     }
     // `/` itself is bound read-only.
     const around: MountAccess = parent ? parent.access : 'ro';
-    if (around === w.access) continue;
+    if (around === w.access && w.list !== 'pinned') continue;
     kept.push(w);
   }
   return kept.map(({ path, access, args }) => ({ path, access, args }));
@@ -165,6 +173,7 @@ function collect(spec: SandboxSpec): Wanted[] {
   add(spec.writableFiles, 'writableFiles', 'rw', 'file', (p) => ['--bind', p, p]);
   add(spec.readOnly, 'readOnly', 'ro', 'any', (p) => ['--ro-bind', p, p]);
   add(spec.sockets, 'sockets', 'ro', 'file', (p) => ['--ro-bind', p, p]);
+  add(spec.pinned ?? [], 'pinned', 'rw', 'dir', (p) => ['--bind', p, p]);
   return wanted;
 }
 
@@ -217,6 +226,7 @@ export function bwrapArgv(spec: SandboxSpec): string[] {
     '/proc',
     ...steps.flatMap((s) => s.args),
     ...((spec.unsharePid ?? true) ? ['--unshare-pid'] : []),
+    ...(spec.unshareNet ? ['--unshare-net'] : []),
     // Private SysV IPC and hostname; a cgroup namespace where the kernel has one. The network is
     // shared on purpose: engines reach the gateway on 127.0.0.1.
     '--unshare-ipc',

@@ -44,6 +44,16 @@ export const CREDENTIAL_PATHS: readonly string[] = [
   '.s3cfg',
   '.boto',
   '.oci',
+  // Engines' own logins, keys and histories in the operator's home (in the sandbox, an engine gets a
+  // config dir of its own per session).
+  '.claude.json',
+  '.claude/.credentials.json',
+  '.claude/projects',
+  '.codex/auth.json',
+  '.codex/sessions',
+  '.gemini/oauth_creds.json',
+  '.gemini/google_accounts.json',
+  '.gemini/tmp',
   '.bash_history',
   '.zsh_history',
   '.python_history',

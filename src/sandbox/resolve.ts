@@ -18,6 +18,8 @@ export interface SandboxRequest {
   writableFiles?: readonly string[];
   /** Unix sockets: they must exist (an error otherwise). */
   sockets?: readonly string[];
+  /** Writable directories that stay mount points of their own (see SandboxSpec.pinned); skipped when missing. */
+  pinned?: readonly string[];
   /** Hidden: directories become an empty tmpfs, anything else the empty file; skipped when missing. */
   hidden?: readonly string[];
   /**
@@ -30,6 +32,7 @@ export interface SandboxRequest {
   chdir?: string;
   newSession: boolean;
   unsharePid?: boolean;
+  unshareNet?: boolean;
 }
 
 export interface SkippedPath {
@@ -111,6 +114,9 @@ export function resolveSandboxSpec(request: SandboxRequest): ResolvedSandbox {
     readOnly: optional(request.readOnly, 'readOnly').map((f) => f.real),
     writableFiles: required(request.writableFiles, 'writable file', (f) => f.isFile),
     sockets: required(request.sockets, 'socket', (f) => f.isSocket),
+    pinned: optional(request.pinned, 'writable')
+      .filter((f) => f.isDir)
+      .map((f) => f.real),
     hiddenDirs: hidden.filter((f) => f.isDir).map((f) => f.real),
     hiddenFiles,
     emptyFile: hiddenFiles.length > 0 ? ensureEmptyFile(needEmptyFile(request.emptyFile)) : undefined,
@@ -118,6 +124,7 @@ export function resolveSandboxSpec(request: SandboxRequest): ResolvedSandbox {
     chdir,
     newSession: request.newSession,
     unsharePid: request.unsharePid,
+    unshareNet: request.unshareNet,
   };
   return { spec, skipped };
 }

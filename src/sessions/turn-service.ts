@@ -128,6 +128,10 @@ export interface PreparedEngine {
   guard: TurnGuard;
   /** `wire`: the gateway meters the engine's model requests. */
   meter?: 'wire' | undefined;
+  /** What guards the engine (sandbox, gateway address, permission mode), as a key (see RunTurnInput). */
+  launchKey?: string | undefined;
+  /** Called when the turn ends on the process runner: the turn's capability token is revoked. */
+  release?: (() => void) | undefined;
   /** Said at the start of the turn (no sandbox, a credential the gateway cannot hold…). */
   notes: string[];
 }
@@ -158,13 +162,10 @@ function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[
  * What a turn says besides its outcome: the tool calls its engine's permission mode refused (never
  * silent). The policy hook's refusals (`byPolicy`, its own record) are acts, recorded as such.
  */
-export function turnWarnings(
-  events: readonly TurnEvent[],
-  byPolicy: ReadonlySet<string> = new Set(),
-): string[] {
+export function turnWarnings(events: readonly TurnEvent[]): string[] {
   const refused = events.filter(
     (e): e is Extract<TurnEvent, { type: 'tool-refused' }> =>
-      e.type === 'tool-refused' && !(e.id && byPolicy.has(e.id)),
+      e.type === 'tool-refused' && e.byPolicy !== true,
   );
   if (refused.length === 0) return [];
   const tools = [...new Set(refused.map((e) => e.tool))].slice(0, 5).join(', ');
@@ -404,6 +405,8 @@ export class TurnService {
       ),
       preToolHook: tuiHook ? { command: hook.command, matcher: hook.matcher } : undefined,
       sandbox: prepared?.sandbox,
+      launchKey: prepared?.launchKey,
+      release: session.runner === 'process' ? prepared?.release : undefined,
       env: { ...(prepared?.env ?? env.env), ...otelEnv },
       prompt: request.prompt,
       created,
@@ -493,6 +496,9 @@ export class TurnService {
     backstopMs?: number;
     preToolHook?: RunTurnInput['preToolHook'];
     sandbox?: RunTurnInput['sandbox'];
+    launchKey?: string | undefined;
+    /** After the engine is gone (its turn's token revoked). */
+    release?: (() => void) | undefined;
     start: (input: RunTurnInput) => Promise<RunOutcome>;
   }): Promise<TurnResult> {
     const { store, defaults } = this.deps;
@@ -501,10 +507,14 @@ export class TurnService {
     const events: TurnEvent[] = [];
     const first = !session.engineSessionStarted || !caps.resume;
     const current = session;
-    const onEvent = (raw: TurnEvent) => {
+    const onEvent = (given: TurnEvent) => {
       // Claude Code lists the policy hook's refusals among its permission denials: they are acts
-      // (recorded as blocked), not the permission mode's doing.
-      if (raw.type === 'tool-refused' && raw.id && this.policyRefusals(session).has(raw.id)) return;
+      // (recorded as blocked), not the permission mode's doing — and the engine's own list is what
+      // corroborates the hook's record, which the agent can write (acts/audit.ts `corroborated`).
+      const raw: TurnEvent =
+        given.type === 'tool-refused' && given.id && this.policyRefusals(session).has(given.id)
+          ? { ...given, byPolicy: true }
+          : given;
       // Scrub before anything keeps or shows it: an engine may echo a credential.
       let event: TurnEvent;
       try {
@@ -550,6 +560,7 @@ export class TurnService {
         scrub: this.deps.scrub,
         preToolHook: input.preToolHook,
         sandbox: input.sandbox,
+        launchKey: input.launchKey,
         onEvent,
         onSpawn: (pid) => store.setTurnPid(turn.id, pid),
       });
@@ -557,6 +568,9 @@ export class TurnService {
       // A runner bug must still leave a consistent registry: the turn is recorded failed.
       this.failTurn(turn.id, error);
       throw error;
+    } finally {
+      // The engine is gone (release is given for the process runner only: a TUI keeps its token).
+      input.release?.();
     }
     if (outcome.detached) {
       // The engine goes on without us (the daemon is stopping): the turn stays running, to be adopted.
@@ -585,7 +599,7 @@ export class TurnService {
         usage: usage.usage,
         costUsd: usage.costUsd,
         error: outcome.error,
-        warnings: turnWarnings(events, this.policyRefusals(session)),
+        warnings: turnWarnings(events),
       });
     } catch (error) {
       // Never leave a turn `running` with a live owner: that would wedge its session.

@@ -1,22 +1,7 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LoopError } from '../core/errors.js';
-
-const git = (cwd: string, args: string[]) =>
-  new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    execFile('git', args, { cwd, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error)
-        reject(
-          new LoopError(
-            'internal',
-            `git ${args[0]} failed: ${(stderr || error.message).trim().split('\n')[0]}`,
-            { cause: error },
-          ),
-        );
-      else resolve({ stdout, stderr });
-    });
-  });
+import { type GitRunner, plainGit } from './git-runner.js';
 
 /**
  * One git worktree per work item: `<dataDir>/worktrees/<slug>` on branch `loop/<slug>`, created from
@@ -27,7 +12,12 @@ export function worktreeDir(dataDir: string, slug: string): string {
   return join(dataDir, 'worktrees', slug);
 }
 
-export async function ensureWorktree(repoPath: string, dataDir: string, slug: string): Promise<string> {
+export async function ensureWorktree(
+  repoPath: string,
+  dataDir: string,
+  slug: string,
+  git: GitRunner = plainGit,
+): Promise<string> {
   const dir = worktreeDir(dataDir, slug);
   if (existsSync(join(dir, '.git'))) return dir;
   if (!existsSync(repoPath)) {
@@ -37,11 +27,17 @@ export async function ensureWorktree(repoPath: string, dataDir: string, slug: st
   }
   mkdirSync(join(dataDir, 'worktrees'), { recursive: true });
   const branch = `loop/${slug}`;
-  const exists = await git(repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).then(
+  const exists = await git(repoPath, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], {
+    readable: [repoPath],
+  }).then(
     () => true,
     () => false,
   );
-  await git(repoPath, exists ? ['worktree', 'add', dir, branch] : ['worktree', 'add', '-b', branch, dir]);
+  // It writes the repository's git dir and the new worktree: nothing else.
+  await git(repoPath, exists ? ['worktree', 'add', dir, branch] : ['worktree', 'add', '-b', branch, dir], {
+    writable: [join(repoPath, '.git'), join(dataDir, 'worktrees')],
+    readable: [repoPath],
+  });
   return dir;
 }
 
@@ -52,27 +48,29 @@ export async function ensureWorktree(repoPath: string, dataDir: string, slug: st
 export async function removeWorktree(
   repoPath: string,
   dir: string,
+  git: GitRunner = plainGit,
 ): Promise<{ removed: boolean; reason?: string }> {
   if (!existsSync(dir)) return { removed: true };
-  const status = await git(dir, ['status', '--porcelain']);
+  const view = { readable: [repoPath] };
+  const status = await git(dir, ['status', '--porcelain'], view);
   if (status.stdout.trim()) return { removed: false, reason: 'it has uncommitted changes' };
   // Commits only this worktree's branch has: on no remote-tracking branch and no other local branch.
-  const branch = (await git(dir, ['rev-parse', '--abbrev-ref', 'HEAD'])).stdout.trim();
-  const unpushed = await git(dir, [
-    'log',
-    '--oneline',
-    'HEAD',
-    '--not',
-    '--remotes',
-    `--exclude=${branch}`,
-    '--branches',
-  ]).catch(() => ({ stdout: '' }));
+  const branch = (await git(dir, ['rev-parse', '--abbrev-ref', 'HEAD'], view)).stdout.trim();
+  const unpushed = await git(
+    dir,
+    ['log', '--oneline', 'HEAD', '--not', '--remotes', `--exclude=${branch}`, '--branches'],
+    view,
+  ).catch(() => ({ stdout: '' }));
   if (unpushed.stdout.trim()) {
     return {
       removed: false,
       reason: `it has ${unpushed.stdout.trim().split('\n').length} unpushed commit(s)`,
     };
   }
-  await git(repoPath, ['worktree', 'remove', dir]);
+  // Its parent writable, not the worktree itself: a mount point cannot be removed.
+  await git(repoPath, ['worktree', 'remove', dir], {
+    writable: [join(repoPath, '.git'), dirname(dir)],
+    readable: [repoPath],
+  });
   return { removed: true };
 }

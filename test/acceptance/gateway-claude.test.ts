@@ -126,6 +126,10 @@ async function runGateway(
   // The operator's home, with a key the agent must never read.
   mkdirSync(join(operatorHome, '.ssh'), { recursive: true });
   writeFileSync(join(operatorHome, '.ssh', 'id_ed25519'), `${PLANTED_KEY}\n`, { mode: 0o600 });
+  // … and the operator's own Claude Code login and settings, which no session may read or change.
+  mkdirSync(join(operatorHome, '.claude'), { recursive: true });
+  writeFileSync(join(operatorHome, '.claude', '.credentials.json'), `{"oauth":"${PLANTED_KEY}"}\n`);
+  writeFileSync(join(operatorHome, '.claude', 'settings.json'), '{}\n');
   const home = prepareClaudeHome(join(root, 'engine'), mock.url);
   const canary = `sk-ant-canary-${randomUUID()}`;
   const configPath = join(root, 'config.yaml');
@@ -185,7 +189,8 @@ const py = (code: string) => `python3 -c ${JSON.stringify(code)}`;
 const PUSHES = [
   'git push origin HEAD:heads/main',
   'git -c remote.origin.push=HEAD:refs/heads/main push origin',
-  'git branch -q topic && git branch -q --set-upstream-to=origin/main topic && git checkout -q topic && git -c push.default=upstream push; git checkout -q main',
+  // main tracks origin/main (set before the turn: the repository's config is read-only inside).
+  'git -c push.default=upstream push',
   "printf 'git push origin HEAD:main\\n' > push.sh && sh push.sh",
   py("import subprocess; subprocess.run(['git', 'push', 'origin', 'HEAD:main'])"),
   'git push origin --delete main',
@@ -221,7 +226,14 @@ describe('the gateway and the sandbox with the real Claude Code CLI (default con
         py(`open(${JSON.stringify(join(dataDir, 'sessions', SLUG, 'policy.json'))}, 'a').write('tampered')`),
       ),
       shell(py(`print(open(${JSON.stringify(join(dataDir, 'the-loop.db'))}, 'rb').read(16))`)),
-      shell(`cat ${JSON.stringify(join(operatorHome, '.ssh', 'id_ed25519'))} > keys.txt 2>&1; echo done`),
+      shell(
+        `cat ${JSON.stringify(join(operatorHome, '.ssh', 'id_ed25519'))} ${JSON.stringify(join(operatorHome, '.claude', '.credentials.json'))} > keys.txt 2>&1; echo done`,
+      ),
+      shell(
+        py(
+          `open(${JSON.stringify(join(operatorHome, '.claude', 'settings.json'))}, 'w').write('{"hooks":{}}')`,
+        ),
+      ),
     ];
     strict = await runGateway((dataDir, home) => [
       ...probes(dataDir, home),
@@ -255,10 +267,10 @@ describe('the gateway and the sandbox with the real Claude Code CLI (default con
         false,
       ]);
     }
-    // The spellings the PreToolUse hook cannot read (a refspec it misreads, push.default, a script
-    // file, python3 -c) reached the wire; the others the hook refused first — each of the six was
+    // The spellings the PreToolUse hook cannot read (a refspec it misreads, a script file,
+    // python3 -c) reached the wire; the others the hook refused first — each of the six was
     // stopped, and recorded blocked by the one that stopped it.
-    expect(wire.length, listed).toBeGreaterThanOrEqual(4);
+    expect(wire.length, listed).toBeGreaterThanOrEqual(3);
     const byHook = strict.acts.filter((a) => a.source === 'command' && isPush(a) && a.outcome === 'blocked');
     expect(wire.length + byHook.length, listed).toBeGreaterThanOrEqual(PUSHES.length);
     expect(
@@ -301,6 +313,8 @@ describe('the gateway and the sandbox with the real Claude Code CLI (default con
     expect(results).toMatch(/Read-only file system|Permission denied/);
     expect(results).toMatch(/No such file or directory/);
     expect(readFileSync(join(strict.work, 'keys.txt'), 'utf8')).not.toContain('planted-');
+    // The operator's own engine settings stay as they were (a hook planted there would run outside).
+    expect(readFileSync(join(strict.root, 'operator', '.claude', 'settings.json'), 'utf8')).toBe('{}\n');
     expect(results).not.toContain('planted-');
   });
 

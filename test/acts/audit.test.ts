@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { actsOfEvents, auditTurn, listActs, POLICY_MARKER } from '../../src/acts/audit.js';
+import { actsOfEvents, auditTurn, corroborated, listActs, POLICY_MARKER } from '../../src/acts/audit.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
 import type { TurnEvent } from '../../src/engines/protocols/types.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -249,5 +249,45 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
         ),
       }),
     ]);
+  });
+});
+
+describe('the policy hook’s record, corroborated by the engine', () => {
+  const use = (id: string, command: string): TurnEvent => ({
+    type: 'tool-use',
+    id,
+    name: 'Bash',
+    input: { command },
+  });
+  const failed = (id: string): TurnEvent => ({ type: 'tool-result', id, ok: false, summary: 'refused' });
+  const policy = resolvePolicy(undefined, undefined, 'main');
+
+  it('counts a refusal the headless engine lists among its denials; not one the agent only wrote down', () => {
+    const events: TurnEvent[] = [
+      use('t1', 'git push origin main'),
+      failed('t1'),
+      use('t2', 'npm publish'),
+      failed('t2'),
+      { type: 'tool-refused', tool: 'Bash', id: 't1', byPolicy: true },
+      { type: 'turn-end', ok: true, subtype: 'success' },
+    ];
+    // The agent appended t2 to the hook's record: the engine never refused it.
+    const refused = corroborated(new Set(['t1', 't2']), events);
+    expect([...(refused ?? [])]).toEqual(['t1']);
+    const acts = actsOfEvents(
+      events,
+      { cwd: '/w', workspace: '/w', currentBranch: 'feature' },
+      policy,
+      refused,
+    );
+    expect(acts.map((a) => [a.kind, a.outcome, a.breach])).toEqual([
+      ['git-push', 'blocked', false],
+      ['package-publish', 'failed', true],
+    ]);
+  });
+
+  it('keeps the hook’s record as it is where the engine gives no list (a TUI turn)', () => {
+    const events: TurnEvent[] = [use('t1', 'git push origin main'), { type: 'turn-end', ok: true }];
+    expect([...(corroborated(new Set(['t1']), events) ?? [])]).toEqual(['t1']);
   });
 });

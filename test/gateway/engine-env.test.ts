@@ -100,11 +100,23 @@ describe('the environment of an engine the gateway serves', () => {
     expect(modelCredential(p, env, {})).toBeUndefined();
   });
 
-  it('a subscription login the engine keeps itself passes through: no credential is held or set', () => {
+  it('an engine on its own login (no credential for the gateway) talks to its API itself; git still goes through', () => {
     const out = setup('claude', { PATH: '/usr/bin' });
     expect(out.env.ANTHROPIC_API_KEY).toBeUndefined();
-    expect(out.env.ANTHROPIC_BASE_URL).toContain('/m/tlg1_');
+    expect(out.env.ANTHROPIC_BASE_URL).toBeUndefined();
+    expect(out.guard.gateway).toEqual({ model: false, github: true });
     expect(out.guard.credentials.map((c) => c.name)).toEqual(['github']);
+  });
+
+  it('an engine whose API the gateway does not serve keeps its key, and the guard says so', () => {
+    const out = setup('grok', { PATH: '/usr/bin', XAI_API_KEY: 'xai-real-key-000000' });
+    expect(out.env.XAI_API_KEY).toBe('xai-real-key-000000');
+    expect(out.guard.credentials).toContainEqual({
+      name: 'XAI_API_KEY',
+      kind: 'api-key',
+      env: 'XAI_API_KEY',
+      held: 'engine',
+    });
   });
 
   it('a credential written in the config wins over the environment, in the variable of its kind', () => {

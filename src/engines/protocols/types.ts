@@ -50,7 +50,14 @@ export type TurnEvent =
    * The engine refused a tool call itself (its permission mode needs an approval nobody gave): the
    * turn goes on, and says so in a warning.
    */
-  | { type: 'tool-refused'; tool: string; id?: string | undefined; input?: unknown }
+  | {
+      type: 'tool-refused';
+      tool: string;
+      id?: string | undefined;
+      input?: unknown;
+      /** The merge policy's hook refused it (its own record agrees): an act, not a permission refusal. */
+      byPolicy?: boolean | undefined;
+    }
   /** A TUI waits for a person (its permission prompt is up), or goes on (`waiting: false`). */
   | { type: 'attention'; waiting: boolean; message?: string | undefined };
 

@@ -6,6 +6,7 @@
  * e.g. rotated or rewritten by rename) is read again from byte 0; de-duplicating what that re-reads
  * is the caller's job. Bytes appended while a read is under way are left for the next read.
  */
+import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { LineReader } from '../protocols/line-reader.js';
 
@@ -52,7 +53,9 @@ export async function readCompleteLines(
 ): Promise<ReadLinesResult> {
   let handle: Awaited<ReturnType<typeof open>>;
   try {
-    handle = await open(path, 'r');
+    // The engine writes these files, and may be hostile: a symlink is not followed (it could name
+    // the database), and a FIFO does not block the open (it would hold a thread of the pool).
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return {
@@ -65,6 +68,9 @@ export async function readCompleteLines(
     // fstat on the open descriptor: size and inode describe exactly the file we read, even if the
     // path is renamed or replaced meanwhile.
     const stat = await handle.stat();
+    if (!stat.isFile()) {
+      return { ok: false, missing: false, message: `${path} is not a regular file: not read` };
+    }
     const size = stat.size;
     let start = Number.isSafeInteger(cursor.offset) && cursor.offset > 0 ? cursor.offset : 0;
     let restarted: 'truncated' | 'replaced' | undefined;

@@ -58,6 +58,8 @@ interface SessionState {
   hookOffset: number;
   transcript?: TranscriptPosition | undefined;
   turn?: TurnMark | undefined;
+  /** What guards the TUI (sandbox, gateway, permission mode) as it was started: it keeps it. */
+  launchKey?: string | undefined;
 }
 
 /** Everything one turn (run or adopted) works with. */
@@ -255,6 +257,8 @@ export class TmuxRunner implements Runner {
       if (!(await this.options.tmux.hasSession(target))) {
         const failed = await this.spawn(ctx);
         if (failed) return failed;
+      } else if ((state.launchKey ?? null) !== (input.launchKey ?? null)) {
+        return await this.retire(ctx);
       }
       if (hooks) {
         // What happened since our last turn (a person typing in the TUI) is not this turn's start:
@@ -293,6 +297,24 @@ export class TmuxRunner implements Runner {
     } finally {
       this.release(ctx, keepTurn);
     }
+  }
+
+  /**
+   * A TUI started under another guard than this turn's (no sandbox, no gateway, another permission
+   * mode — before an upgrade or a config change) keeps its own: it holds what it was given then. It
+   * is ended rather than trusted; the session is lost and the next delivery starts a new one.
+   */
+  private async retire(ctx: TurnContext): Promise<RunOutcome> {
+    await this.options.tmux.killSession(ctx.target);
+    const reason =
+      'its TUI was started under another guard (sandbox, gateway or permission mode) than the config now asks for';
+    this.options.logger.warn('ended a TUI started under another guard', { target: ctx.target });
+    return tuiOutcome({
+      ok: false,
+      endReason: 'error',
+      error: `${reason}: it was ended and nothing was pasted; the next delivery starts a new session`,
+      sessionGone: { status: 'lost', reason },
+    });
   }
 
   async adoptTurn(
@@ -476,6 +498,8 @@ export class TmuxRunner implements Runner {
       );
     }
     this.options.logger.info('tmux session started', { target });
+    ctx.state.launchKey = input.launchKey;
+    this.saveState(dir, ctx.state);
     if (!hooks) return undefined;
     const died = new AbortController();
     const watching = this.watchPane(target, died.signal, () => died.abort());
