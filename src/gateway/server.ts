@@ -1,8 +1,9 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type AddressInfo, createConnection } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { LoopError } from '../core/errors.js';
 import type { Logger } from '../log/logger.js';
+import { socketAlive } from '../os/socket.js';
 import { isTokenShaped } from './tokens.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession } from './types.js';
 
@@ -152,18 +153,6 @@ function listen(server: Server, target: { port: number; host: string } | { path:
     };
     if ('path' in target) server.listen(target.path, done);
     else server.listen(target.port, target.host, done);
-  });
-}
-
-/** Is something listening on this Unix socket? (A socket file left by a dead process refuses.) */
-function socketAlive(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ path });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
   });
 }
 

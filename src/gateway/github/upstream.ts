@@ -1,6 +1,7 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { HOP_BY_HOP } from '../hop-by-hop.js';
 
 /**
  * The GitHub API upstream, as the gateway reaches it: the URL a path goes to, the headers sent (the
@@ -8,19 +9,6 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
  * back, and read on the way when an act is settled from it), and small JSON requests of our own for
  * lookups. The capability token never leaves this process.
  */
-
-/** RFC 9110 §7.6.1 connection-specific fields, and those a proxy must not relay (RFC 9112). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /**
  * Never relayed upstream: the client's credential (ours goes in its place), framing we redo, and a

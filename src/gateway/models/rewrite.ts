@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { HOP_BY_HOP } from '../hop-by-hop.js';
 
 /**
  * What the gateway changes in a model request and its response on their way through. Pure.
@@ -10,19 +11,6 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
  * as if the engine held the key. Without a real credential the token is removed, never forwarded.
  * Any other credential (a subscription's OAuth bearer the engine logged in with) passes unchanged.
  */
-
-/** RFC 9110 §7.6.1 connection-specific fields, plus those a proxy must not relay (RFC 9112). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /** Fields the connection header names are hop-by-hop too. */
 function connectionListed(headers: IncomingHttpHeaders): Set<string> {

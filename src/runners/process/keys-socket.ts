@@ -2,6 +2,7 @@ import { chmodSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { LoopError } from '../../core/errors.js';
+import { socketAlive } from '../../os/socket.js';
 import { type KeysRequest, parseKeysRequest, type SentKey } from '../keys.js';
 
 /**
@@ -51,18 +52,6 @@ export interface KeysServer {
   close(): Promise<void>;
 }
 
-/** Is a process listening on this socket? (A socket file left by a dead process refuses.) */
-function probe(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ path });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 /** A private directory for the socket: created 0700, and refused if it is not ours or not a directory. */
 function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -90,7 +79,7 @@ export async function serveKeys(path: string, deliver: DeliverKeys): Promise<Key
   }
   if (existing) {
     if (!existing.isSocket()) throw new Error(`${path} exists and is not a socket`);
-    if (await probe(path)) throw new Error(`another process is serving keys on ${path}`);
+    if (await socketAlive(path)) throw new Error(`another process is serving keys on ${path}`);
     rmSync(path, { force: true });
   }
 
