@@ -395,6 +395,8 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
       },
     };
     app.runners.process = probe;
+    // Whoever dispatches runs the gateway (engines are given its address).
+    await app.guard.gateway.start();
     const dispatcher = createDispatcher(app);
     try {
       for (let n = 1; n <= 3; n++) {
@@ -411,6 +413,7 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
       ]);
     } finally {
       await dispatcher.stop(0);
+      await app.guard.gateway.stop();
       other.close();
       app.dispose();
       rmSync(dir, { recursive: true, force: true });

@@ -201,8 +201,9 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
         ],
         env,
       );
-      // Only the path down to the binds.
-      expect(value(r[0])).toEqual([basename(root)]);
+      // Only the path down to the binds (and to the repository, when it lives under /tmp).
+      const repoTop = REPO_READ_ONLY.map((p) => p.split('/')[2] ?? '');
+      expect(value(r[0])).toEqual([basename(root), ...repoTop].sort());
       expect(value(r[2])).toBe('inside');
       expect(failed(r[3])).toBe('ENOENT');
       expect(failed(r[4])).toBe('ENOENT');
@@ -284,6 +285,7 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
   it('hides /run (daemon sockets, the system bus) and the files only root may read', async () => {
     const { spec } = resolveSandboxSpec({
       hidden: [...SYSTEM_HIDDEN_PATHS],
+      readOnly: REPO_READ_ONLY,
       emptyFile: join(root, 'empty'),
       newSession: true,
     });
@@ -311,6 +313,7 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
     writeFileSync(join(ws2, '.secrets', 'key'), 'k');
     const { spec } = resolveSandboxSpec({
       writable: [ws2],
+      readOnly: REPO_READ_ONLY,
       hidden: [join(ws2, '.secrets')],
       newSession: true,
     });
