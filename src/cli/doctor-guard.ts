@@ -55,8 +55,9 @@ export function guardReport(
       return {
         engine,
         credential,
-        permissions: permissionModeOf(preset, sandbox.mode, served),
-        modelThroughGateway: served,
+        permissions: permissionModeOf(preset, sandbox.mode, gw.enabled && !cloud),
+        // Only a key the gateway holds puts the model API behind it.
+        modelThroughGateway: held !== undefined,
       };
     }),
   };
