@@ -68,8 +68,7 @@ export function permissionModeOf(
   const mode = preset.permissions.mode;
   const { bypass } = preset.permissions;
   // An engine with no bypass to give runs as it is: saying "bypass" would promise nothing.
-  const canBypass =
-    bypass.args.length + bypass.interactiveArgs.length + Object.keys(bypass.env).length > 0;
+  const canBypass = bypass.args.length + bypass.interactiveArgs.length + Object.keys(bypass.env).length > 0;
   if (!canBypass) return 'default';
   if (mode === 'auto') return sandbox === 'bwrap' && gateway ? 'bypass' : 'default';
   return mode;
