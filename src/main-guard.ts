@@ -12,7 +12,7 @@ import { prepareEngine } from './guard/prepare.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap } from './sandbox/detect.js';
-import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-service.js';
+import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
 import type { SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
 import { type GitRunner, gitRunner } from './workspaces/git-runner.js';

@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { auditTurn } from './acts/audit.js';
 import { readRefusals, writePolicyHook } from './acts/hook.js';
-import { type Policy, resolvePolicy } from './acts/policy.js';
 import { type AppOptions, openBase } from './base.js';
 import type { LoadedConfig } from './config/load.js';
+import { policyOf, repoOf } from './config/repos.js';
 import { LoopError } from './core/errors.js';
 import { parseWorkItem, workItemSlug } from './core/work-item.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
@@ -13,20 +13,21 @@ import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
-import { overBudget } from './ledger/budget.js';
+import { holdIfOverBudget, workItemHeldReason } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
-import { pidAlive, processStartTime } from './os/proc.js';
+import { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
+import { pidAlive } from './os/proc.js';
 import { ProcessRunner } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
-import type { SessionHold, SessionRecord, SessionStore } from './sessions/types.js';
+import type { SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
@@ -56,12 +57,14 @@ export interface App {
 
 export type { AppOptions } from './base.js';
 export { registryPath } from './base.js';
+export { policyOf } from './config/repos.js';
+export { holdIfOverBudget } from './ledger/budget-hold.js';
+export { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 
 export function createApp(options: AppOptions): App {
   const base = openBase(options);
   const { loaded, scrubber, logger, db, ledger } = base;
   const registry = new SqliteSessionStore(db, { scrub: scrubber.scrub });
-  const policyFor = (workItem: string) => policyOf(loaded.config, workItem);
   const guard = createGuard({
     loaded,
     env: options.env,
@@ -70,7 +73,7 @@ export function createApp(options: AppOptions): App {
     ledger,
     logger,
     scrub: scrubber.scrub,
-    policyFor,
+    policyFor: (workItem) => policyOf(loaded.config, workItem),
   });
   // Every path that ends a session revokes its capability tokens.
   const store = revokingStore(registry, guard.tokens, logger);
@@ -82,7 +85,47 @@ export function createApp(options: AppOptions): App {
   const lostTurns: LostTurn[] = [];
   const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), { skipRunners: ['tmux'] });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
-  const runners: Record<string, Runner> = {
+  const runners = createRunners(loaded, logger);
+  const telemetry = new TelemetryReceiver({
+    db,
+    ledger,
+    logger,
+    dataDir: loaded.dataDir,
+    engines: loaded.engines,
+    addSecret: (value) => scrubber.add(value),
+  });
+  const turns = createTurnService({
+    options,
+    loaded,
+    scrubber,
+    logger,
+    db,
+    ledger,
+    store,
+    runners,
+    telemetry,
+    guard,
+  });
+  return {
+    guard,
+    loaded,
+    logger,
+    scrubber,
+    db,
+    store,
+    inbox,
+    ledger,
+    lostTurns,
+    runners,
+    turns,
+    telemetry,
+    dispose: base.dispose,
+  };
+}
+
+/** The runners, by name. */
+function createRunners(loaded: LoadedConfig, logger: Logger): Record<string, Runner> {
+  return {
     process: new ProcessRunner({ stateRoot: join(loaded.dataDir, 'sessions') }),
     tmux: new TmuxRunner({
       tmux: new Tmux({ socket: loaded.config.tmux.socket }),
@@ -95,17 +138,27 @@ export function createApp(options: AppOptions): App {
       logger,
     }),
   };
+}
+
+/** The turn service, wired to the store, the runners, the ledger, the acts audit and the guard. */
+function createTurnService(deps: {
+  options: AppOptions;
+  loaded: LoadedConfig;
+  scrubber: SecretScrubber;
+  logger: Logger;
+  db: Db;
+  ledger: Ledger;
+  store: SessionStore;
+  runners: Record<string, Runner>;
+  telemetry: TelemetryReceiver;
+  guard: Guard;
+}): TurnService {
+  const { options, loaded, scrubber, logger, db, ledger, store, runners, telemetry, guard } = deps;
   const { defaults, limits } = loaded.config;
+  const policyFor = (workItem: string) => policyOf(loaded.config, workItem);
+  const stateDir = (slug: string) => join(loaded.dataDir, 'sessions', slug);
   let salt: Buffer | undefined;
-  const telemetry = new TelemetryReceiver({
-    db,
-    ledger,
-    logger,
-    dataDir: loaded.dataDir,
-    engines: loaded.engines,
-    addSecret: (value) => scrubber.add(value),
-  });
-  const turns = new TurnService({
+  return new TurnService({
     store,
     runners,
     engines: loaded.engines,
@@ -125,7 +178,7 @@ export function createApp(options: AppOptions): App {
     policyHook: (session, preset) =>
       preset.policyHook === 'claude-pretooluse'
         ? writePolicyHook({
-            dir: join(loaded.dataDir, 'sessions', session.slug),
+            dir: stateDir(session.slug),
             policy: policyFor(session.workItem),
             workspace: session.cwd,
             node: process.execPath,
@@ -137,7 +190,7 @@ export function createApp(options: AppOptions): App {
         {
           db,
           policyFor,
-          refusedIn: (session) => readRefusals(join(loaded.dataDir, 'sessions', session.slug)),
+          refusedIn: (s) => readRefusals(stateDir(s.slug)),
           holdForBreach: (id, hold) => store.setHold(id, hold),
           holdUnaccounted: (id, hold) => store.setHold(id, hold),
           scrub: scrubber.scrub,
@@ -157,92 +210,11 @@ export function createApp(options: AppOptions): App {
     },
     telemetry,
     prepareEngine: (input) => guard.prepare(input),
-    policyRefusals: (session) => readRefusals(join(loaded.dataDir, 'sessions', session.slug)),
+    policyRefusals: (session) => readRefusals(stateDir(session.slug)),
   });
-  return {
-    guard,
-    loaded,
-    logger,
-    scrubber,
-    db,
-    store,
-    inbox,
-    ledger,
-    lostTurns,
-    runners,
-    turns,
-    telemetry,
-    dispose: base.dispose,
-  };
 }
 
 export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
-
-/** The merge policy of a work item's repository (an unconfigured one gets the top-level policy). */
-export function policyOf(config: LoadedConfig['config'], workItem: string): Policy {
-  const item = parseWorkItem(workItem);
-  const key = Object.keys(config.repos).find(
-    (k) => k.toLowerCase() === `${item.owner}/${item.repo}`.toLowerCase(),
-  );
-  const repo = key === undefined ? undefined : config.repos[key];
-  return resolvePolicy(config.policy, repo?.policy, repo?.defaultBranch ?? 'main');
-}
-
-export interface LostTurn {
-  id: number;
-  pid: number | null;
-  startedAt: string;
-}
-
-/**
- * Stop the engines of lost turns that still run — only a process started around the turn's start
- * (checked against its start time), so a reused pid never gets another program killed. Call it while
- * holding the dispatcher lock, before a lost delivery runs again.
- */
-export function stopOrphanEngines(app: App): void {
-  for (const turn of app.lostTurns) {
-    if (turn.pid === null) continue;
-    const started = processStartTime(turn.pid);
-    const turnStart = Date.parse(turn.startedAt);
-    if (!started || Math.abs(started.getTime() - turnStart) > 10_000) continue;
-    try {
-      process.kill(-turn.pid, 'SIGKILL');
-      app.logger.warn('stopped the engine of a lost turn', { turn: turn.id, pid: turn.pid });
-    } catch {
-      // Gone already.
-    }
-  }
-  app.lostTurns.length = 0;
-}
-
-/**
- * The session's hold, putting one on when a budget ceiling is reached (checked after each turn and
- * before each delivery, so a ceiling lowered in the config applies to running sessions too).
- */
-export function holdIfOverBudget(
-  app: Pick<App, 'db' | 'store' | 'logger' | 'loaded'>,
-  session: SessionRecord,
-): SessionHold | null {
-  // A breach or an unaccounted session is released by a person only.
-  if (session.hold && session.hold.kind !== 'over-budget') return session.hold;
-  // Evaluated every time: a window that moved on, or a ceiling raised in the config, releases it.
-  const hold = overBudget(app.db, session, app.loaded.config.budgets);
-  if (!hold) {
-    if (session.hold) {
-      app.store.setHold(session.id, null);
-      app.logger.info('session no longer over budget: released', { workItem: session.workItem });
-    }
-    return null;
-  }
-  if (session.hold) return session.hold;
-  app.store.setHold(session.id, hold);
-  app.logger.warn('session over budget: its deliveries are held', {
-    workItem: session.workItem,
-    session: session.id,
-    reason: hold.reason,
-  });
-  return hold;
-}
 
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
@@ -250,13 +222,9 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
   // Where a work item's worktree lives follows from config and the slug alone, so a restarted
   // daemon still finds (and removes) the worktrees an earlier one created.
   const worktreeOf = (workItem: string) => {
-    const item = parseWorkItem(workItem);
-    const key = Object.keys(config.repos).find(
-      (k) => k.toLowerCase() === `${item.owner}/${item.repo}`.toLowerCase(),
-    );
-    const repo = key === undefined ? undefined : config.repos[key];
+    const repo = repoOf(config, workItem);
     if (repo?.workspace !== 'worktree') return undefined;
-    return { repoPath: repo.path, dir: worktreeDir(dataDir, workItemSlug(item)) };
+    return { repoPath: repo.path, dir: worktreeDir(dataDir, workItemSlug(parseWorkItem(workItem))) };
   };
   return new Dispatcher({
     inbox: app.inbox,
@@ -265,21 +233,7 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
     heldReason: (workItem) => {
       const session = app.store.findActive(workItem);
-      if (session) return holdIfOverBudget(app, session)?.reason;
-      // No session yet (or it was closed): the work item's own ceilings still apply, with what
-      // people raised them by on its earlier sessions.
-      const { workItem: ceiling } = config.budgets;
-      if (ceiling.maxTurns === undefined && ceiling.maxTokens === undefined && ceiling.maxUsd === undefined) {
-        return undefined;
-      }
-      const budgetRaise: SessionRecord['budgetRaise'] = {};
-      for (const s of app.store.list({ workItem })) {
-        for (const [k, v] of Object.entries(s.budgetRaise) as Array<[keyof typeof budgetRaise, number]>) {
-          budgetRaise[k] = (budgetRaise[k] ?? 0) + v;
-        }
-      }
-      const hold = overBudget(app.db, { id: '', workItem, budgetRaise }, { session: {}, workItem: ceiling });
-      return hold ? `${hold.reason}; raise budgets.workItem in the config to go on` : undefined;
+      return session ? holdIfOverBudget(app, session)?.reason : workItemHeldReason(app, workItem);
     },
     checkSession: (session) => app.turns.checkSession(session),
     route: (event, payload) => routeEvent(event, payload, config),
@@ -307,33 +261,6 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     },
     ...extra,
   });
-}
-
-/**
- * For the dispatcher-lock holder, before it dispatches: active sessions whose runner resource
- * vanished while nobody watched (a tmux session killed, its server gone) are marked lost — or ended,
- * when their engine ended them — with the time noticed; running turns nobody can adopt any more are
- * lost. Live sessions keep their turns, which the dispatcher adopts. `only`: one work item's.
- */
-export async function reconcile(app: App, only?: string): Promise<void> {
-  for (const session of app.store.list({ status: 'active' })) {
-    if (only !== undefined && session.workItem !== only) continue;
-    try {
-      await app.turns.checkSession(session);
-    } catch (error) {
-      app.logger.warn('could not check a session on start', { workItem: session.workItem, error });
-    }
-  }
-  const runners = Object.keys(app.runners).filter((name) => app.runners[name]?.adoptTurn);
-  for (const turn of app.store.orphanTurns(pidAlive, runners)) {
-    const delivery = turn.deliveryId ? app.inbox.get(turn.deliveryId) : undefined;
-    if (delivery?.status === 'running') continue; // the dispatcher adopts it, or runs it again
-    if (only !== undefined && delivery?.workItem !== only) continue;
-    app.store.markTurnLost(
-      turn.id,
-      'the process running this turn ended and no delivery is left to adopt it',
-    );
-  }
 }
 
 export interface Daemon {
@@ -371,45 +298,10 @@ export async function startDaemon(app: App): Promise<Daemon> {
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   try {
-    server = await startHttpServer({
-      host: config.server.host,
-      port: config.server.port,
-      logger: app.logger,
-      routes: {
-        ...app.telemetry.routes(),
-        [config.webhook.path]: createIngressHandler({
-          secret,
-          maxBodyBytes: config.server.maxBodyBytes,
-          inbox: app.inbox,
-          logger: app.logger,
-          onAccepted: () => dispatcher.notifySoon(),
-          route: (event, payload) => routeEvent(event, payload, config),
-        }),
-        '/healthz': (_req, res) =>
-          reply(
-            res,
-            200,
-            JSON.stringify({ ok: true, running: dispatcher.runningCount(), pid: process.pid }),
-            {
-              'content-type': 'application/json',
-            },
-          ),
-      },
-    });
+    server = await listenForWebhooks(app, dispatcher, secret);
   } catch (error) {
     lock.release();
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new LoopError(
-      'config-invalid',
-      `cannot listen on ${config.server.host}:${config.server.port}: ${code ?? String(error)}`,
-      {
-        cause: error,
-        hint:
-          code === 'EADDRINUSE'
-            ? 'Another process uses that port: set server.port.'
-            : 'Check server.host and server.port.',
-      },
-    );
+    throw error;
   }
   app.telemetry.listenAt(server.url);
   try {
@@ -437,4 +329,49 @@ export async function startDaemon(app: App): Promise<Daemon> {
       app.logger.info('daemon stopped');
     },
   };
+}
+
+/** The daemon's HTTP server: webhook ingress, the OpenTelemetry receiver, /healthz. */
+async function listenForWebhooks(app: App, dispatcher: Dispatcher, secret: string): Promise<HttpServer> {
+  const { config } = app.loaded;
+  try {
+    return await startHttpServer({
+      host: config.server.host,
+      port: config.server.port,
+      logger: app.logger,
+      routes: {
+        ...app.telemetry.routes(),
+        [config.webhook.path]: createIngressHandler({
+          secret,
+          maxBodyBytes: config.server.maxBodyBytes,
+          inbox: app.inbox,
+          logger: app.logger,
+          onAccepted: () => dispatcher.notifySoon(),
+          route: (event, payload) => routeEvent(event, payload, config),
+        }),
+        '/healthz': (_req, res) =>
+          reply(
+            res,
+            200,
+            JSON.stringify({ ok: true, running: dispatcher.runningCount(), pid: process.pid }),
+            {
+              'content-type': 'application/json',
+            },
+          ),
+      },
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new LoopError(
+      'config-invalid',
+      `cannot listen on ${config.server.host}:${config.server.port}: ${code ?? String(error)}`,
+      {
+        cause: error,
+        hint:
+          code === 'EADDRINUSE'
+            ? 'Another process uses that port: set server.port.'
+            : 'Check server.host and server.port.',
+      },
+    );
+  }
 }

@@ -4,6 +4,7 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import type { Logger } from '../log/logger.js';
 import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
+import { SAFE_GIT_ARGS, safeGitEnv } from '../workspaces/git-runner.js';
 import { type ActOutcome, listActs, saveActs } from './act-store.js';
 import { classifyToolUse } from './classify.js';
 import { decide, type Policy } from './policy.js';
@@ -135,15 +136,11 @@ function mayChangeBranch(events: readonly TurnEvent[]): boolean {
 export function currentBranchOf(cwd: string): string | undefined {
   try {
     // The agent's repository: plumbing only, with nothing of ours in git's environment.
-    const out = execFileSync('git', ['-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'], {
+    const out = execFileSync('git', [...SAFE_GIT_ARGS, '-C', cwd, 'rev-parse', '--abbrev-ref', 'HEAD'], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 5000,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-      },
+      env: safeGitEnv(process.env),
     }).trim();
     return out && out !== 'HEAD' && !/\s/.test(out) ? out : undefined;
   } catch {

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
   chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
   mkdirSync,
+  openSync,
   readFileSync,
   realpathSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
@@ -27,6 +30,9 @@ import { LoopError } from '../core/errors.js';
  * capability token, which is what the TUI holds when the gateway serves it.
  */
 export type FirstRunKind = 'claude';
+
+/** Claude Code's global config is a few hundred kB at most. */
+const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 
 /** The file Claude Code keeps its global state in, for this engine environment. */
 export function claudeConfigFile(env: Readonly<Record<string, string | undefined>>): string {
@@ -61,9 +67,24 @@ export function answerFirstRun(
   let text: string | undefined;
   let mode = 0o600;
   try {
-    text = readFileSync(file, 'utf8');
-    mode = statSync(file).mode & 0o777;
+    // In the sandbox this file is in the session's own config dir, which the engine writes: no
+    // symlink is followed, a FIFO does not block, and a file that is not a plain, small one is refused.
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > MAX_CONFIG_BYTES) {
+        throw new LoopError(
+          'config-invalid',
+          `Claude Code's config ${file} is not a regular file of a sensible size`,
+        );
+      }
+      text = readFileSync(fd, 'utf8');
+      mode = st.mode & 0o777;
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
+    if (error instanceof LoopError) throw error;
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       throw new LoopError('config-invalid', `cannot read Claude Code's config ${file}`, { cause: error });
     }

@@ -162,7 +162,14 @@ function configure(server: Server, idleTimeoutMs: number): void {
   server.headersTimeout = 20_000;
   server.keepAliveTimeout = 5_000;
   server.setTimeout(idleTimeoutMs, (socket) => socket.destroy());
+  // The engines can open connections at will (a hostile model can): past this many, new ones are
+  // closed at once instead of using up the daemon's file descriptors. (Per-client limits and a
+  // cap on buffered bytes are issue 12's.)
+  server.maxConnections = MAX_CONNECTIONS;
 }
+
+/** Open connections per listener: a few engines' model streams, pushes and gh calls at once. */
+export const MAX_CONNECTIONS = 256;
 
 async function openSocket(options: GatewayOptions, path: string): Promise<Server> {
   try {

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { writePrivateFile } from '../os/private-file.js';
 
 /**
  * The files that point a session's git and gh at the gateway, in the session's private state dir
@@ -42,20 +43,13 @@ export function gitConfigText(input: {
   return `${lines.join('\n')}\n`;
 }
 
-function writePrivate(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, text, { mode: 0o600 });
-  renameSync(temp, path);
-}
-
 /** Write the session's git config and gh config; returns their paths. */
 export function writeSessionFiles(
   stateDir: string,
   input: Parameters<typeof gitConfigText>[0] & { socketPath: string | undefined },
 ): { gitConfigFile: string; ghConfigDir: string } {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const gitConfigFile = join(stateDir, GIT_CONFIG_FILE);
-  writePrivate(gitConfigFile, gitConfigText(input));
+  const gitConfigFile = writePrivateFile(stateDir, GIT_CONFIG_FILE, gitConfigText(input));
   const ghConfigDir = join(stateDir, GH_CONFIG_DIR);
   mkdirSync(ghConfigDir, { recursive: true, mode: 0o700 });
   // JSON strings are YAML double-quoted strings.
@@ -65,7 +59,7 @@ export function writeSessionFiles(
     'prompt: disabled',
     ...(input.socketPath ? [`http_unix_socket: ${JSON.stringify(input.socketPath)}`] : []),
   ];
-  writePrivate(join(ghConfigDir, 'config.yml'), `${gh.join('\n')}\n`);
+  writePrivateFile(ghConfigDir, 'config.yml', `${gh.join('\n')}\n`);
   return { gitConfigFile, ghConfigDir };
 }
 

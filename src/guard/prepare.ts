@@ -16,7 +16,7 @@ import {
 import { engineSetup, type GatewayEndpoint, permissionModeOf } from '../gateway/engine-env.js';
 import { operatorGitIdentity, writeSessionFiles } from '../gateway/session-files.js';
 import type { GatewayTokens } from '../gateway/tokens.js';
-import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-service.js';
+import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-types.js';
 import { sessionHome } from './engine-home.js';
 import { sandboxPlan } from './sandbox-plan.js';
 

@@ -342,6 +342,10 @@ describe('the gateway and the sandbox with the real Claude Code CLI (default con
       for (const out of run.outputs) expect(out).not.toContain(run.canary);
       for (const file of allFiles(run.dataDir)) {
         expect(readFileSync(file).includes(run.canary), file).toBe(false);
+        // Nor any capability token: stored hashed, masked in events and logs, never in a config
+        // file (git gets it from the environment). The engine's own config dir is the engine's.
+        if (!file.includes('/homes/'))
+          expect(/tlg1_[A-Za-z0-9_-]{43}/.test(readFileSync(file, 'latin1')), file).toBe(false);
       }
       // The mock model API got the real key: the gateway swapped it in.
       expect(run.mock.modelTurns()[0]?.headers['x-api-key']).toBe(run.canary);

@@ -4,11 +4,12 @@
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolvePolicy } from '../../src/acts/policy.js';
-import { headerToken, routeOf, startGateway } from '../../src/gateway/server.js';
+import { headerToken, MAX_CONNECTIONS, routeOf, startGateway } from '../../src/gateway/server.js';
 import { GatewayTokens, isTokenShaped, TOKEN_PATTERN } from '../../src/gateway/tokens.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession } from '../../src/gateway/types.js';
 import { createLogger, memorySink, SecretScrubber } from '../../src/log/logger.js';
@@ -241,5 +242,45 @@ describe('the gateway listeners', () => {
     await first.close();
     const again = await startGateway(options);
     await again.close();
+  });
+});
+
+describe('connections', () => {
+  it('closes connections past its cap at once, and serves again when they go', async () => {
+    const gateway = await startGateway({
+      host: '127.0.0.1',
+      port: 0,
+      logger: createLogger({ level: 'error', sinks: [memorySink()] }),
+      authorize: () => undefined,
+      ports: fakePorts(),
+      routes: { git: async () => {}, github: async () => {}, model: async () => {} },
+      idleTimeoutMs: 60_000,
+    });
+    const port = Number(new URL(gateway.url).port);
+    const idle: Socket[] = [];
+    try {
+      for (let i = 0; i < MAX_CONNECTIONS; i++) {
+        const socket = connect(port, '127.0.0.1');
+        await new Promise((r) => socket.once('connect', r));
+        idle.push(socket);
+      }
+      // The server counts a connection once it has accepted it: ask until it has taken them all
+      // (bounded), then a new one is closed at once.
+      const refused = async () =>
+        call({ port }, '/healthz').then(
+          () => false,
+          () => true,
+        );
+      let full = false;
+      for (let i = 0; i < 50 && !full; i++) full = await refused();
+      expect(full).toBe(true);
+      for (const s of idle.splice(0, 10)) s.destroy();
+      let served = false;
+      for (let i = 0; i < 50 && !served; i++) served = !(await refused());
+      expect(served).toBe(true);
+    } finally {
+      for (const s of idle) s.destroy();
+      await gateway.close();
+    }
   });
 });

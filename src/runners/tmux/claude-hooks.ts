@@ -1,6 +1,6 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute } from 'node:path';
 import { LoopError } from '../../core/errors.js';
+import { writePrivateFile } from '../../os/private-file.js';
 
 export type { HookEvent, HookEventMatch, HookEventName, ToolFields } from './claude-hook-events.js';
 export {
@@ -197,15 +197,5 @@ export function writeSettingsFile(dir: string, settings: ClaudeSettings): string
  */
 export function writePrivateJson(dir: string, name: string, value: unknown): string {
   checkPath('state directory', dir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, name);
-  const temp = join(dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    writeFileSync(temp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    renameSync(temp, path);
-  } catch (error) {
-    rmSync(temp, { force: true });
-    throw new LoopError('internal', `cannot write ${name} in ${dir}`, { cause: error });
-  }
-  return path;
+  return writePrivateFile(dir, name, `${JSON.stringify(value, null, 2)}\n`);
 }
