@@ -380,6 +380,9 @@ export async function keysCommand(
   options: { json?: boolean },
 ): Promise<number> {
   const session = findSession(app.store, ref);
+  // Keys reach a live session only, even if a pane of an ended one lingers.
+  if (session.status !== 'active')
+    throw new LoopError('usage', `${session.workItem}'s session is ${session.status}: no keys reach it`);
   const runner = Object.hasOwn(app.runners, session.runner) ? app.runners[session.runner] : undefined;
   const tmuxTarget = session.runner === 'tmux' ? session.tmuxTarget : null;
   const sendKeys = runner?.sendKeys?.bind(runner);

@@ -33,6 +33,7 @@ interface SessionRow {
   engine_session_id: string | null;
   credential_kind: string | null;
   payer_id: string | null;
+  status: string;
 }
 
 /**
@@ -50,7 +51,7 @@ export class TelemetryReceiver {
 
   constructor(private readonly deps: TelemetryReceiverDeps) {
     this.session = deps.db.prepare(
-      `SELECT id, work_item, engine, runner, engine_session_id, credential_kind, payer_id
+      `SELECT id, work_item, engine, runner, engine_session_id, credential_kind, payer_id, status
        FROM sessions WHERE id = ?`,
     );
     // The turn running when the record was made: the last one started before it (else the latest).
@@ -185,12 +186,17 @@ export class TelemetryReceiver {
     return reply(res, 200, JSON.stringify(answer), { 'content-type': 'application/json' });
   }
 
-  /** The session a token names, if the token is this installation's for it. */
+  /**
+   * The session a token names, if the token is this installation's for it and the session is still
+   * active: a token lives as long as its session, so one that ended (closed, lost, ended by its
+   * engine) adds nothing more to the ledger.
+   */
   private authorize(sessionId: string, token: string): SessionRow | undefined {
     const expected = Buffer.from(this.tokenFor(sessionId));
     const given = Buffer.from(token);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    return this.session.get(sessionId) as SessionRow | undefined;
+    const session = this.session.get(sessionId) as SessionRow | undefined;
+    return session?.status === 'active' ? session : undefined;
   }
 
   /** The parsed records as ledger rows of `session`; returns how many rows were added or corrected. */

@@ -613,6 +613,18 @@ describe('POST /v1/logs', () => {
       expect(rows(h)).toEqual([]);
     });
 
+    it.each([
+      ['closed', (h: Harness) => h.store.close(h.session.id, 'closed by hand')],
+      ['lost', (h: Harness) => h.store.markGone(h.session.id, 'lost', 'tmux session gone')],
+      ['ended', (h: Harness) => h.store.markGone(h.session.id, 'ended', 'the engine ended it')],
+    ])('the token of a session that has %s', async (_, end) => {
+      const h = await start();
+      end(h);
+      const res = await post(h, '/v1/logs', LOGS);
+      expect(res.status).toBe(401);
+      expect(rows(h)).toEqual([]);
+    });
+
     it("another installation's token for the same session id", async () => {
       const h = await start();
       const elsewhere = await start();
