@@ -1,0 +1,203 @@
+import type { Db } from '../store/db.js';
+import type { Ledger, LedgerEntry } from './ledger.js';
+import { type Payer, sessionPayer } from './payer.js';
+import type { FileScan, ScannedRecord, ScanResult } from './scan-file.js';
+import { type OwnSession, PER_TURN_METERS, type SizedJob } from './scan-jobs.js';
+
+/** What `usage scan` read and did. */
+export interface ScanSummary {
+  dirs: string[];
+  files: number;
+  filesRead: number;
+  bytesRead: number;
+  records: number;
+  added: number;
+  /** Records already in the ledger (duplicated records, re-reads, the tmux runner's own rows). */
+  duplicates: number;
+  /** Records of sessions metered per turn from result events (not added again). */
+  alreadyMetered: number;
+  skippedLines: number;
+  restarted: number;
+  unreadable: string[];
+  warnings: string[];
+  /** Threads that scanned, this one included (0: too little to read for threads; this one alone). */
+  workers: number;
+  ms: number;
+}
+
+export function emptySummary(dirs: string[], files: number, workers: number): ScanSummary {
+  return {
+    dirs,
+    files,
+    filesRead: 0,
+    bytesRead: 0,
+    records: 0,
+    added: 0,
+    duplicates: 0,
+    alreadyMetered: 0,
+    skippedLines: 0,
+    restarted: 0,
+    unreadable: [],
+    warnings: [],
+    workers,
+    ms: 0,
+  };
+}
+
+const UNKNOWN_PAYER: Payer = { kind: 'unknown', id: null };
+
+/**
+ * Scanned results into the ledger, piece by piece, as soon as they are there: one row per request
+ * (its key), with the largest output count seen. A request another thread finds later with a larger
+ * output count corrects its row; one that turns out to be metered per turn (a fork's copy read
+ * first) is taken out again.
+ */
+export class TranscriptImport {
+  /** The output count recorded for each request so far, by key (records are let go once inserted). */
+  private readonly unique = new Map<string, number>();
+  /** Requests of sessions this installation meters per turn, wherever a copy of them appears. */
+  private readonly meteredKeys = new Set<string>();
+  private readonly countedMetered = new Set<string>();
+  readonly cursors: Array<{ path: string; scan: FileScan }> = [];
+  private readonly startedAt: Map<string, SizedJob>;
+  private readonly importStarted = new Date().toISOString();
+  private readonly unimport;
+
+  constructor(
+    private readonly db: Db,
+    private readonly ledger: Ledger,
+    private readonly sessions: ReadonlyMap<string, OwnSession>,
+    jobs: readonly SizedJob[],
+    readonly summary: ScanSummary,
+  ) {
+    this.startedAt = new Map(jobs.map((j) => [j.path, j]));
+    this.unimport = db.prepare(
+      `DELETE FROM usage_ledger WHERE meter = 'transcript' AND source_id = ? AND turn_id IS NULL
+       RETURNING recorded_at`,
+    );
+  }
+
+  /** One piece of results: tallied, then written in the caller's (batched) transaction. */
+  take(results: readonly ScanResult[]): void {
+    const nowMetered = this.markMetered(results);
+    const { fresh, grown } = this.tally(results);
+    this.db.transaction(() => {
+      const added = this.ledger.add(this.entries(fresh));
+      this.summary.added += added.inserted;
+      this.summary.warnings.push(...added.warnings);
+      if (grown.length > 0) this.ledger.add(this.entries(grown));
+      for (const key of nowMetered) this.unimportMetered(key);
+    })();
+  }
+
+  /** Keys of per-turn-metered sessions; those already imported (from a fork's copy) are returned. */
+  private markMetered(results: readonly ScanResult[]): string[] {
+    const nowMetered: string[] = [];
+    for (const r of results) {
+      if ('error' in r) continue;
+      for (const record of r.scan.records) {
+        const key = record[0];
+        if (!PER_TURN_METERS.has(this.sessions.get(record[1])?.meter ?? '') || this.meteredKeys.has(key))
+          continue;
+        this.meteredKeys.add(key);
+        if (this.unique.has(key)) nowMetered.push(key);
+      }
+    }
+    return nowMetered;
+  }
+
+  private tally(results: readonly ScanResult[]): { fresh: ScannedRecord[]; grown: ScannedRecord[] } {
+    const fresh: ScannedRecord[] = [];
+    const grown: ScannedRecord[] = [];
+    const summary = this.summary;
+    for (const r of results) {
+      if ('error' in r) {
+        summary.unreadable.push(`${r.path}: ${r.error}`);
+        continue;
+      }
+      const { scan } = r;
+      this.cursors.push(r);
+      summary.filesRead += 1;
+      summary.bytesRead += scan.restarted ? scan.size : scan.size - (this.startedAt.get(r.path)?.offset ?? 0);
+      summary.skippedLines += scan.skipped;
+      summary.records += scan.duplicates;
+      if (scan.restarted) summary.restarted += 1;
+      summary.warnings.push(...scan.warnings);
+      for (const record of scan.records) this.sort(record, fresh, grown);
+    }
+    return { fresh, grown };
+  }
+
+  private sort(record: ScannedRecord, fresh: ScannedRecord[], grown: ScannedRecord[]): void {
+    const key = record[0];
+    // Claude Code's own notices (API errors, "No response requested.") are not requests.
+    if (record[3] === '<synthetic>') return;
+    this.summary.records += 1;
+    // The same key from another thread's files: one row, with the largest output count.
+    const earlier = this.unique.get(key);
+    if (earlier !== undefined) {
+      // Its row takes the larger count (the ledger keeps the largest output of a source id).
+      if (record[5] > earlier) {
+        this.unique.set(key, record[5]);
+        grown.push(record);
+      }
+      return;
+    }
+    // Metered per turn already — also when a copy of it sits in another session's file (a fork).
+    // Counted once per request; its other copies are duplicates.
+    if (this.meteredKeys.has(key)) {
+      if (!this.countedMetered.has(key)) {
+        this.countedMetered.add(key);
+        this.summary.alreadyMetered += 1;
+      }
+      return;
+    }
+    this.unique.set(key, record[5]);
+    fresh.push(record);
+  }
+
+  private unimportMetered(key: string): void {
+    this.unique.delete(key);
+    this.countedMetered.add(key);
+    this.summary.alreadyMetered += 1;
+    const removed = this.unimport.get(key) as { recorded_at: string } | undefined;
+    if (removed && removed.recorded_at >= this.importStarted) this.summary.added -= 1;
+  }
+
+  /** Ledger entries are made one at a time as they are inserted, not all held at once. */
+  private *entries(records: readonly ScannedRecord[]): Generator<LedgerEntry> {
+    for (const record of records) yield this.entry(record);
+  }
+
+  private entry([
+    key,
+    sessionId,
+    at,
+    model,
+    input,
+    output,
+    cacheRead,
+    cacheCreation,
+  ]: ScannedRecord): LedgerEntry {
+    const ours = this.sessions.get(sessionId);
+    return {
+      meter: 'transcript',
+      sourceId: key,
+      at,
+      sessionId: ours?.id ?? null,
+      workItem: ours?.work_item ?? null,
+      turnId: null,
+      engine: ours?.engine ?? 'claude',
+      runner: ours?.runner ?? null,
+      model: model || null,
+      usage: {
+        inputTokens: input,
+        outputTokens: output,
+        cacheReadTokens: cacheRead,
+        cacheCreationTokens: cacheCreation,
+        reasoningTokens: 0,
+      },
+      payer: ours ? sessionPayer(ours.credential_kind, ours.payer_id) : UNKNOWN_PAYER,
+    };
+  }
+}
