@@ -233,15 +233,7 @@ export function scanFile(
   try {
     const stat = fstatSync(handle);
     if (!stat.isFile()) throw new Error(`${path} is not a regular file`);
-    let start = Number.isSafeInteger(cursor.offset) && cursor.offset > 0 ? cursor.offset : 0;
-    let restarted: FileScan['restarted'];
-    if (cursor.inode !== undefined && cursor.inode !== stat.ino) {
-      restarted = 'replaced';
-      start = 0;
-    } else if (stat.size < start) {
-      restarted = 'truncated';
-      start = 0;
-    }
+    const { start, restarted } = startOf(cursor, stat);
     const out: FileScan = {
       records: [],
       offset: start,
@@ -303,37 +295,7 @@ export function scanFile(
           out.records.push(r);
         }
       };
-      // Jump from one assistant record to the next instead of walking every line: most bytes (tool
-      // results, prompts) are never looked at twice. Claude Code never writes the record's type as
-      // its first key (`…"requestId":"…","type":"assistant","uuid":"…"`), and `,"type":"assistant"`
-      // is found about five times faster than `"usage":{` (its first byte, a comma, and its length
-      // let the search skip ahead). A chunk of lines where it never occurs is searched again the
-      // general way, so a transcript that writes the type first is read all the same, only slower
-      // (not a chunk that mixes both orders: no Claude Code version writes that).
-      let found = 0;
-      for (let s = 0; s < complete; ) {
-        const a = buffer.indexOf(ASSISTANT_RECORD, s);
-        if (a < 0 || a >= complete) break;
-        const lineStart = buffer.lastIndexOf(0x0a, a) + 1;
-        const lineEnd = buffer.indexOf(0x0a, a);
-        const line = buffer.subarray(lineStart, lineEnd);
-        // The usage object is in the message, before the type (searched back from there).
-        if (line.lastIndexOf(USAGE, a - lineStart) >= 0) {
-          found += 1;
-          take(line, lineStart);
-        }
-        s = lineEnd + 1;
-      }
-      for (let s = 0; found === 0 && s < complete; ) {
-        const u = buffer.indexOf(USAGE, s);
-        if (u < 0 || u >= complete) break;
-        const lineStart = buffer.lastIndexOf(0x0a, u) + 1;
-        const lineEnd = buffer.indexOf(0x0a, u);
-        // The record's own type follows its message: looked for from the end.
-        const line = buffer.subarray(lineStart, lineEnd);
-        if (line.lastIndexOf(ASSISTANT) >= 0) take(line, lineStart);
-        s = lineEnd + 1;
-      }
+      assistantLines(buffer, complete, take);
       out.offset += complete;
       carried = end - complete;
       if (carried > 0) buffer.copy(buffer, 0, complete, end);
@@ -342,6 +304,58 @@ export function scanFile(
     return out;
   } finally {
     closeSync(handle);
+  }
+}
+
+/** Where a file's scan starts: at the cursor, or from the start of a file replaced or truncated. */
+function startOf(
+  cursor: ScanCursor,
+  stat: { ino: number; size: number },
+): Pick<FileScan, 'restarted'> & { start: number } {
+  const start = Number.isSafeInteger(cursor.offset) && cursor.offset > 0 ? cursor.offset : 0;
+  if (cursor.inode !== undefined && cursor.inode !== stat.ino) return { start: 0, restarted: 'replaced' };
+  if (stat.size < start) return { start: 0, restarted: 'truncated' };
+  return { start, restarted: undefined };
+}
+
+/**
+ * The assistant records with usage among the complete lines `buffer[0, complete)`, each handed to
+ * `take`. Jump from one assistant record to the next instead of walking every line: most bytes (tool
+ * results, prompts) are never looked at twice. Claude Code never writes the record's type as
+ * its first key (`…"requestId":"…","type":"assistant","uuid":"…"`), and `,"type":"assistant"`
+ * is found about five times faster than `"usage":{` (its first byte, a comma, and its length
+ * let the search skip ahead). A chunk of lines where it never occurs is searched again the
+ * general way, so a transcript that writes the type first is read all the same, only slower
+ * (not a chunk that mixes both orders: no Claude Code version writes that).
+ */
+function assistantLines(
+  buffer: Buffer,
+  complete: number,
+  take: (line: Buffer, lineStart: number) => void,
+): void {
+  let found = 0;
+  for (let s = 0; s < complete; ) {
+    const a = buffer.indexOf(ASSISTANT_RECORD, s);
+    if (a < 0 || a >= complete) break;
+    const lineStart = buffer.lastIndexOf(0x0a, a) + 1;
+    const lineEnd = buffer.indexOf(0x0a, a);
+    const line = buffer.subarray(lineStart, lineEnd);
+    // The usage object is in the message, before the type (searched back from there).
+    if (line.lastIndexOf(USAGE, a - lineStart) >= 0) {
+      found += 1;
+      take(line, lineStart);
+    }
+    s = lineEnd + 1;
+  }
+  for (let s = 0; found === 0 && s < complete; ) {
+    const u = buffer.indexOf(USAGE, s);
+    if (u < 0 || u >= complete) break;
+    const lineStart = buffer.lastIndexOf(0x0a, u) + 1;
+    const lineEnd = buffer.indexOf(0x0a, u);
+    // The record's own type follows its message: looked for from the end.
+    const line = buffer.subarray(lineStart, lineEnd);
+    if (line.lastIndexOf(ASSISTANT) >= 0) take(line, lineStart);
+    s = lineEnd + 1;
   }
 }
 
