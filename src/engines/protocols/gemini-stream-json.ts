@@ -45,6 +45,35 @@ const errorText = (value: unknown): string =>
     ? value.message
     : summarize(value);
 
+type Stats = z.infer<typeof schemas.result>['stats'];
+
+/** The result's usage, kinds kept disjoint; the models that were used (not the routing call's). */
+function usageEvent(stats: Stats): TurnEvent | undefined {
+  if (!stats) return undefined;
+  const cached = nonNegative(stats.cached);
+  const input = nonNegative(stats.input_tokens ?? stats.input);
+  // The routing call's model is listed too, often with zero tokens: name only those used.
+  const models = Object.entries(stats.models ?? {})
+    .filter(([, m]) => !(m && typeof m === 'object' && 'total_tokens' in m && m.total_tokens === 0))
+    .map(([name]) => name);
+  return {
+    type: 'usage',
+    usage: {
+      // Gemini's prompt token count includes the cached tokens; kinds are kept disjoint.
+      inputTokens: Math.max(0, input - cached),
+      outputTokens: nonNegative(stats.output_tokens),
+      cacheReadTokens: cached,
+      cacheCreationTokens: 0,
+      // Thinking tokens are only visible as what the total has beyond input and output.
+      reasoningTokens:
+        stats.thoughts_tokens !== undefined
+          ? nonNegative(stats.thoughts_tokens)
+          : Math.max(0, nonNegative(stats.total_tokens) - input - nonNegative(stats.output_tokens)),
+    },
+    model: models.length > 0 ? models.join(',') : undefined,
+  };
+}
+
 export const geminiStreamJson: Protocol = {
   framing: 'jsonl',
   hasResultEvent: true,
@@ -106,36 +135,8 @@ export const geminiStreamJson: Protocol = {
             out.push({ type: 'error', message: lastError });
             break;
           case 'result': {
-            const stats = (v as z.infer<typeof schemas.result>).stats;
-            if (stats) {
-              const cached = nonNegative(stats.cached);
-              const input = nonNegative(stats.input_tokens ?? stats.input);
-              // The routing call's model is listed too, often with zero tokens: name only those used.
-              const models = Object.entries(stats.models ?? {})
-                .filter(
-                  ([, m]) => !(m && typeof m === 'object' && 'total_tokens' in m && m.total_tokens === 0),
-                )
-                .map(([name]) => name);
-              out.push({
-                type: 'usage',
-                usage: {
-                  // Gemini's prompt token count includes the cached tokens; kinds are kept disjoint.
-                  inputTokens: Math.max(0, input - cached),
-                  outputTokens: nonNegative(stats.output_tokens),
-                  cacheReadTokens: cached,
-                  cacheCreationTokens: 0,
-                  // Thinking tokens are only visible as what the total has beyond input and output.
-                  reasoningTokens:
-                    stats.thoughts_tokens !== undefined
-                      ? nonNegative(stats.thoughts_tokens)
-                      : Math.max(
-                          0,
-                          nonNegative(stats.total_tokens) - input - nonNegative(stats.output_tokens),
-                        ),
-                },
-                model: models.length > 0 ? models.join(',') : undefined,
-              });
-            }
+            const usage = usageEvent((v as z.infer<typeof schemas.result>).stats);
+            if (usage) out.push(usage);
             const ok = v.status === 'success';
             out.push({
               type: 'turn-end',
