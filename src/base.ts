@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { prepareDataDir } from './config/data-dir.js';
 import { type LoadedConfig, loadConfig } from './config/load.js';
 import { TOKEN_PATTERN } from './core/capability-token.js';
 import { Ledger } from './ledger/ledger.js';
@@ -31,6 +32,8 @@ export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
 
 export function openBase(options: AppOptions): Base {
   const loaded = loadConfig(options);
+  // Created (0700) before anything is written in it; inside a work tree, git-ignored first.
+  prepareDataDir(loaded.dataDir, loaded.dataDirWorkTree);
   const scrubber = new SecretScrubber();
   for (const value of loaded.secretValues) scrubber.add(value);
   // The gateway's capability tokens, whichever process minted them.

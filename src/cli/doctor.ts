@@ -4,6 +4,7 @@ import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import { Tmux } from '../runners/tmux/tmux.js';
 import { formatGuardReport, guardReport } from './doctor-guard.js';
+import { formatStateReport, type StatePaths, stateReport } from './doctor-state.js';
 import { table } from './format.js';
 import { EXIT, type Io } from './io.js';
 
@@ -76,9 +77,11 @@ export async function doctorCommand(
   io: Io,
   options: { json?: boolean },
   config?: Config,
+  paths?: StatePaths,
 ): Promise<number> {
   const checks = await checkEngines(engines, io.env, io.cwd);
   const guard = config ? guardReport(config, engines, io.env) : undefined;
+  const state = paths ? await stateReport(paths, io.env) : undefined;
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 20;
   const defaultFound = checks.find((c) => c.engine === defaultEngine)?.path != null;
   const tmuxVersion = await new Tmux().version();
@@ -90,7 +93,7 @@ export async function doctorCommand(
   };
   if (options.json) {
     io.out(
-      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, tmux, engines: checks, guard }, null, 2)}\n`,
+      `${JSON.stringify({ node: process.versions.node, nodeOk, defaultEngine, defaultFound, tmux, engines: checks, guard, state }, null, 2)}\n`,
     );
     return defaultFound && nodeOk ? EXIT.ok : EXIT.failed;
   }
@@ -111,6 +114,7 @@ export async function doctorCommand(
     ),
   );
   if (guard) io.out(`\n${formatGuardReport(guard)}`);
+  if (state) io.out(`\n${formatStateReport(state)}`);
   const missing = checks.filter((c) => !c.path);
   if (missing.length) {
     io.out('\nTo install the missing engines:\n');

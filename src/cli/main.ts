@@ -56,7 +56,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-c, --config <path>', 'config file (default: $THE_LOOP_CONFIG or .the-loop/config.yaml)')
     .option(
       '--data-dir <dir>',
-      'state directory (default: $THE_LOOP_DATA_DIR, config dataDir, or .the-loop/)',
+      'state directory (default: $THE_LOOP_DATA_DIR, config dataDir, else beside the config — or, in a git work tree, $XDG_STATE_HOME/the-loop/<repo>-<digest>)',
     )
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
@@ -69,6 +69,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     const g = globals(cmd);
     const { createApp } = await import('../main.js');
     const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {
       setExit(await fn(app));
     } finally {
@@ -79,6 +80,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     const g = globals(cmd);
     const { openBase } = await import('../base.js');
     const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {
       setExit(await fn(base));
     } finally {
@@ -308,6 +310,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
           io,
           opts,
           loaded.config,
+          loaded,
         ),
       );
     });
@@ -319,7 +322,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-f, --force', 'overwrite an existing file')
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) =>
-      setExit((await import('./config.js')).configInit(io, { ...opts, config: globals(cmd).config })),
+      setExit((await import('./config.js')).configInit(io, { ...opts, ...globals(cmd) })),
     );
   config
     .command('check')

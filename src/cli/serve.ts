@@ -19,10 +19,12 @@ export async function serveCommand(
   const explicit = options.configPath ?? io.env.THE_LOOP_CONFIG;
   if (!explicit && !existsSync(resolve(io.cwd, DEFAULT_CONFIG_PATH))) {
     const path = resolve(io.cwd, DEFAULT_CONFIG_PATH);
-    writeStarterConfig(path);
+    const { gitignore } = writeStarterConfig(path);
     io.out(`No config found: wrote ${path} with a generated webhook secret (mode 0600).\n`);
+    if (gitignore) io.out(`Wrote ${gitignore}: git ignores the config's directory.\n`);
   }
   const app = createApp(options);
+  for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {
     if (options.port !== undefined) app.loaded.config.server.port = options.port;
     if (options.host !== undefined) app.loaded.config.server.host = options.host;

@@ -7,8 +7,10 @@ export const starterConfig = (secret: string): string => `# yaml-language-server
 # the-loop configuration. Every key is optional; see \`the-loop config schema\` for all of them.
 # Values written as env:NAME are read from the environment (keep secrets out of this file).
 
-# Where state lives (SQLite registry, logs). Relative paths are relative to this file.
-# dataDir: .
+# Where state lives (SQLite registry, log, keys, worktrees). Relative paths are relative to this
+# file. Default: beside this file — or, when this file is in a git repository, outside it, in
+# $XDG_STATE_HOME/the-loop/<repo>-<digest> (~/.local/state/…): state never belongs in a repository.
+# dataDir: /var/lib/the-loop
 
 log:
   level: info            # debug | info | warn | error

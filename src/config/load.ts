@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { LoopError } from '../core/errors.js';
 import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
 import { BUILTIN_PRESETS } from '../engines/presets.js';
+import { resolveDataDir } from './data-dir.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '.the-loop/config.yaml';
@@ -18,6 +19,12 @@ export interface LoadedConfig {
   config: Config;
   /** Absolute data directory. */
   dataDir: string;
+  /** The git work tree the data dir is in (null: none, as it should be). */
+  dataDirWorkTree: string | null;
+  /** Said on stderr by the commands that open the data dir (e.g. it is inside a work tree). */
+  warnings: string[];
+  /** Key paths of secrets written into the config file itself rather than as env:NAME. */
+  literalSecrets: string[];
   logFile: string;
   /** Every engine, built-in presets merged with config, validated. */
   engines: Record<string, EnginePreset>;
@@ -30,7 +37,11 @@ export interface LoadOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** `--config`; else THE_LOOP_CONFIG; else `.the-loop/config.yaml` under cwd. */
   configPath?: string | undefined;
-  /** `--data-dir`; else THE_LOOP_DATA_DIR; else config `dataDir`; else the config file's directory. */
+  /**
+   * `--data-dir`; else THE_LOOP_DATA_DIR; else config `dataDir`; else a registry already beside the
+   * config file; else the config file's directory — or, when that is inside a git work tree,
+   * `$XDG_STATE_HOME/the-loop/<name>-<digest>` (see data-dir.ts).
+   */
   dataDir?: string | undefined;
 }
 
@@ -54,6 +65,25 @@ export const isSecretPath = (path: Path): boolean =>
   (path[0] === 'engines' && path[2] === 'env') ||
   (path[0] === 'webhook' && path[1] === 'secret') ||
   path[0] === 'credentials';
+
+/** Key paths of secret values written literally in the file (not `env:NAME`). */
+export function literalSecretPaths(value: unknown, path: Path = []): string[] {
+  if (typeof value === 'string') {
+    const secret =
+      isSecretPath(path) &&
+      // A credential is a string or { value, kind }: its kind is not a secret.
+      (path[0] !== 'credentials' || path.length === 2 || path[2] === 'value') &&
+      // An engine's variables hold URLs and switches too: only those named like a credential.
+      (path[0] !== 'engines' || /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(String(path[3])));
+    return secret && value !== '' && !value.startsWith('env:') ? [formatPath(path)] : [];
+  }
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) =>
+      literalSecretPaths(v, [...path, Array.isArray(value) ? Number(k) : k]),
+    );
+  }
+  return [];
+}
 
 export function resolveEnvRefs(
   value: unknown,
@@ -214,18 +244,6 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       },
     );
   }
-  const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
-  const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;
-  const dataDir = dataDirOpt
-    ? resolve(options.cwd, dataDirOpt)
-    : config.dataDir
-      ? resolve(baseDir, config.dataDir)
-      : baseDir;
-  const logFile = config.log.file
-    ? isAbsolute(config.log.file)
-      ? config.log.file
-      : resolve(baseDir, config.log.file)
-    : resolve(dataDir, 'the-loop.log');
   // Every engine a route may pick must exist: say so now, with the key, not at the first delivery.
   const engineRefs: Array<[string, string | undefined]> = [
     ['routing.engine', config.routing.engine],
@@ -241,8 +259,39 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       });
     }
   }
-  // Relative paths are relative to the config file, like dataDir.
+  return {
+    path: found,
+    config,
+    ...placePaths(options, found, config),
+    literalSecrets: literalSecretPaths(raw),
+    engines,
+    secretValues,
+  };
+}
+
+/** The data dir and the log file; the config's relative paths made absolute (relative to the file). */
+function placePaths(
+  options: LoadOptions,
+  found: string | null,
+  config: Config,
+): Pick<LoadedConfig, 'dataDir' | 'dataDirWorkTree' | 'warnings' | 'logFile'> {
+  const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
+  const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;
+  const place = resolveDataDir({
+    explicit: dataDirOpt
+      ? resolve(options.cwd, dataDirOpt)
+      : config.dataDir
+        ? resolve(baseDir, config.dataDir)
+        : undefined,
+    configDir: baseDir,
+    env: options.env,
+  });
+  const logFile = config.log.file
+    ? isAbsolute(config.log.file)
+      ? config.log.file
+      : resolve(baseDir, config.log.file)
+    : resolve(place.dataDir, 'the-loop.log');
   if (config.defaults.cwd) config.defaults.cwd = resolve(baseDir, config.defaults.cwd);
   for (const repo of Object.values(config.repos)) repo.path = resolve(baseDir, repo.path);
-  return { path: found, config, dataDir, logFile, engines, secretValues };
+  return { dataDir: place.dataDir, dataDirWorkTree: place.workTree, warnings: place.warnings, logFile };
 }

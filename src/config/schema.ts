@@ -147,7 +147,7 @@ export const configSchema = z
       .min(1)
       .optional()
       .describe(
-        "Where state lives (SQLite registry, logs). Relative to the config file. Default: the config file's directory.",
+        "Where state lives (SQLite registry, log, keys, worktrees). Relative to the config file. Default: the config file's directory, or $XDG_STATE_HOME/the-loop/<repo>-<digest> when that is inside a git work tree (state never belongs in a repository).",
       ),
     log: z
       .object({
