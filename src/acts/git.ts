@@ -88,10 +88,20 @@ const MAX_ALIAS_DEPTH = 4;
 
 export const classifyGit: Handler = (run) => git(run, new Map(), 0);
 
-function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
+/** Git's global options before the subcommand: where it starts, and what they said. */
+interface GlobalOptions {
+  /** Index of the subcommand in `run.args`. */
+  at: number;
+  /** Another repository (`git -C dir`, `--git-dir`, a cwd outside the workspace): its branch is unknown. */
+  foreign: boolean;
+  /** Aliases defined through the environment (`--config-env`): unknowable here. */
+  hidden: Set<string>;
+}
+
+/** Reads the global options (aliases from `-c` into `aliases`); undefined for help and version. */
+function globalOptions(run: Run, aliases: Map<string, string>): GlobalOptions | undefined {
   const args = run.args;
   const hidden = new Set<string>();
-  // Another repository (`git -C dir`, `--git-dir`, a cwd outside the workspace): its branch is unknown.
   let foreign = run.state.cwd === undefined || !within(run.state.cwd, run.settings.workspace);
   let i = 0;
   while (i < args.length) {
@@ -105,7 +115,7 @@ function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
       t === '--exec-path' ||
       t.startsWith('--list-cmds')
     ) {
-      return;
+      return undefined;
     }
     const eq = t.indexOf('=');
     const name = eq > 0 ? t.slice(0, eq) : t;
@@ -120,8 +130,14 @@ function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
     }
     i += GLOBAL_VALUED.has(name) && eq < 0 ? 2 : 1;
   }
-  const sub = args[i];
-  const rest = args.slice(i + 1);
+  return { at: i, foreign, hidden };
+}
+
+function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
+  const options = globalOptions(run, aliases);
+  if (!options) return;
+  const sub = run.args[options.at];
+  const rest = run.args.slice(options.at + 1);
   if (!sub) return;
   if (sub.dynamic) {
     run.emit('unknown-git-act', { subcommand: sub.text, reason: 'subcommand from an expansion' });
@@ -134,7 +150,7 @@ function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
     expandAlias(run, alias, rest, aliases, key, aliasDepth);
     return;
   }
-  if (hidden.has(key)) {
+  if (options.hidden.has(key)) {
     run.emit('unknown-git-act', { subcommand: sub.text, reason: 'alias read from the environment' });
     return;
   }
@@ -144,8 +160,22 @@ function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
   const scoped = run.with(
     rest,
     undefined,
-    foreign ? { ...cloneState(run.state), repo: { branch: undefined } } : undefined,
+    options.foreign ? { ...cloneState(run.state), repo: { branch: undefined } } : undefined,
   );
+  subcommand(name, sub, rest, scoped);
+  if (run.count() > before) return;
+  // Spelled as git spells it: a known subcommand that did nothing consequential here (a listing, a
+  // dry run, `merge --abort`, `reset --soft`). Anything else may be an alias: recorded, never ignored.
+  if (LOCAL.has(sub.text) || HANDLED.has(sub.text)) return;
+  run.emit('unknown-git-act', {
+    subcommand: sub.text,
+    reason:
+      LOCAL.has(name) || HANDLED.has(name) ? 'look-alike of a git subcommand' : 'not a known git subcommand',
+  });
+}
+
+/** The subcommand's own handler, on its arguments. */
+function subcommand(name: string, sub: Arg, rest: Arg[], scoped: Run): void {
   switch (name) {
     case 'push':
       push(scoped);
@@ -192,15 +222,6 @@ function git(run: Run, aliases: Map<string, string>, aliasDepth: number): void {
     default:
       break;
   }
-  if (run.count() > before) return;
-  // Spelled as git spells it: a known subcommand that did nothing consequential here (a listing, a
-  // dry run, `merge --abort`, `reset --soft`). Anything else may be an alias: recorded, never ignored.
-  if (LOCAL.has(sub.text) || HANDLED.has(sub.text)) return;
-  run.emit('unknown-git-act', {
-    subcommand: sub.text,
-    reason:
-      LOCAL.has(name) || HANDLED.has(name) ? 'look-alike of a git subcommand' : 'not a known git subcommand',
-  });
 }
 
 function expandAlias(
