@@ -27,7 +27,7 @@ import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
-import type { SessionStore } from './sessions/types.js';
+import type { SessionRecord, SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
@@ -219,12 +219,14 @@ export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
   const { config, dataDir } = app.loaded;
-  // Where a work item's worktree lives follows from config and the slug alone, so a restarted
-  // daemon still finds (and removes) the worktrees an earlier one created.
-  const worktreeOf = (workItem: string) => {
+  // Where a work item's worktree lives follows from config and its sessions' stored slug (the latest
+  // session's, when the work item has none active), so a restarted daemon still finds (and removes)
+  // the worktrees an earlier one created, under slugs of any age.
+  const worktreeOf = (workItem: string, session: SessionRecord | undefined) => {
     const repo = repoOf(config, workItem);
     if (repo?.workspace !== 'worktree') return undefined;
-    return { repoPath: repo.path, dir: worktreeDir(dataDir, workItemSlug(parseWorkItem(workItem))) };
+    const slug = (session ?? app.store.list({ workItem, limit: 1 })[0])?.slug;
+    return { repoPath: repo.path, dir: worktreeDir(dataDir, slug ?? workItemSlug(parseWorkItem(workItem))) };
   };
   return new Dispatcher({
     inbox: app.inbox,
@@ -243,17 +245,13 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     pollMs: config.dispatch.pollSeconds * 1000,
     workspace: async (route) => {
       if (route.workspace !== 'worktree') return route.repoPath;
-      return ensureWorktree(
-        route.repoPath,
-        dataDir,
-        workItemSlug(parseWorkItem(route.workItem)),
-        app.guard.git,
-      );
+      // The slug the new session will take: refused here when another work item holds it.
+      return ensureWorktree(route.repoPath, dataDir, app.store.slugFor(route.workItem), app.guard.git);
     },
     onClose: async (workItem, session) => {
       const runner = session ? app.runners[session.runner] : undefined;
       const runnerNote = session && runner?.closeSession ? await runner.closeSession(session) : undefined;
-      const wt = worktreeOf(workItem);
+      const wt = worktreeOf(workItem, session);
       if (!wt) return runnerNote;
       const result = await removeWorktree(wt.repoPath, wt.dir, app.guard.git);
       if (!result.removed) app.logger.warn('worktree kept', { workItem, dir: wt.dir, reason: result.reason });

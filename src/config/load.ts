@@ -7,6 +7,7 @@ import { LoopError } from '../core/errors.js';
 import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
 import { BUILTIN_PRESETS } from '../engines/presets.js';
 import { resolveDataDir } from './data-dir.js';
+import { checkRepoKeys } from './repos.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '.the-loop/config.yaml';
@@ -244,6 +245,7 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       },
     );
   }
+  checkRepoKeys(config.repos, where);
   // Every engine a route may pick must exist: say so now, with the key, not at the first delivery.
   const engineRefs: Array<[string, string | undefined]> = [
     ['routing.engine', config.routing.engine],

@@ -16,6 +16,7 @@ export type LoopErrorCode =
   | 'session-missing'
   | 'session-busy'
   | 'session-closed'
+  | 'slug-collision'
   | 'store-failed'
   | 'usage'
   | 'internal';

@@ -1,5 +1,5 @@
 import { describeError, LoopError } from '../core/errors.js';
-import { parseWorkItem, workItemSlug } from '../core/work-item.js';
+import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
 import type { RouteResult } from '../github/route.js';
 import type { DeliveryRecord, Inbox } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
@@ -404,7 +404,7 @@ function manualRoute(payload: unknown): RouteResult {
   const item = parseWorkItem(body.workItem);
   return {
     action: 'deliver',
-    workItem: body.workItem,
+    workItem: formatWorkItem(item),
     repo: `${item.owner}/${item.repo}`,
     prompt: body.prompt,
     engine: body.engine ?? '',

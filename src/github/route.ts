@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { describeError } from '../core/errors.js';
-import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import { canonicalRepository, formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { type GitHubUser, payloadSchemas, type RoutedEventName } from './events.js';
 import { DEFAULT_TEMPLATES, markerFor, renderTemplate, sanitizeLine, sanitizeUntrusted } from './prompt.js';
 
@@ -55,7 +55,7 @@ export function mentions(text: string | null | undefined, mention: string): bool
 }
 
 function findRepo(config: RoutingConfig, fullName: string) {
-  const key = Object.keys(config.repos).find((k) => k.toLowerCase() === fullName.toLowerCase());
+  const key = Object.keys(config.repos).find((k) => canonicalRepository(k) === canonicalRepository(fullName));
   return key === undefined ? undefined : { key, repo: config.repos[key] as Config['repos'][string] };
 }
 

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { LoopError } from '../core/errors.js';
+import { parseWorkItem, workItemKey, workItemSlug } from '../core/work-item.js';
 import type { CredentialKind } from '../engines/preset.js';
 import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
+import { type SessionRow, type TurnRow, toSession, toTurn } from './registry-rows.js';
+import { planSlug, type SlugUse, slugCollision } from './slug.js';
 import type {
   BudgetRaise,
-  EndReason,
   Meter,
   NewSession,
   SessionHold,
@@ -17,118 +19,7 @@ import type {
   TurnEnd,
   TurnGuard,
   TurnRecord,
-  TurnStatus,
 } from './types.js';
-
-interface SessionRow {
-  id: string;
-  work_item: string;
-  slug: string;
-  engine: string;
-  runner: string;
-  engine_session_id: string | null;
-  engine_session_started: number;
-  cwd: string;
-  status: SessionStatus;
-  usage_baseline: string | null;
-  credential_kind: CredentialKind | null;
-  credential_env: string | null;
-  payer_id: string | null;
-  hold: string | null;
-  budget_raise: string | null;
-  tmux_target: string | null;
-  waiting: string | null;
-  created_at: string;
-  updated_at: string;
-  closed_at: string | null;
-  close_reason: string | null;
-}
-
-interface TurnRow {
-  id: number;
-  session_id: string;
-  seq: number;
-  prompt_digest: string;
-  prompt_bytes: number;
-  status: TurnStatus;
-  end_reason: EndReason | null;
-  started_at: string;
-  ended_at: string | null;
-  exit_code: number | null;
-  exit_signal: string | null;
-  pid: number | null;
-  owner_pid: number | null;
-  delivery_id: string | null;
-  meter: Meter;
-  model: string | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cache_read_tokens: number | null;
-  cache_creation_tokens: number | null;
-  reasoning_tokens: number | null;
-  cost_usd: number | null;
-  cost_basis: 'engine-reported' | null;
-  error: string | null;
-  guard: string | null;
-  warnings: string | null;
-}
-
-const toSession = (r: SessionRow): SessionRecord => ({
-  id: r.id,
-  workItem: r.work_item,
-  slug: r.slug,
-  engine: r.engine,
-  runner: r.runner,
-  engineSessionId: r.engine_session_id,
-  engineSessionStarted: r.engine_session_started === 1,
-  cwd: r.cwd,
-  status: r.status,
-  usageBaseline: r.usage_baseline ? (JSON.parse(r.usage_baseline) as Usage) : null,
-  credentialKind: r.credential_kind,
-  credentialEnv: r.credential_env,
-  payerId: r.payer_id,
-  hold: r.hold ? (JSON.parse(r.hold) as SessionHold) : null,
-  budgetRaise: r.budget_raise ? (JSON.parse(r.budget_raise) as BudgetRaise) : {},
-  tmuxTarget: r.tmux_target,
-  waiting: r.waiting ? (JSON.parse(r.waiting) as SessionWaiting) : null,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  closedAt: r.closed_at,
-  closeReason: r.close_reason,
-});
-
-const toTurn = (r: TurnRow): TurnRecord => ({
-  id: r.id,
-  sessionId: r.session_id,
-  seq: r.seq,
-  promptDigest: r.prompt_digest,
-  promptBytes: r.prompt_bytes,
-  status: r.status,
-  endReason: r.end_reason,
-  startedAt: r.started_at,
-  endedAt: r.ended_at,
-  exitCode: r.exit_code,
-  exitSignal: r.exit_signal,
-  pid: r.pid,
-  deliveryId: r.delivery_id,
-  meter: r.meter,
-  model: r.model,
-  usage:
-    r.input_tokens === null
-      ? null
-      : {
-          inputTokens: r.input_tokens,
-          outputTokens: r.output_tokens ?? 0,
-          cacheReadTokens: r.cache_read_tokens ?? 0,
-          cacheCreationTokens: r.cache_creation_tokens ?? 0,
-          reasoningTokens: r.reasoning_tokens ?? 0,
-        },
-  costUsd: r.cost_usd,
-  costBasis: r.cost_basis,
-  error: r.error,
-  guard: r.guard ? (JSON.parse(r.guard) as TurnGuard) : null,
-  warnings: r.warnings ? (JSON.parse(r.warnings) as string[]) : [],
-});
 
 const isUniqueViolation = (error: unknown): boolean =>
   error instanceof Error && 'code' in error && String(error.code).startsWith('SQLITE_CONSTRAINT');
@@ -153,7 +44,7 @@ export class SqliteSessionStore implements SessionStore {
   findActive(workItem: string): SessionRecord | undefined {
     const row = this.db
       .prepare("SELECT * FROM sessions WHERE work_item = ? AND status = 'active'")
-      .get(workItem) as SessionRow | undefined;
+      .get(workItemKey(workItem)) as SessionRow | undefined;
     return row && toSession(row);
   }
 
@@ -169,7 +60,7 @@ export class SqliteSessionStore implements SessionStore {
     const args: unknown[] = [];
     if (filter.workItem) {
       where.push('work_item = ?');
-      args.push(filter.workItem);
+      args.push(workItemKey(filter.workItem));
     }
     if (filter.status) {
       where.push('status = ?');
@@ -180,10 +71,33 @@ export class SqliteSessionStore implements SessionStore {
     return (this.db.prepare(sql).all(...args, filter.limit ?? 1000) as SessionRow[]).map(toSession);
   }
 
+  slugFor(workItem: string): string {
+    const key = workItemKey(workItem);
+    const own = this.db
+      .prepare(
+        'SELECT work_item, slug FROM sessions WHERE work_item = ? ORDER BY created_at DESC, rowid DESC',
+      )
+      .all(key) as { work_item: string; slug: string }[];
+    const slugs = [...new Set([...own.map((r) => r.slug), workItemSlug(parseWorkItem(key))])];
+    const others = this.db
+      .prepare(
+        `SELECT work_item, slug FROM sessions WHERE work_item <> ? AND slug IN (${slugs.map(() => '?').join(', ')})`,
+      )
+      .all(key, ...slugs) as { work_item: string; slug: string }[];
+    const uses: SlugUse[] = [...own, ...others].map((r) => ({ workItem: r.work_item, slug: r.slug }));
+    return planSlug(key, uses);
+  }
+
   create(input: NewSession): SessionRecord {
     const id = randomUUID();
     const at = this.now();
-    try {
+    const workItem = workItemKey(input.workItem);
+    // Checked in the transaction that inserts: two work items never end up sharing one slug.
+    const insert = this.db.transaction(() => {
+      const holder = this.db
+        .prepare('SELECT work_item FROM sessions WHERE slug = ? AND work_item <> ? LIMIT 1')
+        .get(input.slug, workItem) as { work_item: string } | undefined;
+      if (holder) throw slugCollision(input.slug, workItem, holder.work_item);
       this.db
         .prepare(
           `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
@@ -192,7 +106,7 @@ export class SqliteSessionStore implements SessionStore {
         )
         .run(
           id,
-          input.workItem,
+          workItem,
           input.slug,
           input.engine,
           input.runner,
@@ -205,9 +119,12 @@ export class SqliteSessionStore implements SessionStore {
           at,
           at,
         );
+    });
+    try {
+      insert.immediate();
     } catch (error) {
       if (isUniqueViolation(error)) {
-        throw new LoopError('session-busy', `${input.workItem} already has an active session`, {
+        throw new LoopError('session-busy', `${workItem} already has an active session`, {
           cause: error,
         });
       }

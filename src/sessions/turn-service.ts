@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describeError, LoopError } from '../core/errors.js';
-import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
+import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
@@ -139,6 +139,7 @@ export class TurnService {
         workItem,
         promptBytes,
         session,
+        slug: session.slug,
         preset,
         engineName: session.engine,
         runnerName: session.runner,
@@ -155,7 +156,20 @@ export class TurnService {
     this.checkCwd(cwd);
     const env = buildEngineEnv(preset, this.deps.env);
     this.resolveBinary(preset, engineName, env.env, cwd);
-    return { item, workItem, promptBytes, session: undefined, preset, engineName, runnerName, cwd, env };
+    // A slug another work item holds is refused here, before anything is created (never shared).
+    const slug = store.slugFor(workItem);
+    return {
+      item,
+      workItem,
+      promptBytes,
+      session: undefined,
+      slug,
+      preset,
+      engineName,
+      runnerName,
+      cwd,
+      env,
+    };
   }
 
   async runTurn(request: TurnRequest): Promise<TurnResult> {
@@ -183,7 +197,7 @@ export class TurnService {
     }
     session = store.create({
       workItem,
-      slug: workItemSlug(plan.item),
+      slug: plan.slug,
       engine: plan.engineName,
       runner: plan.runnerName,
       // Pre-assigned id: known before the engine starts (capture engines announce theirs).
@@ -192,7 +206,7 @@ export class TurnService {
       credentialKind: env.credential?.kind ?? null,
       credentialEnv: env.credential?.env ?? null,
       payerId: payer.id,
-      tmuxTarget: this.runner(plan.runnerName).targetFor?.(workItemSlug(plan.item)) ?? null,
+      tmuxTarget: this.runner(plan.runnerName).targetFor?.(plan.slug) ?? null,
     });
     logger.info('session created', {
       workItem,

@@ -36,6 +36,8 @@ export interface TurnPlan {
   promptBytes: number;
   /** The active session, or undefined when the turn will create one. */
   session: SessionRecord | undefined;
+  /** The session's slug, or the one a new session takes (checked against other work items). */
+  slug: string;
   preset: EnginePreset;
   engineName: string;
   runnerName: string;

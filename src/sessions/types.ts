@@ -47,7 +47,12 @@ export interface SessionWaiting {
 
 export interface SessionRecord {
   id: string;
+  /** The work item in its canonical case (`github:octo/widgets#7`). */
   workItem: string;
+  /**
+   * Names its worktree, state directory and tmux session: stored at creation and never re-derived
+   * (sessions from before slugs had a digest keep theirs). One work item's, never another's.
+   */
   slug: string;
   engine: string;
   runner: string;
@@ -183,6 +188,12 @@ export interface SessionStore {
   findActive(workItem: string): SessionRecord | undefined;
   get(id: string): SessionRecord | undefined;
   list(filter?: { workItem?: string; status?: SessionStatus; limit?: number }): SessionRecord[];
+  /**
+   * The slug a new session of this work item takes (its latest session's, else its own); throws
+   * LoopError `slug-collision` when another work item holds it.
+   */
+  slugFor(workItem: string): string;
+  /** A new active session; throws `slug-collision` when another work item holds its slug. */
   create(input: NewSession): SessionRecord;
   /** Record the engine session id as confirmed by the engine. */
   markEngineSessionStarted(id: string, engineSessionId: string): void;

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { Tmux } from '../../src/runners/tmux/tmux.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
@@ -130,7 +131,7 @@ async function project(name: string, topConfig: Record<string, unknown>) {
 
 describe('the real Claude Code TUI in the default configuration (sandbox bwrap + gateway)', () => {
   const WI = 'github:acme/perm-tui#5';
-  const TARGET = 'loop-github-acme-perm-tui-5';
+  const TARGET = `loop-${workItemSlug(parseWorkItem(WI))}`;
   let p: Awaited<ReturnType<typeof project>>;
   beforeAll(async () => {
     p = await project('bypass', {});
@@ -169,7 +170,7 @@ describe('the real Claude Code TUI in the default configuration (sandbox bwrap +
 
 describe('the real Claude Code TUI with the sandbox off (default permission mode)', () => {
   const WI = 'github:acme/perm-ask#6';
-  const TARGET = 'loop-github-acme-perm-ask-6';
+  const TARGET = `loop-${workItemSlug(parseWorkItem(WI))}`;
   let p: Awaited<ReturnType<typeof project>>;
   beforeAll(async () => {
     p = await project('ask', { sandbox: { mode: 'none' } });

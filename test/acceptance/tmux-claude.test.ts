@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { Tmux } from '../../src/runners/tmux/tmux.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
@@ -18,7 +19,7 @@ import { ARGV_RECORDER, realBinary } from './helpers.js';
 const socket = `the-loop-tui-${randomUUID().slice(0, 8)}`;
 const tmux = new Tmux({ socket });
 const WI = 'github:acme/tui#7';
-const TARGET = 'loop-github-acme-tui-7';
+const TARGET = `loop-${workItemSlug(parseWorkItem(WI))}`;
 
 /** Every file under a directory, as bytes. */
 function allFiles(dir: string): string[] {
@@ -244,7 +245,7 @@ describe('tmux runner: the real Claude Code TUI in the sandbox, two turns, ended
     }
     expect(screen).toContain('hello-keys');
     const cleared = await runCli(['sessions', 'keys', WI, 'C-u'], { cwd: root, env });
-    expect(cleared.stdout).toMatch(/sent to loop-github-acme-tui-7: C-u/);
+    expect(cleared.stdout).toContain(`sent to ${TARGET}: C-u`);
   });
 
   it('closing the session ends its tmux session', async () => {
@@ -253,7 +254,7 @@ describe('tmux runner: the real Claude Code TUI in the sandbox, two turns, ended
     const res = await runCli(['sessions', 'close', WI], { cwd: root, env });
     // The engine and everything it started end with the tmux session.
     expect(await waitGone(processes)).toBe(true);
-    expect(res.stdout).toMatch(/tmux session loop-github-acme-tui-7 ended/);
+    expect(res.stdout).toContain(`tmux session ${TARGET} ended`);
     expect(await tmux.hasSession(TARGET)).toBe(false);
   });
 });
@@ -328,12 +329,13 @@ describe('tmux runner driven by webhooks (routing.runner: tmux)', () => {
       session: { runner: string; tmuxTarget: string };
       turns: Array<{ endReason: string; usage: { inputTokens: number } | null }>;
     };
-    expect(show.session).toMatchObject({ runner: 'tmux', tmuxTarget: 'loop-github-acme-widgets-15' });
+    const widgets = `loop-${workItemSlug(parseWorkItem('github:acme/widgets#15'))}`;
+    expect(show.session).toMatchObject({ runner: 'tmux', tmuxTarget: widgets });
     expect(show.turns.map((t) => [t.endReason, t.usage?.inputTokens])).toEqual([
       ['result', 600],
       ['result', 700],
     ]);
-    const screen = await hookTmux.capturePane('loop-github-acme-widgets-15', { history: true });
+    const screen = await hookTmux.capturePane(widgets, { history: true });
     expect(screen).toContain('Fixed the empty state.');
   }, 300_000);
 });

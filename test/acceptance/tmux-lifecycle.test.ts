@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { Tmux } from '../../src/runners/tmux/tmux.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
@@ -27,8 +28,8 @@ const socket = `the-loop-life-${randomUUID().slice(0, 8)}`;
 const tmux = new Tmux({ socket });
 const SECRET = 'webhook-secret-for-tmux-lifecycle-0123';
 const WI = 'github:acme/widgets#15';
-const TARGET = 'loop-github-acme-widgets-15';
-const SLUG = 'github-acme-widgets-15';
+const SLUG = workItemSlug(parseWorkItem(WI));
+const TARGET = `loop-${SLUG}`;
 const HOOK = join(ROOT, 'bin/the-loop-hook.js');
 
 interface Shown {
@@ -267,7 +268,7 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
     await startDaemon();
     const lost = (await sessions()).find((s) => s.id === before.session.id);
     expect(lost).toMatchObject({ status: 'lost' });
-    expect(lost?.closeReason).toMatch(/loop-github-acme-widgets-15 is gone/);
+    expect(lost?.closeReason).toContain(`${TARGET} is gone`);
     expect(lost?.closedAt).toBeTruthy();
 
     const fourth = await comment();
@@ -363,7 +364,7 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
     expect(shown.turns.at(-1)?.error).toMatch(/exited (with status 3 )?before it was ready/);
     expect(shown.turns.at(-1)?.error).toMatch(/boom: this engine cannot start/);
     expect(shown.turns.at(-1)?.error).not.toContain('token-for-lifecycle');
-    expect(await tmux.hasSession('loop-github-acme-broken-1')).toBe(false);
+    expect(await tmux.hasSession(`loop-${workItemSlug(parseWorkItem('github:acme/broken#1'))}`)).toBe(false);
   }, 120_000);
 
   it('answered the first-run dialogs in the engine config dir, keeping its other keys', () => {

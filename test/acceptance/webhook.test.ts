@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
@@ -355,7 +356,7 @@ describe('every routed fixture over HTTP, per-item worktrees, and the close grac
     expect(inbox.turns('github:acme/widgets#15').map((t) => t.seq)).toEqual([1, 2, 3]);
     expect(inbox.turns('github:acme/widgets#16').map((t) => t.seq)).toEqual([1, 2, 3]);
     inbox.close();
-    const wt = join(dataDir, 'worktrees', 'github-acme-widgets-15');
+    const wt = join(dataDir, 'worktrees', workItemSlug(parseWorkItem('github:acme/widgets#15')));
     const { existsSync } = await import('node:fs');
     expect(existsSync(join(wt, 'README.md'))).toBe(true);
     // Closing removes a clean worktree.

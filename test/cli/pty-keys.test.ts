@@ -1,11 +1,13 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { fakeEngineConfig, makeProject, runCli } from '../helpers/cli.js';
 
 const WI = 'github:octo/widgets#21';
 const PLAIN_WI = 'github:octo/widgets#22';
-const SOCKET = '.the-loop/sessions/github-octo-widgets-21/keys.sock';
+const SLUG = workItemSlug(parseWorkItem(WI));
+const SOCKET = `.the-loop/sessions/${SLUG}/keys.sock`;
 
 describe('pty engines through the CLI (fake engine, real PTY, real processes)', () => {
   let project: ReturnType<typeof makeProject>;
@@ -52,7 +54,7 @@ describe('pty engines through the CLI (fake engine, real PTY, real processes)', 
     expect(typed.stderr).toBe('');
     expect(typed.code).toBe(0);
     expect(JSON.parse(typed.stdout)).toEqual({
-      target: 'github-octo-widgets-21 (pty)',
+      target: `${SLUG} (pty)`,
       sent: [
         { key: 'hi', literal: true },
         { key: 'Enter', literal: false },
@@ -60,7 +62,7 @@ describe('pty engines through the CLI (fake engine, real PTY, real processes)', 
     });
     const pressed = await cli(['sessions', 'keys', WI, 'Escape']);
     expect(pressed.code).toBe(0);
-    expect(pressed.stdout).toBe('sent to github-octo-widgets-21 (pty): Escape\n');
+    expect(pressed.stdout).toBe(`sent to ${SLUG} (pty): Escape\n`);
 
     const done = await turn;
     expect(done.code).toBe(0);

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { LoopError } from '../../src/core/errors.js';
-import { formatWorkItem, parseWorkItem, type WorkItem, workItemSlug } from '../../src/core/work-item.js';
+import {
+  canonicalRepository,
+  canonicalWorkItem,
+  formatWorkItem,
+  parseWorkItem,
+  type WorkItem,
+  workItemKey,
+  workItemSlug,
+} from '../../src/core/work-item.js';
 
 const SLUG = /^[a-z0-9-]+$/;
 
@@ -20,14 +28,17 @@ describe('parseWorkItem / formatWorkItem / workItemSlug', () => {
   });
 
   it.each([
-    ['github:octo/widgets#15', 'github-octo-widgets-15'],
-    ['github:Octo-Org/My_Repo.js#7', 'github-octo-org-my-repo-js-7'],
-    ['github:a/b#999999999', 'github-a-b-999999999'],
-    ['github:x1/.github#2', 'github-x1-github-2'],
-  ])('%s round-trips and slugs to %s', (text, slug) => {
+    ['github:octo/widgets#15', 'github:octo/widgets#15', 'github-octo-widgets-15-'],
+    ['github:Octo-Org/My_Repo.js#7', 'github:octo-org/my_repo.js#7', 'github-octo-org-my-repo-js-7-'],
+    ['github:a/b#999999999', 'github:a/b#999999999', 'github-a-b-999999999-'],
+    ['github:x1/.github#2', 'github:x1/.github#2', 'github-x1-github-2-'],
+  ])('%s formats canonically as %s and slugs to %s<digest>', (text, canonical, prefix) => {
     const item = parseWorkItem(text);
-    expect(formatWorkItem(item)).toBe(text);
-    expect(workItemSlug(item)).toBe(slug);
+    expect(formatWorkItem(item)).toBe(canonical);
+    expect(workItemKey(text)).toBe(canonical);
+    const slug = workItemSlug(item);
+    expect(slug.startsWith(prefix)).toBe(true);
+    expect(slug.slice(prefix.length)).toMatch(/^[0-9a-f]{10}$/);
   });
 
   it('surrounding whitespace is trimmed and the formatted form is clean', () => {
@@ -129,7 +140,8 @@ describe('parseWorkItem / formatWorkItem / workItemSlug', () => {
           const slug = workItemSlug(item);
           expect(slug, `${owner}/${repo}#${number}`).toMatch(SLUG);
           expect(slug.startsWith('github-')).toBe(true);
-          expect(slug.endsWith(`-${number}`)).toBe(true);
+          expect(slug).toMatch(new RegExp(`-${number}-[0-9a-f]{10}$`));
+          expect(slug.length).toBeLessThanOrEqual(60);
           expect(slug).not.toMatch(/^-|-$|--/);
           checked += 1;
         }
@@ -139,7 +151,7 @@ describe('parseWorkItem / formatWorkItem / workItemSlug', () => {
   });
 
   it('a repo name made only of punctuation contributes nothing to the slug', () => {
-    expect(workItemSlug(parseWorkItem('github:octo/...#3'))).toBe('github-octo-3');
+    expect(workItemSlug(parseWorkItem('github:octo/...#3'))).toMatch(/^github-octo-3-[0-9a-f]{10}$/);
   });
 
   it('workItemSlug stays in [a-z0-9-] even for a hand-built item with hostile parts', () => {
@@ -149,6 +161,73 @@ describe('parseWorkItem / formatWorkItem / workItemSlug', () => {
       { owner: '\u043ecto', repo: 'wid\u200bgets', number: 3 },
     ];
     for (const item of items) expect(workItemSlug(item)).toMatch(SLUG);
-    expect(workItemSlug(items[0] as WorkItem)).toBe('github-etc-passwd-1');
+    expect(workItemSlug(items[0] as WorkItem)).toMatch(/^github-etc-passwd-1-[0-9a-f]{10}$/);
+  });
+});
+
+describe('one identity per work item', () => {
+  const slugOf = (text: string) => workItemSlug(parseWorkItem(text));
+
+  it('work items whose readable parts coincide get different slugs', () => {
+    const lookalikes = [
+      'github:octo/a-b#1',
+      'github:octo/a_b#1',
+      'github:octo/a.b#1',
+      'github:octo-a/b#1',
+      'github:octo/a--b#1',
+      'github:octo/a-b-#1',
+      'github:octo/-a-b#1',
+      'github:octo/a-b#11',
+      'github:octo/a-b-1#1',
+      'github:octo-a-b/x#1',
+    ];
+    const slugs = lookalikes.map(slugOf);
+    // The readable part is shared (that was the bug); the slugs are not.
+    expect(slugs.filter((s) => /^github-octo-a-b-1-[0-9a-f]{10}$/.test(s))).toHaveLength(7);
+    expect(new Set(slugs).size).toBe(lookalikes.length);
+  });
+
+  it('letter case is one work item: one key, one slug', () => {
+    const variants = ['github:octo/a-b#1', 'github:Octo/A-B#1', 'github:OCTO/a-B#1', ' github:octo/A-b#01 '];
+    expect(new Set(variants.map(workItemKey))).toEqual(new Set(['github:octo/a-b#1']));
+    expect(new Set(variants.map(slugOf)).size).toBe(1);
+    expect(parseWorkItem('github:Octo/A-B#1')).toEqual({ owner: 'octo', repo: 'a-b', number: 1 });
+    expect(canonicalWorkItem({ owner: 'Octo', repo: 'A.B_c', number: 3 })).toEqual({
+      owner: 'octo',
+      repo: 'a.b_c',
+      number: 3,
+    });
+    // A hand-built item in other letter case formats and slugs like its canonical form.
+    const upper: WorkItem = { owner: 'Octo', repo: 'A-B', number: 1 };
+    expect(formatWorkItem(upper)).toBe('github:octo/a-b#1');
+    expect(workItemSlug(upper)).toBe(slugOf('github:octo/a-b#1'));
+    expect(canonicalRepository('Octo/A-B')).toBe(canonicalRepository('octo/a-b'));
+  });
+
+  it('the slug is stable: the same digest in every process (it names directories on disk)', () => {
+    // sha256("github:octo/widgets#15"), first 10 hex digits: a changed scheme would orphan every
+    // worktree, state directory and tmux session made under the old one.
+    expect(slugOf('github:octo/widgets#15')).toBe('github-octo-widgets-15-49002e4541');
+  });
+
+  it('distinct over many generated work items, every slug [a-z0-9-] and at most 60 characters', () => {
+    const owners = ['o', 'O', 'o-a', 'oa', 'x'.repeat(39)];
+    const repos = ['a', 'a-b', 'a_b', 'a.b', 'A-B', '-', '_', '.a', 'y'.repeat(100), `${'y'.repeat(99)}z`];
+    const keys = new Set<string>();
+    const slugs = new Set<string>();
+    for (const owner of owners)
+      for (const repo of repos)
+        for (const n of [1, 12, 999999999]) {
+          const text = `github:${owner}/${repo}#${n}`;
+          keys.add(workItemKey(text));
+          const slug = slugOf(text);
+          expect(slug, text).toMatch(SLUG);
+          expect(slug.length, text).toBeLessThanOrEqual(60);
+          expect(`loop-${slug}`, 'a valid tmux target').toMatch(/^[A-Za-z0-9_-]{1,100}$/);
+          slugs.add(slug);
+        }
+    // One slug per canonical work item (letter-case variants are the same item).
+    expect(slugs.size).toBe(keys.size);
+    expect(keys.size).toBe((owners.length - 1) * (repos.length - 1) * 3);
   });
 });

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { NewSession, TurnEnd } from '../../src/sessions/types.js';
@@ -34,7 +35,8 @@ function openStore(options: { scrub?: (text: string) => string; ownerPid?: numbe
 
 const newSession = (workItem = 'github:octo/widgets#1', extra: Partial<NewSession> = {}): NewSession => ({
   workItem,
-  slug: 'github-octo-widgets-1',
+  // A slug is one work item's: each gets its own.
+  slug: workItemSlug(parseWorkItem(workItem)),
   engine: 'claude',
   runner: 'process',
   engineSessionId: '11111111-2222-4333-8444-555555555555',
@@ -156,7 +158,7 @@ describe('sessions', () => {
     const a = store.create(newSession('github:octo/widgets#1'));
     expect(a).toMatchObject({
       workItem: 'github:octo/widgets#1',
-      slug: 'github-octo-widgets-1',
+      slug: workItemSlug(parseWorkItem('github:octo/widgets#1')),
       engine: 'claude',
       runner: 'process',
       engineSessionId: '11111111-2222-4333-8444-555555555555',

@@ -1,3 +1,5 @@
+import { workItemIdentity } from './v12-work-item-identity.js';
+
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
  * migration: add the next one.
@@ -340,4 +342,5 @@ ALTER TABLE turns ADD COLUMN warnings TEXT;
 ALTER TABLE sessions ADD COLUMN waiting TEXT;
 `,
   },
+  workItemIdentity,
 ];
