@@ -11,6 +11,7 @@ import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock } from './dispatch/lock.js';
 import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
+import { startRetention } from './inbox/retention-timer.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
 import { holdIfOverBudget, workItemHeldReason } from './ledger/budget-hold.js';
@@ -311,12 +312,18 @@ export async function startDaemon(app: App): Promise<Daemon> {
     throw error;
   }
   dispatcher.start();
+  const retention = startRetention({
+    inbox: app.inbox,
+    retainDays: config.inbox.retainDays,
+    logger: app.logger,
+  });
   app.logger.info('daemon started', { url: server.url });
   return {
     server,
     dispatcher,
     webhookUrl: `${server.url}${config.webhook.path}`,
     stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
+      await retention.stop();
       // The dispatcher first: turns finishing in the grace period still export their telemetry
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);

@@ -65,9 +65,9 @@ export function showEvent(app: App, io: Io, id: string, options: { json?: boolea
   const turns = app.store.turnsForDelivery(id);
   const body = options.body ? app.inbox.body(id) : undefined;
   if (options.json) {
-    io.out(
-      `${JSON.stringify({ delivery: d, turns, ...(body === undefined ? {} : { body: JSON.parse(body) }) }, null, 2)}\n`,
-    );
+    // A pruned body (delivery.prunedAt) asked for with --body is null: gone, not empty.
+    const withBody = body !== undefined ? { body: JSON.parse(body) } : options.body ? { body: null } : {};
+    io.out(`${JSON.stringify({ delivery: d, turns, ...withBody }, null, 2)}\n`);
     return EXIT.ok;
   }
   const lines = [
@@ -83,7 +83,9 @@ export function showEvent(app: App, io: Io, id: string, options: { json?: boolea
     lines.push(
       `  turn       ${t.id}: session ${t.sessionId.slice(0, 8)} turn ${t.seq}, ${t.status} (${t.endReason ?? 'running'})`,
     );
-  if (d.status === 'failed') lines.push(`  → retry with \`the-loop events retry ${d.id}\``);
+  if (d.prunedAt)
+    lines.push(`  body       pruned at ${d.prunedAt} (inbox.retainDays); its metadata and outcome are kept`);
+  else if (d.status === 'failed') lines.push(`  → retry with \`the-loop events retry ${d.id}\``);
   io.out(`${lines.join('\n')}\n`);
   if (body !== undefined) io.out(`${JSON.stringify(JSON.parse(body), null, 2)}\n`);
   return EXIT.ok;

@@ -5,6 +5,7 @@ import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import type { App } from '../main.js';
 import { parseStatus } from './events.js';
+import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { EXIT, type Io, processIo } from './io.js';
 
 const USAGE_CODES = new Set([
@@ -244,6 +245,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (id: string, opts, cmd: Command) =>
       withApp(cmd, async (app) => (await import('./events.js')).retryEvent(app, io, id, opts)),
     );
+  addPruneCommand(events, intOption('--retain-days', 1, 3650), (opts, cmd) =>
+    withApp(cmd, (app) => pruneEvents(app, io, opts)),
+  );
 
   program
     .command('usage')

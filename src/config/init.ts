@@ -46,6 +46,10 @@ dispatch:
   concurrency: 2
   closeGraceSeconds: 30
 
+# Finished deliveries keep their payload this many days, then only their row (0: keep forever).
+inbox:
+  retainDays: 30
+
 # Engines reach git, GitHub and their model API through the gateway, which holds the real
 # credentials (they get a per-session capability token) and enforces the policy at the wire.
 gateway:

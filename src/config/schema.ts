@@ -327,6 +327,20 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    inbox: z
+      .object({
+        retainDays: z
+          .number()
+          .int('a whole number of days')
+          .min(0, '0 (keep bodies forever) or more days')
+          .max(3650, 'at most 3650 days (ten years); 0 keeps bodies forever')
+          .default(30)
+          .describe(
+            'Days a finished delivery keeps its body (payload) after it arrived and last changed; then the body is dropped and its row (event, route, outcome, turns) kept. 0: keep bodies forever.',
+          ),
+      })
+      .strict()
+      .prefault({}),
     policy: policySchema
       .optional()
       .describe(

@@ -17,6 +17,7 @@ export type LoopErrorCode =
   | 'session-busy'
   | 'session-closed'
   | 'slug-collision'
+  | 'delivery-pruned'
   | 'store-failed'
   | 'usage'
   | 'internal';

@@ -197,10 +197,9 @@ export class Dispatcher {
   }
 
   private routeDelivery(d: DeliveryRecord): RouteResult {
-    const body = this.deps.inbox.body(d.id) ?? '';
     let route: RouteResult;
     try {
-      const payload = JSON.parse(body) as unknown;
+      const payload = JSON.parse(this.deps.inbox.readBody(d.id)) as unknown;
       route = d.source === 'manual' ? manualRoute(payload) : this.deps.route(d.event, payload);
     } catch (error) {
       route = { action: 'reject', reason: `unreadable delivery: ${describeError(error)}` };
@@ -302,7 +301,7 @@ export class Dispatcher {
       inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
       return;
     }
-    const body = inbox.body(deliveryId) ?? '';
+    const body = inbox.readBody(deliveryId);
     const delivery = inbox.get(deliveryId) as DeliveryRecord;
     const payload = JSON.parse(body) as unknown;
     const route =

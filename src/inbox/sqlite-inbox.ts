@@ -1,7 +1,16 @@
 import type { Statement } from 'better-sqlite3';
 import { LoopError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
-import type { DeliveryRecord, DeliveryStatus, Inbox, NewDelivery, RouteAction } from './types.js';
+import { FINISHED_STATUSES, isPrunable, retentionCutoff } from './retention.js';
+import type {
+  DeliveryRecord,
+  DeliveryStatus,
+  Inbox,
+  NewDelivery,
+  PruneOptions,
+  PruneReport,
+  RouteAction,
+} from './types.js';
 
 interface Row {
   seq: number;
@@ -18,10 +27,15 @@ interface Row {
   turn_id: number | null;
   error: string | null;
   updated_at: string;
+  pruned_at: string | null;
 }
 
 const COLUMNS =
-  'seq, id, source, event, action, received_at, status, route, work_item, reason, attempts, turn_id, error, updated_at';
+  'seq, id, source, event, action, received_at, status, route, work_item, reason, attempts, turn_id, error, updated_at, pruned_at';
+/** A prune transaction stops once the bodies it dropped reach this size. */
+const PRUNE_BATCH_BYTES = 64 * 1024 * 1024;
+/** SQL list of the finished statuses, from the one constant the retention decision uses. */
+const FINISHED_SQL = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
 
 const toRecord = (r: Row): DeliveryRecord => ({
   seq: r.seq,
@@ -38,6 +52,7 @@ const toRecord = (r: Row): DeliveryRecord => ({
   turnId: r.turn_id,
   error: r.error,
   updatedAt: r.updated_at,
+  prunedAt: r.pruned_at,
 });
 
 /** The inbox on SQLite: the unique delivery id makes a redelivery a no-op, even when concurrent. */
@@ -101,7 +116,23 @@ export class SqliteInbox implements Inbox {
   }
 
   body(id: string): string | undefined {
-    return (this.q('SELECT body FROM deliveries WHERE id = ?').get(id) as { body: string } | undefined)?.body;
+    const row = this.q('SELECT body, pruned_at FROM deliveries WHERE id = ?').get(id) as
+      | { body: string; pruned_at: string | null }
+      | undefined;
+    // A pruned row holds '' (the column is NOT NULL): never hand that out as if it were the payload.
+    return row && row.pruned_at === null ? row.body : undefined;
+  }
+
+  readBody(id: string): string {
+    const body = this.body(id);
+    if (body !== undefined) return body;
+    const d = this.get(id);
+    if (!d) throw new LoopError('usage', `no delivery ${id}`, { hint: 'See `the-loop events list`.' });
+    throw new LoopError(
+      'delivery-pruned',
+      `the body of delivery ${id} was pruned at ${d.prunedAt} (inbox.retainDays); it cannot be routed or run again`,
+      { hint: `\`the-loop events show ${id}\` still shows its metadata and outcome.` },
+    );
   }
 
   list(filter: { status?: DeliveryStatus; workItem?: string; limit?: number } = {}): DeliveryRecord[] {
@@ -164,11 +195,25 @@ export class SqliteInbox implements Inbox {
     if (d.status !== 'failed') {
       throw new LoopError('usage', `delivery ${id} is ${d.status}; only failed deliveries can be retried`);
     }
-    this.q("UPDATE deliveries SET status = 'queued', error = NULL, updated_at = ? WHERE id = ?").run(
-      this.now(),
-      id,
-    );
-    return this.get(id) as DeliveryRecord;
+    // Guarded: retention (another process) may have pruned it since it was read.
+    const info = this.q(
+      "UPDATE deliveries SET status = 'queued', error = NULL, updated_at = ? WHERE id = ? AND status = 'failed' AND pruned_at IS NULL",
+    ).run(this.now(), id);
+    const after = this.get(id) as DeliveryRecord;
+    if (info.changes === 0 && after.prunedAt !== null) {
+      throw new LoopError(
+        'delivery-pruned',
+        `delivery ${id} cannot be retried: its body was pruned at ${after.prunedAt} (inbox.retainDays)`,
+        { hint: 'Its payload is gone; trigger the work again on GitHub.' },
+      );
+    }
+    if (info.changes === 0) {
+      throw new LoopError(
+        'usage',
+        `delivery ${id} is ${after.status}; only failed deliveries can be retried`,
+      );
+    }
+    return after;
   }
 
   requeue(id: string): void {
@@ -176,5 +221,59 @@ export class SqliteInbox implements Inbox {
       this.now(),
       id,
     );
+  }
+
+  prune(options: PruneOptions): PruneReport {
+    const dryRun = options.dryRun ?? false;
+    const now = options.now ?? this.options.now?.() ?? new Date();
+    const cutoff = retentionCutoff(now, options.retainDays);
+    if (cutoff === undefined) return { cutoff: null, pruned: 0, bytes: 0, more: false, dryRun };
+    // One batch is one write transaction: small enough that another process's commit (the daemon
+    // accepting a webhook) waits well within its busy_timeout.
+    const maxRows = dryRun ? Number.POSITIVE_INFINITY : (options.limit ?? 100);
+    const maxBytes = dryRun ? Number.POSITIVE_INFINITY : (options.maxBytes ?? PRUNE_BATCH_BYTES);
+    const pass = (): PruneReport => {
+      const rows = this.prunable(cutoff);
+      let done = 0;
+      let pruned = 0;
+      let bytes = 0;
+      for (const seq of rows) {
+        if (done >= maxRows || (done > 0 && bytes >= maxBytes)) break;
+        done++;
+        // octet_length reads the size from the record header, not the body's pages.
+        const size = (
+          this.q('SELECT octet_length(body) AS n FROM deliveries WHERE seq = ?').get(seq) as { n: number }
+        ).n;
+        // '' rather than NULL: the column is NOT NULL, and changing that would copy every body.
+        // Guarded again in SQL: only a finished, unpruned row is ever changed.
+        const changed = dryRun
+          ? 1
+          : this.q(
+              `UPDATE deliveries SET body = '', pruned_at = ? WHERE seq = ? AND pruned_at IS NULL AND status IN (${FINISHED_SQL})`,
+            ).run(now.toISOString(), seq).changes;
+        pruned += changed;
+        bytes += changed * size;
+      }
+      return { cutoff, pruned, bytes, more: rows.length > done, dryRun };
+    };
+    // A dry run only reads: no write lock for it.
+    return dryRun ? pass() : this.batch(pass);
+  }
+
+  /** Rows whose body may go, in arrival order: the SQL narrows (by index), the decision decides. */
+  private prunable(cutoff: string): number[] {
+    // Served by the partial index of unpruned rows alone (it covers these columns): no row is read,
+    // so no body either. Oldest first.
+    const rows = this.q(
+      'SELECT seq, status, received_at, updated_at FROM deliveries WHERE pruned_at IS NULL AND received_at < ? ORDER BY received_at, seq',
+    ).all(cutoff) as Pick<Row, 'seq' | 'status' | 'received_at' | 'updated_at'>[];
+    return rows
+      .filter((r) =>
+        isPrunable(
+          { status: r.status, receivedAt: r.received_at, updatedAt: r.updated_at, prunedAt: null },
+          cutoff,
+        ),
+      )
+      .map((r) => r.seq);
   }
 }

@@ -16,6 +16,8 @@ export interface DeliveryRecord {
   turnId: number | null;
   error: string | null;
   updatedAt: string;
+  /** When retention (`inbox.retainDays`) dropped the body; the row itself is kept. */
+  prunedAt: string | null;
 }
 
 export interface NewDelivery {
@@ -33,7 +35,10 @@ export interface Inbox {
   /** Store a delivery unless its id is known. Returns whether it was new. */
   accept(delivery: NewDelivery): 'accepted' | 'duplicate';
   get(id: string): DeliveryRecord | undefined;
+  /** The payload as received; undefined for an unknown delivery or one whose body was pruned. */
   body(id: string): string | undefined;
+  /** The payload to route or run: a LoopError that says why when it is unknown or was pruned. */
+  readBody(id: string): string;
   list(filter?: { status?: DeliveryStatus; workItem?: string; limit?: number }): DeliveryRecord[];
   /** Queued and running deliveries in arrival order. */
   pending(): DeliveryRecord[];
@@ -52,4 +57,32 @@ export interface Inbox {
   retry(id: string): DeliveryRecord;
   /** Back to queued: for running deliveries whose turn never started (after a crash). */
   requeue(id: string): void;
+  /**
+   * Retention: drop the bodies of up to `limit` finished deliveries older than `retainDays` (one
+   * transaction), keeping their rows. `more` says another call has work left.
+   */
+  prune(options: PruneOptions): PruneReport;
+}
+
+export interface PruneOptions {
+  retainDays: number;
+  /** The clock (injected by tests); the inbox's own by default. */
+  now?: Date;
+  /** Bodies dropped per call (one transaction); default 100… */
+  limit?: number;
+  /** …and it stops once this many bytes of them went (default 64 MiB). */
+  maxBytes?: number;
+  /** Count what would go, change nothing (every prunable row, no limit). */
+  dryRun?: boolean;
+}
+
+export interface PruneReport {
+  /** Bodies of finished deliveries received and last changed before this instant go; null: kept forever. */
+  cutoff: string | null;
+  /** Bodies dropped (or, in a dry run, that would be). */
+  pruned: number;
+  /** Their size in bytes. */
+  bytes: number;
+  more: boolean;
+  dryRun: boolean;
 }

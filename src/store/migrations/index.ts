@@ -1,4 +1,5 @@
 import { workItemIdentity } from './v12-work-item-identity.js';
+import { inboxRetention } from './v13-inbox-retention.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -343,4 +344,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
 `,
   },
   workItemIdentity,
+  inboxRetention,
 ];
