@@ -43,7 +43,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_TEMPLATES, markerFor, renderTemplate, sanitizeUntrusted } from '../src/github/prompt.js';
+import { DEFAULT_TEMPLATES, renderPrompt, sanitizeUntrusted } from '../src/github/prompt.js';
 import { nullLogger } from '../src/log/logger.js';
 import { Tmux } from '../src/runners/tmux/tmux.js';
 import { TmuxRunner } from '../src/runners/tmux/tmux-runner.js';
@@ -87,7 +87,7 @@ function basePrompt(): string {
   const issue = payload.issue as { number: number; title: string; body: string; html_url: string };
   const workItem = `acme/widgets#${issue.number}`;
   const body = sanitizeUntrusted(issue.body);
-  return renderTemplate(DEFAULT_TEMPLATES.issue, {
+  return renderPrompt(DEFAULT_TEMPLATES.issue, {
     kind: 'issue',
     workItem,
     repo: 'acme/widgets',
@@ -97,7 +97,8 @@ function basePrompt(): string {
     url: issue.html_url,
     event: 'opened',
     body,
-    marker: markerFor(body, workItem),
+    head: '',
+    base: '',
   });
 }
 

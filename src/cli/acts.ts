@@ -4,7 +4,7 @@ import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { parseWhen } from '../ledger/report.js';
-import { oneLine, table } from './format.js';
+import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 
 export interface ActsOptions {
@@ -35,7 +35,7 @@ export function actsCommand(app: Pick<Base, 'db'>, io: Io, options: ActsOptions)
   };
   const acts = listActs(app.db, filter);
   if (options.json) {
-    io.out(`${JSON.stringify(acts, null, 2)}\n`);
+    io.out(`${toJson(acts, 2)}\n`);
     return EXIT.ok;
   }
   const breaches = acts.filter((a) => a.breach).length;

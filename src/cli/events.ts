@@ -1,6 +1,6 @@
 import type { DeliveryRecord, DeliveryStatus } from '../inbox/types.js';
 import type { App } from '../main.js';
-import { oneLine, table } from './format.js';
+import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 
 const STATUSES = ['queued', 'running', 'done', 'failed', 'rejected', 'ignored'] as const;
@@ -32,7 +32,7 @@ export function listEvents(
     limit: options.limit ?? 50,
   });
   if (options.json) {
-    io.out(`${JSON.stringify(rows, null, 2)}\n`);
+    io.out(`${toJson(rows, 2)}\n`);
     return EXIT.ok;
   }
   if (rows.length === 0) {
@@ -67,7 +67,7 @@ export function showEvent(app: App, io: Io, id: string, options: { json?: boolea
   if (options.json) {
     // A pruned body (delivery.prunedAt) asked for with --body is null: gone, not empty.
     const withBody = body !== undefined ? { body: JSON.parse(body) } : options.body ? { body: null } : {};
-    io.out(`${JSON.stringify({ delivery: d, turns, ...withBody }, null, 2)}\n`);
+    io.out(`${toJson({ delivery: d, turns, ...withBody }, 2)}\n`);
     return EXIT.ok;
   }
   const lines = [
@@ -87,13 +87,13 @@ export function showEvent(app: App, io: Io, id: string, options: { json?: boolea
     lines.push(`  body       pruned at ${d.prunedAt} (inbox.retainDays); its metadata and outcome are kept`);
   else if (d.status === 'failed') lines.push(`  → retry with \`the-loop events retry ${d.id}\``);
   io.out(`${lines.join('\n')}\n`);
-  if (body !== undefined) io.out(`${JSON.stringify(JSON.parse(body), null, 2)}\n`);
+  if (body !== undefined) io.out(`${toJson(JSON.parse(body), 2)}\n`);
   return EXIT.ok;
 }
 
 export function retryEvent(app: App, io: Io, id: string, options: { json?: boolean }): number {
   const d = app.inbox.retry(id);
-  if (options.json) io.out(`${JSON.stringify(d)}\n`);
+  if (options.json) io.out(`${toJson(d)}\n`);
   else
     io.out(
       `${d.id} queued again at its original place; a running daemon picks it up within dispatch.pollSeconds.\n`,

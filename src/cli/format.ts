@@ -1,3 +1,4 @@
+import { stripControls } from '../core/text.js';
 import type { Usage } from '../engines/protocols/types.js';
 import { totalTokens } from '../ledger/usage.js';
 import type { TurnGuard, TurnRecord } from '../sessions/types.js';
@@ -47,8 +48,12 @@ export function turnDurationMs(turn: Pick<TurnRecord, 'startedAt' | 'endedAt'>):
   return Date.parse(turn.endedAt) - Date.parse(turn.startedAt);
 }
 
-/** A plain aligned table; no colours so it pipes cleanly. */
-export function table(headers: string[], rows: string[][]): string {
+/**
+ * A plain aligned table; no colours so it pipes cleanly. Cells lose their control characters first,
+ * so the widths are those of what is printed (and a cell cannot break its row).
+ */
+export function table(headers: string[], given: string[][]): string {
+  const rows = given.map((row) => row.map((cell) => stripControls(cell).replace(/[\n\t]+/g, ' ')));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
@@ -58,7 +63,7 @@ export function table(headers: string[], rows: string[][]): string {
   return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
 }
 
-export { oneLine } from '../core/text.js';
+export { oneLine, toJson } from '../core/text.js';
 
 /** What a turn's engine ran under, in one line: sandbox, gateway, permission mode, credentials by kind. */
 export function formatGuard(guard: TurnGuard | null): string {

@@ -1,3 +1,5 @@
+import { stripControls } from '../core/text.js';
+
 /** Where a command writes and what it reads from its surroundings; real process by default. */
 export interface Io {
   out: (text: string) => void;
@@ -6,6 +8,16 @@ export interface Io {
   env: Readonly<Record<string, string | undefined>>;
   /** Whether stdout is a terminal (colours, progress). */
   isTty: boolean;
+}
+
+/**
+ * `io` that prints no control character from outside: every write loses its escape sequences (whole)
+ * and its C0 (but newline and tab), DEL and C1 characters, so a payload's `action`, a title or an
+ * engine's output cannot drive the terminal, in any command. Commands' `--json` output is already
+ * escaped (`toJson`), so this changes nothing in it.
+ */
+export function showingIo(io: Io): Io {
+  return { ...io, out: (text) => io.out(stripControls(text)), err: (text) => io.err(stripControls(text)) };
 }
 
 export const processIo = (): Io => ({

@@ -6,7 +6,7 @@ import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import type { App } from '../main.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
-import { EXIT, type Io, processIo } from './io.js';
+import { EXIT, type Io, processIo, showingIo } from './io.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -363,7 +363,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 }
 
 /** CLI entry: parse, run, and turn every error into a clear message and an exit code. */
-export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+export async function main(argv: string[], given: Io = processIo()): Promise<number> {
+  // No control character from outside reaches the terminal, whatever the command prints.
+  const io = showingIo(given);
   let code: number = EXIT.ok;
   const program = buildProgram(io, (c) => {
     code = c;

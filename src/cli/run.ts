@@ -7,7 +7,15 @@ import type { TurnEvent } from '../engines/protocols/types.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
 import { type HttpServer, startHttpServer } from '../web/server.js';
-import { formatCost, formatDuration, formatGuard, formatTokens, oneLine, turnDurationMs } from './format.js';
+import {
+  formatCost,
+  formatDuration,
+  formatGuard,
+  formatTokens,
+  oneLine,
+  toJson,
+  turnDurationMs,
+} from './format.js';
 import { EXIT, type Io } from './io.js';
 
 export interface RunOptions {
@@ -68,7 +76,7 @@ export async function runCommand(
 
   const printSession = (session: SessionRecord, created: boolean) => {
     if (options.json) {
-      io.out(`${JSON.stringify({ type: 'session', created, session })}\n`);
+      io.out(`${toJson({ type: 'session', created, session })}\n`);
       return;
     }
     const what = created ? 'new session' : 'session';
@@ -82,7 +90,7 @@ export async function runCommand(
   };
   const printEvent = (event: TurnEvent) => {
     if (options.json) {
-      io.out(`${JSON.stringify({ type: 'event', event })}\n`);
+      io.out(`${toJson({ type: 'event', event })}\n`);
       return;
     }
     const line = describeEvent(event);
@@ -222,8 +230,7 @@ function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): 
   // Only a budget hold needs a raise; a breach or an unaccounted session needs a person's resume.
   const kind = app.store.findActive(workItem)?.hold?.kind;
   const resume = `the-loop sessions resume ${workItem}${kind === 'over-budget' || kind === undefined ? ' --raise <amount>' : ''}`;
-  if (options.json)
-    io.out(`${JSON.stringify({ type: 'held', delivery: deliveryId, reason, hold: kind ?? null })}\n`);
+  if (options.json) io.out(`${toJson({ type: 'held', delivery: deliveryId, reason, hold: kind ?? null })}\n`);
   else
     io.out(
       `⏸ held: ${reason}. ${deliveryId} stays queued and runs when the session is resumed: \`${resume}\`${kind === 'breach' ? ' (see `the-loop acts --breaches`)' : ''}\n`,
@@ -272,11 +279,11 @@ function report(app: App, io: Io, deliveryId: string, options: RunOptions, start
   const turn = app.store.turnsForDelivery(deliveryId).at(-1);
   if (!turn) {
     const error = delivery?.error ?? `the delivery ended ${delivery?.status ?? 'unknown'} without a turn`;
-    if (options.json) io.out(`${JSON.stringify({ type: 'error', delivery: deliveryId, error })}\n`);
+    if (options.json) io.out(`${toJson({ type: 'error', delivery: deliveryId, error })}\n`);
     throw new LoopError('internal', error);
   }
   if (options.json) {
-    io.out(`${JSON.stringify({ type: 'turn', turn })}\n`);
+    io.out(`${toJson({ type: 'turn', turn })}\n`);
   } else {
     const took = formatDuration(turnDurationMs(turn) ?? Date.now() - started);
     const mark = turn.status === 'succeeded' ? '✔' : '✖';

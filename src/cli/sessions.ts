@@ -16,6 +16,7 @@ import {
   formatTokens,
   oneLine,
   table,
+  toJson,
   turnDurationMs,
 } from './format.js';
 import { EXIT, type Io } from './io.js';
@@ -86,9 +87,8 @@ export function listSessions(
   const rows = sessions.map((s) => ({ session: s, summary: summarizeTurns(store.turns(s.id)) }));
   if (options.json) {
     io.out(
-      `${JSON.stringify(
+      `${toJson(
         rows.map((r) => ({ ...r.session, ...r.summary })),
-        null,
         2,
       )}\n`,
     );
@@ -133,7 +133,7 @@ export function showSession(
   const summary = summarizeTurns(turns);
   const acts = actsOf(session.id);
   if (options.json) {
-    io.out(`${JSON.stringify({ session, summary, turns, acts }, null, 2)}\n`);
+    io.out(`${toJson({ session, summary, turns, acts }, 2)}\n`);
     return EXIT.ok;
   }
   const lines = [
@@ -187,8 +187,7 @@ export function sessionLogs(
   for (const t of turns) {
     const events = store.events(t.id);
     if (options.json) {
-      for (const e of events)
-        io.out(`${JSON.stringify({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
+      for (const e of events) io.out(`${toJson({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
       continue;
     }
     io.out(`── turn ${t.seq} · ${t.startedAt} · ${t.status}${t.endReason ? ` (${t.endReason})` : ''}\n`);
@@ -210,7 +209,7 @@ export async function closeSession(
 ): Promise<number> {
   const session = findSession(store, ref);
   if (session.status !== 'active') {
-    if (options.json) io.out(`${JSON.stringify({ closed: false, alreadyClosed: true, session })}\n`);
+    if (options.json) io.out(`${toJson({ closed: false, alreadyClosed: true, session })}\n`);
     else
       io.out(
         `${session.workItem}: session ${session.id.slice(0, 8)} was already ${session.status} (${session.closedAt}${session.closeReason ? `: ${session.closeReason}` : ''}).\n`,
@@ -226,7 +225,7 @@ export async function closeSession(
   // Best effort: the runner's own resources (a tmux session) end too; "already gone" is reported, not failed.
   const runner = Object.hasOwn(runners, closed.runner) ? runners[closed.runner] : undefined;
   const note = runner?.closeSession ? await runner.closeSession(closed) : undefined;
-  if (options.json) io.out(`${JSON.stringify({ closed: true, session: closed, note: note ?? null })}\n`);
+  if (options.json) io.out(`${toJson({ closed: true, session: closed, note: note ?? null })}\n`);
   else
     io.out(
       `${closed.workItem}: session ${closed.id.slice(0, 8)} closed${note ? ` (${note})` : ''}. Its history stays (\`the-loop sessions show ${closed.id.slice(0, 8)}\`).\n`,
@@ -257,7 +256,7 @@ export function resumeSession(
   }
   const hold = session.hold;
   if (!hold) {
-    if (options.json) io.out(`${JSON.stringify({ resumed: false, held: false, session })}\n`);
+    if (options.json) io.out(`${toJson({ resumed: false, held: false, session })}\n`);
     else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} is not held.\n`);
     return EXIT.ok;
   }
@@ -270,7 +269,7 @@ export function resumeSession(
     }
     app.store.setHold(session.id, null);
     const after = app.store.get(session.id) as SessionRecord;
-    if (options.json) io.out(`${JSON.stringify({ resumed: true, released: hold, session: after })}\n`);
+    if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
     else
       io.out(
         `${session.workItem}: acknowledged (${hold.reason}); its turns may go unmeasured or unaudited. Held deliveries run next.\n`,
@@ -287,7 +286,7 @@ export function resumeSession(
     }
     app.store.setHold(session.id, null);
     const after = app.store.get(session.id) as SessionRecord;
-    if (options.json) io.out(`${JSON.stringify({ resumed: true, released: hold, session: after })}\n`);
+    if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
     else
       io.out(
         `${session.workItem}: resumed after the policy breach (${hold.reason}). Held deliveries run next.\n`,
@@ -311,9 +310,7 @@ export function resumeSession(
   const again = holdIfOverBudget(app, { ...raised, hold: null });
   const after = app.store.get(session.id) as SessionRecord;
   if (options.json) {
-    io.out(
-      `${JSON.stringify({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`,
-    );
+    io.out(`${toJson({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`);
   } else if (again) {
     io.out(
       `${session.workItem}: raised by ${formatAmount(hold.dimension, amount)}, but still over budget: ${again.reason}. Raise it further.\n`,
@@ -408,9 +405,8 @@ export async function keysCommand(
       hint: 'e.g. the-loop sessions keys github:o/r#1 Escape',
     });
   const { target, sent } = await press();
-  if (options.json) io.out(`${JSON.stringify({ target, sent })}\n`);
-  else
-    io.out(`sent to ${target}: ${sent.map((k) => (k.literal ? JSON.stringify(k.key) : k.key)).join(' ')}\n`);
+  if (options.json) io.out(`${toJson({ target, sent })}\n`);
+  else io.out(`sent to ${target}: ${sent.map((k) => (k.literal ? toJson(k.key) : k.key)).join(' ')}\n`);
   return EXIT.ok;
 }
 

@@ -12,7 +12,7 @@ import {
 } from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
-import { formatInt, formatUsd, oneLine, table } from './format.js';
+import { formatInt, formatUsd, oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 
 export interface UsageOptions {
@@ -55,7 +55,7 @@ export async function usageScanCommand(
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
   const report = query ? usageReport(app.db, query) : undefined;
   if (options.json) {
-    io.out(`${JSON.stringify(report ? { scan: summary, report } : summary, null, 2)}\n`);
+    io.out(`${toJson(report ? { scan: summary, report } : summary, 2)}\n`);
     return EXIT.ok;
   }
   io.out(
@@ -99,7 +99,7 @@ export function usageCommand(app: Pick<Base, 'db'>, io: Io, options: UsageOption
   const query = reportQuery(options);
   const report = usageReport(app.db, query);
   if (options.json) {
-    io.out(`${JSON.stringify(report, null, 2)}\n`);
+    io.out(`${toJson(report, 2)}\n`);
     return EXIT.ok;
   }
   printReport(io, report, query.by);

@@ -28,7 +28,12 @@ const issueSchema = z.object({
   pull_request: z.object({}).loose().optional(),
 });
 
-const pullRequestSchema = issueSchema.omit({ pull_request: true });
+/** A branch of a pull request: its name is chosen by whoever opened it (untrusted, like a title). */
+const branchSchema = z.object({ ref: z.string().max(1000) }).loose();
+
+const pullRequestSchema = issueSchema
+  .omit({ pull_request: true })
+  .extend({ head: branchSchema.optional(), base: branchSchema.optional() });
 
 const commentSchema = z.object({
   body: z.string().nullish(),

@@ -1,25 +1,20 @@
+import { randomBytes } from 'node:crypto';
+import { LoopError } from '../core/errors.js';
+import { stripControls } from '../core/text.js';
+
 /**
- * Prompts rendered from GitHub events. Text from GitHub (titles, bodies, comments) is untrusted:
- * it is stripped of escape and control sequences, bounded, and placed between markers that say it is
- * data, so an operator's instructions and a stranger's words are never confused (invariant 4).
+ * Prompts rendered from GitHub events. Text from GitHub (titles, bodies, comments, branch names,
+ * labels, logins) is untrusted: it is stripped of escape and control sequences, bounded, and placed
+ * between markers that say it is data, so an operator's instructions and a stranger's words are never
+ * confused (invariant 4). The marker is random per prompt: nobody can write its end in advance.
  */
 
 /** Bytes of untrusted text kept in a prompt (UTF-8: the prompt travels as one argv element). */
 export const UNTRUSTED_LIMIT = 64 * 1024;
 
-/** Remove ESC and every C0/C1 control character except newline and tab; normalise newlines. */
+/** Remove escape sequences and every C0/C1 control character except newline and tab; normalise newlines. */
 export function sanitizeUntrusted(text: string, limit = UNTRUSTED_LIMIT): string {
-  const clean = text
-    .replace(/\r\n?/g, '\n')
-    // Whole escape sequences first (OSC … BEL/ST, CSI … final byte, other ESC x), so no remnant of
-    // one is left as text; then any control character that is left.
-    .replace(/(?:\u001b\]|\u009d)[^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)?/g, '')
-    .replace(/(?:\u001b\[|\u009b)[0-?]*[ -/]*[@-~]?/g, '')
-    .replace(/\u001b[ -/]*[0-~]?/g, '')
-    // C0 (except \t \n), DEL, C1 — this also removes ESC, so no escape sequence survives.
-    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '')
-    // Unicode line/paragraph separators and bidi overrides can reorder what a reader sees.
-    .replace(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, '');
+  const clean = stripControls(text.replace(/\r\n?/g, '\n'));
   const bytes = Buffer.byteLength(clean, 'utf8');
   if (bytes <= limit) return clean;
   // Cut at a byte limit without splitting a character (a cut inside one decodes as U+FFFD).
@@ -65,6 +60,9 @@ export interface PromptVars {
   url: string;
   event: string;
   body: string;
+  /** A pull request's branch and the branch it merges into (empty for an issue, or when unknown). */
+  head: string;
+  base: string;
   /** A marker the untrusted text cannot contain (so it cannot fake the end of the data block). */
   marker: string;
 }
@@ -79,9 +77,30 @@ export function renderTemplate(template: string, vars: PromptVars): string {
   );
 }
 
-/** A marker that does not occur in the text. */
-export function markerFor(text: string, seed: string): string {
-  let marker = `END-${seed.replace(/[^A-Za-z0-9]/g, '').slice(0, 12) || 'DATA'}`;
-  while (text.includes(marker)) marker += 'X';
-  return marker;
+/** Where fence markers come from: 96 random bits, so no text written before the prompt holds one. */
+export type MarkerSource = () => string;
+export const randomMarker: MarkerSource = () => `END-${randomBytes(12).toString('hex')}`;
+
+const occurrences = (text: string, part: string): number => text.split(part).length - 1;
+
+/**
+ * Render a template around a fresh marker: one that occurs in none of the values placed in it (the
+ * title, the body, branch names, labels, logins — every one, whatever the template does with it) and
+ * only where the template puts `{{marker}}`. A marker that collides is drawn again, never reused.
+ */
+export function renderPrompt(
+  template: string,
+  vars: Omit<PromptVars, 'marker'>,
+  nextMarker: MarkerSource = randomMarker,
+): string {
+  const expected = occurrences(template, '{{marker}}');
+  const values = Object.values(vars).map(String);
+  // 64 collisions in a row cannot happen with a working random source; a broken one is an error.
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const marker = nextMarker();
+    if (marker === '' || values.some((value) => value.includes(marker))) continue;
+    const prompt = renderTemplate(template, { ...vars, marker });
+    if (occurrences(prompt, marker) === expected) return prompt;
+  }
+  throw new LoopError('internal', 'could not draw a fence marker absent from the prompt in 64 tries');
 }

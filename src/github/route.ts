@@ -3,7 +3,17 @@ import type { Config } from '../config/schema.js';
 import { describeError } from '../core/errors.js';
 import { canonicalRepository, formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { type GitHubUser, payloadSchemas, type RoutedEventName } from './events.js';
-import { DEFAULT_TEMPLATES, markerFor, renderTemplate, sanitizeLine, sanitizeUntrusted } from './prompt.js';
+import { mentions, mentionsIn } from './mention.js';
+import {
+  DEFAULT_TEMPLATES,
+  type MarkerSource,
+  randomMarker,
+  renderPrompt,
+  sanitizeLine,
+  sanitizeUntrusted,
+} from './prompt.js';
+
+export { mentions } from './mention.js';
 
 export type RoutingConfig = Pick<Config, 'routing' | 'repos' | 'defaults'>;
 
@@ -33,6 +43,9 @@ interface Candidate {
   title: string;
   url: string;
   body: string;
+  /** A pull request's branches, when the payload carries them. */
+  head?: string | undefined;
+  base?: string | undefined;
   event: string;
   template: 'issue' | 'comment';
   /** Who asked: their login, type and association (null when GitHub's permissions vouch for them). */
@@ -47,13 +60,6 @@ const defined = <T extends object>(value: T | undefined): Partial<T> =>
 
 const isBot = (user: GitHubUser) => user.type === 'Bot' || user.login.endsWith('[bot]');
 
-/** `@the-loop` as a whole mention: not `@the-loop-bot`, not `me@the-loop.dev`. */
-export function mentions(text: string | null | undefined, mention: string): boolean {
-  if (!text) return false;
-  const escaped = mention.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(^|[^A-Za-z0-9_@./-])${escaped}(?![A-Za-z0-9_-])`, 'i').test(text);
-}
-
 function findRepo(config: RoutingConfig, fullName: string) {
   const key = Object.keys(config.repos).find((k) => canonicalRepository(k) === canonicalRepository(fullName));
   return key === undefined ? undefined : { key, repo: config.repos[key] as Config['repos'][string] };
@@ -64,7 +70,12 @@ function findRepo(config: RoutingConfig, fullName: string) {
  * `start` and `deliver` both mean "run a turn on this work item's session" (creating it if needed);
  * the dispatcher knows whether one exists.
  */
-export function routeEvent(eventName: string, payload: unknown, config: RoutingConfig): RouteResult {
+export function routeEvent(
+  eventName: string,
+  payload: unknown,
+  config: RoutingConfig,
+  nextMarker: MarkerSource = randomMarker,
+): RouteResult {
   if (!Object.hasOwn(payloadSchemas, eventName))
     return { action: 'ignore', reason: `event "${sanitizeLine(eventName, 60)}" is not routed` };
   const name = eventName as RoutedEventName;
@@ -153,19 +164,12 @@ export function routeEvent(eventName: string, payload: unknown, config: RoutingC
   }
 
   const templates = { ...DEFAULT_TEMPLATES, ...config.routing.templates, ...repo.templates };
-  const body = sanitizeUntrusted(candidate.body);
-  const prompt = renderTemplate(templates[candidate.template], {
-    kind: candidate.kind,
-    workItem,
-    repo: found.key,
-    number: candidate.number,
-    title: sanitizeLine(candidate.title),
-    author: login,
-    url: sanitizeLine(candidate.url, 500),
-    event: candidate.event,
-    body,
-    marker: markerFor(body, workItem),
-  });
+  const prompt = promptFor(
+    templates[candidate.template],
+    candidate,
+    { workItem, repo: found.key, login },
+    nextMarker,
+  );
   return {
     action: candidate.action,
     workItem,
@@ -180,13 +184,50 @@ export function routeEvent(eventName: string, payload: unknown, config: RoutingC
   };
 }
 
+/**
+ * The prompt of a candidate, every outside value sanitized. A fresh fence marker per prompt: the
+ * ingress's render and the dispatcher's differ, and neither is kept (the ingress stores only the
+ * route's action and work item).
+ */
+function promptFor(
+  template: string,
+  candidate: Candidate,
+  item: { workItem: string; repo: string; login: string },
+  nextMarker: MarkerSource,
+): string {
+  const vars = {
+    kind: candidate.kind,
+    workItem: item.workItem,
+    repo: item.repo,
+    number: candidate.number,
+    title: sanitizeLine(candidate.title),
+    author: item.login,
+    url: sanitizeLine(candidate.url, 500),
+    event: candidate.event,
+    body: sanitizeUntrusted(candidate.body),
+    head: sanitizeLine(candidate.head ?? '', 300),
+    base: sanitizeLine(candidate.base ?? '', 300),
+  };
+  return renderPrompt(template, vars, nextMarker);
+}
+
+/** A pull request's head and base branch names, when the payload has them (an issue has none). */
+function branches(item: object): { head: string | undefined; base: string | undefined } {
+  const pr = item as { head?: { ref: string }; base?: { ref: string } };
+  return { head: pr.head?.ref, base: pr.base?.ref };
+}
+
 function candidateFor(
   name: RoutedEventName,
   p: Payloads[RoutedEventName],
   triggers: { mention: string; labels: string[]; assignees: string[] },
 ): Candidate | null {
-  const byMention = (text: string | null | undefined) =>
-    mentions(text, triggers.mention) ? `mention ${triggers.mention}` : null;
+  // Only the author's own words: not quoted, not code, not an HTML comment (see mention.ts). A
+  // title is plain text on GitHub, so a mention in it counts as written.
+  const byMention = (markdown: string | null | undefined, title?: string) =>
+    mentions(markdown, triggers.mention) || mentionsIn(title, triggers.mention)
+      ? `mention ${triggers.mention}`
+      : null;
   if (name === 'issues' || name === 'pull_request') {
     const item =
       name === 'issues' ? (p as Payloads['issues']).issue : (p as Payloads['pull_request']).pull_request;
@@ -197,6 +238,7 @@ function candidateFor(
       title: item.title,
       url: item.html_url ?? '',
       body: item.body ?? '',
+      ...branches(item),
       template: 'issue',
     } as const;
     const { action } = p as Payloads['issues'];
@@ -210,7 +252,7 @@ function candidateFor(
         actor: item.user,
         association: item.author_association ?? 'NONE',
         trigger:
-          byMention(`${item.title}\n${item.body ?? ''}`) ??
+          byMention(item.body, item.title) ??
           (label ? `label ${label.name}` : null) ??
           (assignee ? `assignee ${assignee.login}` : null),
       };
@@ -270,6 +312,7 @@ function candidateFor(
       title: e.pull_request.title,
       url: e.comment.html_url ?? e.pull_request.html_url ?? '',
       body: e.comment.body ?? '',
+      ...branches(e.pull_request),
       event: 'review comment',
       template: 'comment',
       actor: e.comment.user,
@@ -286,6 +329,7 @@ function candidateFor(
     title: e.pull_request.title,
     url: e.review.html_url ?? e.pull_request.html_url ?? '',
     body: e.review.body ?? '',
+    ...branches(e.pull_request),
     event: `review (${sanitizeLine(e.review.state ?? 'commented', 40).toLowerCase()})`,
     template: 'comment',
     actor: e.review.user,
