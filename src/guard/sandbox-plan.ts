@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { stateHome } from '../config/data-dir.js';
 import type { SandboxConfig } from '../config/gateway-schema.js';
 import { bwrapArgv } from '../sandbox/bwrap.js';
 import { credentialPaths, expandPath, runtimeHiddenPaths, SYSTEM_HIDDEN_PATHS } from '../sandbox/paths.js';
@@ -124,6 +125,9 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
   ];
   const hidden = [
     input.dataDir,
+    // Every configuration's state under the state home (`<state>/the-loop/<repo>-<digest>`), not
+    // only this one's: another config's registry, log and secrets are no business of this engine.
+    join(stateHome(input.operatorEnv), 'the-loop'),
     ...(input.configPath ? [input.configPath] : []),
     ...homes.flatMap((h) => credentialPaths(h)),
     ...SYSTEM_HIDDEN_PATHS,

@@ -49,7 +49,7 @@ function repository(dir: string): void {
   git(dir, 'commit', '-q', '-m', 'one');
 }
 
-function planFor(workspace: string, dataDir: string) {
+function planFor(workspace: string, dataDir: string, stateHome?: string) {
   const state = join(dataDir, 'sessions', 's');
   mkdirSync(state, { recursive: true });
   const hooks = join(state, 'hooks.jsonl');
@@ -65,7 +65,7 @@ function planFor(workspace: string, dataDir: string) {
     socketPath: undefined,
     engineWritable: [],
     engineEnv: { HOME: join(root, 'home') },
-    operatorEnv: { HOME: join(root, 'home'), PATH: process.env.PATH },
+    operatorEnv: { HOME: join(root, 'home'), PATH: process.env.PATH, XDG_STATE_HOME: stateHome },
     config: configSchema.parse({}).sandbox,
   });
 }
@@ -103,6 +103,35 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
     expect(readFileSync(join(ws, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
     expect(existsSync(join(ws, '.git', 'hooks', 'post-checkout'))).toBe(false);
     expect(existsSync(join(ws, '.git-old'))).toBe(false);
+  });
+
+  it('hides every configuration’s state under the state home, not only its own', () => {
+    const ws = join(root, 'ws');
+    repository(ws);
+    // Outside /tmp (the sandbox has a private one): as a state home under ~/.local/state is.
+    const home = realpathSync(mkdtempSync('/var/tmp/the-loop-state-'));
+    try {
+      const states = join(home, 'the-loop');
+      const own = join(states, 'ws-00000001');
+      const other = join(states, 'other-00000002');
+      mkdirSync(other, { recursive: true });
+      writeFileSync(join(other, 'config.yaml'), 'webhookSecret: other-secret-canary\n');
+      const plan = planFor(ws, own, home);
+      const out = inside(
+        plan.argv({ terminal: false }),
+        `cat ${join(other, 'config.yaml')} || echo UNREADABLE`,
+      );
+      expect(out).not.toContain('other-secret-canary');
+      expect(out).toContain('UNREADABLE');
+      // The session's own state dir stays visible (read-only), as before.
+      const seen = inside(
+        plan.argv({ terminal: false }),
+        `test -d ${join(own, 'sessions', 's')} && echo SEEN`,
+      );
+      expect(seen).toContain('SEEN');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it("runs the daemon's git jailed: a planted command writes nothing outside and sees no secret", async () => {
