@@ -5,7 +5,7 @@
 // event in the generated `--settings` file, with the event's JSON on stdin. It appends exactly one line
 // to the per-session events file the daemon tails:
 //
-//   {"v":1,"receivedAt":"<iso>","event":"<hook_event_name>","sessionId":"<session_id>","payload":{…}}
+//   {"v":1,"receivedAt":"<iso>","event":"<hook_event_name>","sessionId":"<session_id>","payload":{…KEPT}}
 //
 // Rules it keeps (SPEC invariants 1, 3, 7):
 // - One `writeSync` on a file opened for append (O_APPEND, 0600, no symlink follow), so hooks running
@@ -16,6 +16,10 @@
 //   exit 2 of PreToolUse blocks the tool). Problems go to stderr, which Claude only shows in debug mode.
 // - Never reads or records the environment: Claude passes its whole environment (credentials
 //   included) to hook processes. Invalid stdin is recorded by its size only, never its text.
+// - Records only the payload fields the daemon reads (KEPT), each of the shape it expects: ids, paths,
+//   one-word values, flags. Free text — the prompt, `last_assistant_message`, tool input and output —
+//   is never written. This process runs in the engine's process tree and knows no secret to mask
+//   (it must not), so a model that echoes a key must find no field here to leave it in.
 // - No dependencies and no build step: this file runs as-is from the package.
 //
 // Later, PreToolUse policy decisions (issue 6) hook in after `record()`: the attempt is appended first
@@ -63,8 +67,45 @@ function readStdin() {
   });
 }
 
-function stringField(value) {
-  return typeof value === 'string' ? value : undefined;
+const ID = /^[A-Za-z0-9._:@+-]{1,200}$/;
+const WORD = /^[A-Za-z0-9._-]{1,64}$/;
+const PATH = /^\/[^\0\n\r]{0,4095}$/;
+/** What Claude Code says while a permission prompt is up ("Claude needs your permission"): one line. */
+const NOTE = /^[^\0-\x1f\x7f]{1,200}$/;
+
+/**
+ * The payload fields the daemon reads (src/runners/tmux/claude-hook-events.ts), with the shape each
+ * must have to be kept; a field of another shape is dropped. `message` is kept for Notification only.
+ */
+const KEPT = {
+  hook_event_name: WORD,
+  session_id: ID,
+  transcript_path: PATH,
+  cwd: PATH,
+  source: WORD,
+  reason: WORD,
+  error: WORD,
+  prompt_id: ID,
+  permission_mode: WORD,
+  notification_type: WORD,
+  tool_name: ID,
+  tool_use_id: ID,
+  stop_hook_active: 'boolean',
+};
+
+/** The payload cut down to KEPT fields of the expected shapes. */
+function keptFields(payload) {
+  const kept = {};
+  for (const [key, shape] of Object.entries(KEPT)) {
+    const value = payload[key];
+    if (shape === 'boolean' ? typeof value === 'boolean' : typeof value === 'string' && shape.test(value)) {
+      kept[key] = value;
+    }
+  }
+  if (payload.hook_event_name === 'Notification' && typeof payload.message === 'string') {
+    if (NOTE.test(payload.message)) kept.message = payload.message;
+  }
+  return kept;
 }
 
 /** The record for what arrived on stdin. */
@@ -86,9 +127,14 @@ function toRecord(data, total, receivedAt) {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     return { v: 1, receivedAt, event: 'invalid', bytes: total };
   }
-  const event = stringField(payload.hook_event_name) ?? 'unknown';
-  const sessionId = stringField(payload.session_id);
-  return { v: 1, receivedAt, event, sessionId, payload };
+  const kept = keptFields(payload);
+  return {
+    v: 1,
+    receivedAt,
+    event: kept.hook_event_name ?? 'unknown',
+    sessionId: kept.session_id,
+    payload: kept,
+  };
 }
 
 /** Append one line with one write; O_NOFOLLOW: the events dir is ours, a symlink in it is not. */

@@ -11,6 +11,7 @@ import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock } from './dispatch/lock.js';
 import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
+import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
 import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import type { Inbox } from './inbox/types.js';
@@ -158,6 +159,7 @@ function createTurnService(deps: {
   const { defaults, limits } = loaded.config;
   const policyFor = (workItem: string) => policyOf(loaded.config, workItem);
   const stateDir = (slug: string) => join(loaded.dataDir, 'sessions', slug);
+  const scrubSession = createSessionScrub({ dataDir: loaded.dataDir, scrubber, logger });
   let salt: Buffer | undefined;
   return new TurnService({
     store,
@@ -202,6 +204,8 @@ function createTurnService(deps: {
         events,
       ),
     afterTurn: (session) => {
+      // A key the model echoed is masked in the files its engine wrote, as in the registry.
+      scrubSession(session.slug);
       if (session.status === 'active') holdIfOverBudget({ db, store, logger, loaded }, session);
     },
     payer: (credential, env) => {

@@ -8,6 +8,24 @@ export interface Io {
   env: Readonly<Record<string, string | undefined>>;
   /** Whether stdout is a terminal (colours, progress). */
   isTty: boolean;
+  /** Pass every later write through `scrub` (given by a command once it has opened its config). */
+  useScrubber?: (scrub: (text: string) => string) => void;
+}
+
+/**
+ * `io` whose every write passes through the scrubber a command gives it: commands print what engines
+ * wrote (events, errors, acts), and nothing they print may carry a secret (SPEC invariant 3).
+ */
+export function scrubbingIo(io: Io): Io {
+  let scrub = (text: string) => text;
+  return {
+    ...io,
+    out: (text) => io.out(scrub(text)),
+    err: (text) => io.err(scrub(text)),
+    useScrubber: (next) => {
+      scrub = next;
+    },
+  };
 }
 
 /**

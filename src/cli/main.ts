@@ -6,7 +6,7 @@ import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import type { App } from '../main.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
-import { EXIT, type Io, processIo, showingIo } from './io.js';
+import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -70,6 +70,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     const g = globals(cmd);
     const { createApp } = await import('../main.js');
     const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    io.useScrubber?.(app.scrubber.scrub);
     for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {
       setExit(await fn(app));
@@ -81,6 +82,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     const g = globals(cmd);
     const { openBase } = await import('../base.js');
     const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    io.useScrubber?.(base.scrubber.scrub);
     for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {
       setExit(await fn(base));
@@ -364,8 +366,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
 /** CLI entry: parse, run, and turn every error into a clear message and an exit code. */
 export async function main(argv: string[], given: Io = processIo()): Promise<number> {
-  // No control character from outside reaches the terminal, whatever the command prints.
-  const io = showingIo(given);
+  // Scrubbed once a command has opened its config: errors printed below included. Control
+  // characters go first, so none can split a secret the scrubber would otherwise see whole.
+  const io = showingIo(scrubbingIo(given));
   let code: number = EXIT.ok;
   const program = buildProgram(io, (c) => {
     code = c;

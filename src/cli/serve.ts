@@ -24,6 +24,7 @@ export async function serveCommand(
     if (gitignore) io.out(`Wrote ${gitignore}: git ignores the config's directory.\n`);
   }
   const app = createApp(options);
+  io.useScrubber?.(app.scrubber.scrub);
   for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {
     if (options.port !== undefined) app.loaded.config.server.port = options.port;

@@ -81,3 +81,30 @@ export function githubUrls(github: { host: string; url?: string | undefined; api
   const apiDefault = host === 'github.com' ? 'https://api.github.com' : `https://${host}/api/v3`;
   return { host, gitUrl: github.url ?? `https://${host}`, apiUrl: github.apiUrl ?? apiDefault };
 }
+
+/**
+ * Every credential value this config and environment can hand an engine or hold at the gateway: each
+ * engine's credential variables (from its preset's env or the daemon's), the model credentials and
+ * the GitHub token. Every command registers them with its scrubber, so one that only reads the
+ * registry (`sessions show`) masks what the daemon masked.
+ */
+export function credentialValues(
+  engines: Readonly<Record<string, EnginePreset>>,
+  env: Readonly<Record<string, string | undefined>>,
+  credentials: CredentialsConfig,
+): string[] {
+  const values = new Set<string>();
+  for (const preset of Object.values(engines)) {
+    for (const c of preset.credentials) {
+      const value = preset.env[c.env] ?? env[c.env];
+      if (value) values.add(value);
+    }
+  }
+  for (const configured of Object.values(credentials)) {
+    const value = typeof configured === 'string' ? configured : configured?.value;
+    if (value) values.add(value);
+  }
+  const github = githubCredential(env, credentials)?.value;
+  if (github) values.add(github);
+  return [...values];
+}

@@ -25,7 +25,7 @@ const SECRET_KEY =
 
 /**
  * Remove secret-bearing keys from a value before it is logged. Strings are passed through the
- * scrubber, which replaces any known secret value (see `SecretScrubber`).
+ * scrubber, which masks any known secret value in any of its forms (see `SecretScrubber`).
  */
 export function sanitizeForLog(value: unknown, scrub: (text: string) => string, depth = 0): unknown {
   if (depth > 6) return '[deep]';
@@ -42,37 +42,7 @@ export function sanitizeForLog(value: unknown, scrub: (text: string) => string, 
   return value;
 }
 
-/**
- * Replaces registered secret values by a marker. Every credential the process learns is registered
- * here so no log line, stored event or console output can carry it, even by accident.
- */
-export class SecretScrubber {
-  private readonly values = new Set<string>();
-  private readonly patterns: RegExp[] = [];
-
-  add(value: string | undefined): void {
-    // Very short values would redact ordinary words; credentials are never that short.
-    if (value && value.length >= 8) this.values.add(value);
-  }
-
-  /**
-   * Mask every match of a pattern (global), whoever minted it: the gateway's capability tokens have
-   * a fixed shape, so one made by another process (a TUI started by an earlier daemon) is masked too.
-   */
-  addPattern(pattern: RegExp): void {
-    if (!pattern.global) throw new Error('a scrub pattern must be global');
-    this.patterns.push(pattern);
-  }
-
-  scrub = (text: string): string => {
-    let out = text;
-    for (const value of this.values) {
-      if (out.includes(value)) out = out.split(value).join('[secret]');
-    }
-    for (const pattern of this.patterns) out = out.replace(pattern, '[token]');
-    return out;
-  };
-}
+export { SecretScrubber } from './secret-scrubber.js';
 
 export function fileSink(path: string): LogSink {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

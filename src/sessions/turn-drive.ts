@@ -303,7 +303,9 @@ export class TurnDriver {
           this.deps.ledger.db,
           turnId,
           new Date().toISOString(),
-          `failed before its usage was recorded: ${error instanceof Error ? error.message : String(error)}`,
+          this.deps.scrub(
+            `failed before its usage was recorded: ${error instanceof Error ? error.message : String(error)}`,
+          ),
         );
       }
     } catch (inner) {

@@ -2,8 +2,11 @@ import { z } from 'zod';
 
 /**
  * The lines `bin/the-loop-hook.js` appends to a session's events file, read back as typed events.
- * Pure: text in, values out. Payloads are outside text (they carry prompts and tool input): every
- * field read is validated, a field of the wrong type is dropped (and reported), never trusted.
+ * Pure: text in, values out. Payloads are untrusted: every field read is validated, a field of the
+ * wrong type is dropped (and reported), never trusted. The hook keeps only the fields read here
+ * (ids, paths, one-word values, flags): free text Claude Code passes it — the prompt,
+ * `last_assistant_message`, tool input and output — never reaches the file (a model that echoes a
+ * key would leave it there, and the hook cannot mask what it must not know).
  *
  * Payload fields observed with Claude Code 2.1.197 (headless and TUI), on top of the common
  * `session_id`, `transcript_path`, `cwd`, `hook_event_name` (and, after the first prompt,
@@ -38,34 +41,26 @@ interface HookEventBase {
   truncated: boolean;
   /** Byte offset just after this event's line: persist it to resume reading after this event. */
   end: number;
-  /** The hook payload as forwarded (untrusted); undefined when truncated. */
+  /** The hook payload as recorded (its kept fields; untrusted); undefined when truncated. */
   payload: Readonly<Record<string, unknown>> | undefined;
 }
 
 export type HookEvent =
   | (HookEventBase & { event: 'SessionStart'; source: string | undefined })
-  | (HookEventBase & { event: 'UserPromptSubmit'; prompt: string | undefined; promptId: string | undefined })
+  | (HookEventBase & { event: 'UserPromptSubmit'; promptId: string | undefined })
   | (HookEventBase & { event: 'PreToolUse'; tool: ToolFields })
-  | (HookEventBase & { event: 'PostToolUse'; tool: ToolFields; toolResponse: unknown })
-  | (HookEventBase & {
-      event: 'Stop';
-      lastAssistantMessage: string | undefined;
-      stopHookActive: boolean | undefined;
-    })
-  | (HookEventBase & {
-      event: 'StopFailure';
-      error: string | undefined;
-      lastAssistantMessage: string | undefined;
-    })
+  | (HookEventBase & { event: 'PostToolUse'; tool: ToolFields })
+  | (HookEventBase & { event: 'Stop'; stopHookActive: boolean | undefined })
+  | (HookEventBase & { event: 'StopFailure'; error: string | undefined })
   | (HookEventBase & { event: 'SessionEnd'; reason: string | undefined })
   /** A hook event this module does not interpret (Notification, PermissionRequest, …). */
   | (HookEventBase & { event: 'other'; name: string })
   /** The hook got stdin it could not parse (or too big to name): only its size is known. */
   | (HookEventBase & { event: 'invalid'; bytes: number | undefined });
 
+/** A tool call's name and id (its input and output are not recorded). */
 export interface ToolFields {
   name: string | undefined;
-  input: unknown;
   useId: string | undefined;
 }
 
@@ -86,7 +81,6 @@ const envelopeSchema = z.object({
 
 const text = z.string();
 const flag = z.boolean();
-const anything = z.unknown();
 
 /** Read one field of an untrusted payload: absent → undefined; wrong type → undefined + a warning. */
 function field<T>(
@@ -137,40 +131,26 @@ export function parseHookEventLine(line: string, end: number): ParsedLine {
     return { ok: true, event: { ...base, event: 'invalid', bytes }, warnings };
   }
   if (!isKnown(name)) return { ok: true, event: { ...base, event: 'other', name }, warnings };
-  const tool = (): ToolFields => ({
-    name: get('tool_name', text),
-    input: get('tool_input', anything),
-    useId: get('tool_use_id', text),
-  });
+  const tool = (): ToolFields => ({ name: get('tool_name', text), useId: get('tool_use_id', text) });
   let event: HookEvent;
   switch (name) {
     case 'SessionStart':
       event = { ...base, event: name, source: get('source', text) };
       break;
     case 'UserPromptSubmit':
-      event = { ...base, event: name, prompt: get('prompt', text), promptId: get('prompt_id', text) };
+      event = { ...base, event: name, promptId: get('prompt_id', text) };
       break;
     case 'PreToolUse':
       event = { ...base, event: name, tool: tool() };
       break;
     case 'PostToolUse':
-      event = { ...base, event: name, tool: tool(), toolResponse: get('tool_response', anything) };
+      event = { ...base, event: name, tool: tool() };
       break;
     case 'Stop':
-      event = {
-        ...base,
-        event: name,
-        lastAssistantMessage: get('last_assistant_message', text),
-        stopHookActive: get('stop_hook_active', flag),
-      };
+      event = { ...base, event: name, stopHookActive: get('stop_hook_active', flag) };
       break;
     case 'StopFailure':
-      event = {
-        ...base,
-        event: name,
-        error: get('error', text),
-        lastAssistantMessage: get('last_assistant_message', text),
-      };
+      event = { ...base, event: name, error: get('error', text) };
       break;
     case 'SessionEnd':
       event = { ...base, event: name, reason: get('reason', text) };

@@ -820,8 +820,8 @@ function failureText(event: {
   payload?: Readonly<Record<string, unknown>> | undefined;
 }): string {
   const payload = event.payload ?? {};
-  const parts = [payload.error, payload.last_assistant_message, payload.reason].filter(
-    (p): p is string => typeof p === 'string',
-  );
-  return parts.length ? parts.join(': ').slice(0, 2000) : `the engine reported ${event.event}`;
+  // One-word kinds only: the hook records no free text (the API's error text reaches the turn's
+  // events from the transcript, scrubbed).
+  const parts = [payload.error, payload.reason].filter((p): p is string => typeof p === 'string');
+  return `the engine reported ${event.event}${parts.length ? ` (${parts.join(': ').slice(0, 200)})` : ''}`;
 }

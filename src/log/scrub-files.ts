@@ -1,0 +1,160 @@
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import type { Range } from './secret-index.js';
+
+/**
+ * Secrets masked in place in files the engine wrote under the data directory — its transcripts and
+ * state in its session home, its hook events — which the daemon cannot scrub as they are written
+ * (the engine writes them). Each secret form found is overwritten with `*` of the same length: the
+ * file keeps its size and every offset in it, so the engine appending to it, the daemon tailing it
+ * by offset and the engine resuming from it all go on unaffected.
+ */
+
+/** What the scrubber offers a file scan. */
+export interface ByteScrubber {
+  /** Ranges of secret forms in bytes read as latin1. */
+  byteRanges(latin1: string): Range[];
+  /** Moves when a secret is added: files found clean before are scanned again. */
+  readonly generation: number;
+}
+
+export interface FileScrubOptions {
+  /** Files larger than this are skipped (and reported): 256 MB by default. */
+  maxFileBytes?: number;
+  /** Files past this count in one scan are left for the next (reported): 20,000 by default. */
+  maxFiles?: number;
+  /** Names never touched: files another process is about to read whole (a launcher's env file). */
+  skip?: (name: string) => boolean;
+  /** What was found clean, by path: kept by the caller across scans so unchanged files are not read again. */
+  clean?: Map<string, string>;
+}
+
+export interface FileScrubReport {
+  scanned: number;
+  /** Files changed, with the number of ranges masked in each. */
+  masked: Array<{ path: string; ranges: number }>;
+  skipped: Array<{ path: string; reason: string }>;
+}
+
+const MASK = 0x2a; // '*'
+const MAX_DEPTH = 32;
+
+/** Mask every secret form in every regular file under `roots` (symlinks are not followed). */
+export function scrubFilesInPlace(
+  roots: readonly string[],
+  scrubber: ByteScrubber,
+  options: FileScrubOptions = {},
+): FileScrubReport {
+  const report: FileScrubReport = { scanned: 0, masked: [], skipped: [] };
+  const limits = {
+    maxFileBytes: options.maxFileBytes ?? 256 * 1024 * 1024,
+    maxFiles: options.maxFiles ?? 20_000,
+  };
+  const visit = (dir: string, depth: number) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return; // Gone, or not a directory: nothing to scrub.
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (depth < MAX_DEPTH) visit(path, depth + 1);
+        else report.skipped.push({ path, reason: 'too deep' });
+      } else if (entry.isFile() && !options.skip?.(entry.name)) {
+        if (report.scanned >= limits.maxFiles) {
+          report.skipped.push({ path, reason: 'file limit of one scan reached' });
+          continue;
+        }
+        report.scanned++;
+        scrubFile(path, scrubber, limits.maxFileBytes, options.clean, report);
+      }
+    }
+  };
+  for (const root of roots) visit(root, 0);
+  return report;
+}
+
+function scrubFile(
+  path: string,
+  scrubber: ByteScrubber,
+  maxBytes: number,
+  clean: Map<string, string> | undefined,
+  report: FileScrubReport,
+): void {
+  let fd: number;
+  try {
+    // No symlink followed (the engine writes in these directories), and a FIFO does not block.
+    fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') report.skipped.push({ path, reason: `cannot open (${code})` });
+    return;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return;
+    if (st.size > maxBytes) {
+      report.skipped.push({ path, reason: `${st.size} bytes is over the limit of ${maxBytes}` });
+      return;
+    }
+    const stamp = `${st.ino}:${st.size}:${st.mtimeMs}:${scrubber.generation}`;
+    if (clean?.get(path) === stamp) return;
+    const bytes = readAll(fd, st.size);
+    const ranges = scrubber.byteRanges(bytes.toString('latin1'));
+    for (const [start, end] of ranges.map((r) => widen(bytes, r))) {
+      writeSync(fd, Buffer.alloc(end - start, MASK), 0, end - start, start);
+    }
+    if (ranges.length > 0) report.masked.push({ path, ranges: ranges.length });
+    const after = fstatSync(fd);
+    clean?.set(path, `${after.ino}:${after.size}:${after.mtimeMs}:${scrubber.generation}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The first `size` bytes of the file (it may grow while it is read: what is past `size` is the next scan's). */
+function readAll(fd: number, size: number): Buffer {
+  const bytes = Buffer.alloc(size);
+  let got = 0;
+  while (got < size) {
+    const n = readSync(fd, bytes, got, size - got, got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got === size ? bytes : bytes.subarray(0, got);
+}
+
+const isContinuation = (byte: number | undefined) => byte !== undefined && (byte & 0xc0) === 0x80;
+const BACKSLASH = 0x5c;
+
+/**
+ * A range grown so masking it leaves valid UTF-8 and valid JSON escapes: whole characters, and no
+ * escape cut in two (a `\` left before a `*` would escape it; a masked `\` would unescape a quote).
+ */
+function widen(bytes: Buffer, [from, to]: Range): Range {
+  let start = from;
+  let end = to;
+  while (start > 0 && isContinuation(bytes[start])) start--;
+  while (end < bytes.length && isContinuation(bytes[end])) end++;
+  // An odd run of backslashes right before the range escapes its first byte: mask the escape too.
+  let run = 0;
+  while (start - run - 1 >= 0 && bytes[start - run - 1] === BACKSLASH) run++;
+  if (run % 2 === 1) start--;
+  // An odd run of backslashes ending the range escapes the byte after it: mask that byte too
+  // (the four hex digits of a \u escape as well).
+  run = 0;
+  while (end - run - 1 >= start && bytes[end - run - 1] === BACKSLASH) run++;
+  if (run % 2 === 1 && end < bytes.length) end = Math.min(bytes.length, end + (bytes[end] === 0x75 ? 5 : 1));
+  return [start, end];
+}

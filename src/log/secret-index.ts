@@ -1,0 +1,152 @@
+import { RUN } from './secret-forms.js';
+
+/**
+ * Where secret forms occur in a text, in one pass. Pure: forms and text in, ranges out.
+ *
+ * Every `RUN`-character window of every form of `RUN` or more characters is indexed by hash. A match
+ * of a window at position p covers p..p+11, so it contains the 4 characters at the one position s in
+ * p..p+8 that is a multiple of 9 — and those 4 characters are a 4-gram of the form. So the text is
+ * sampled every 9 characters: the sample's 4-gram is looked up in a bit filter of the forms' 4-grams
+ * (128 KiB), and only on a hit are the 9 windows that can contain it hashed and looked up. Ordinary
+ * text costs about one character read per character and rarely a lookup, however many secrets there
+ * are — O(text), never O(text × secrets × length). A hit is confirmed by comparing the window, so a
+ * collision costs time, never a wrong mask. The union of matching windows is exactly the set of
+ * characters inside some run of `RUN` or more characters of a form. Shorter forms are found whole.
+ */
+
+/** [start, end) in UTF-16 code units (or bytes, for text read as latin1). */
+export type Range = [start: number, end: number];
+
+const BASE = 0x01000193;
+/** Sampled n-grams: any RUN-window holds the Q characters at one multiple of STRIDE. */
+const Q = 4;
+const STRIDE = RUN - Q + 1;
+const GRAM_BITS = 20;
+const GRAM_MASK = (1 << GRAM_BITS) - 1;
+
+function hashWindow(text: string, at: number): number {
+  let h = 0;
+  for (let i = at; i < at + RUN; i++) h = (Math.imul(h, BASE) + text.charCodeAt(i)) | 0;
+  return h;
+}
+
+function gramSlot(text: string, at: number): number {
+  let h = text.charCodeAt(at);
+  h = Math.imul(h, BASE) ^ text.charCodeAt(at + 1);
+  h = Math.imul(h, BASE) ^ text.charCodeAt(at + 2);
+  h = Math.imul(h, BASE) ^ text.charCodeAt(at + 3);
+  return (h ^ (h >>> GRAM_BITS)) & GRAM_MASK;
+}
+
+export class SecretIndex {
+  /** Window hash → the windows with that hash. */
+  private readonly windows = new Map<number, string[]>();
+  /** One bit per 4-gram slot: set when a form holds a 4-gram hashed there. */
+  private readonly grams = new Uint32Array((1 << GRAM_BITS) / 32);
+  /** Forms found whole only: those shorter than RUN, and exact values. */
+  private readonly literals: string[] = [];
+
+  /** Register one form: all its RUN-windows (`partial`), or itself whole (else, or when shorter). */
+  addForm(form: string, partial: boolean): void {
+    if (!partial || form.length < RUN) {
+      if (!this.literals.includes(form)) this.literals.push(form);
+      return;
+    }
+    for (let i = 0; i + RUN <= form.length; i++) this.addWindow(form.slice(i, i + RUN));
+    for (let i = 0; i + Q <= form.length; i++) {
+      const slot = gramSlot(form, i);
+      this.grams[slot >>> 5] = (this.grams[slot >>> 5] as number) | (1 << (slot & 31));
+    }
+  }
+
+  private addWindow(window: string): void {
+    const h = hashWindow(window, 0);
+    const bucket = this.windows.get(h);
+    if (!bucket) this.windows.set(h, [window]);
+    else if (!bucket.includes(window)) bucket.push(window);
+  }
+
+  /** Every range of `text` holding a form (or a run of RUN of one), merged and in order. */
+  ranges(text: string): Range[] {
+    const found: Range[] = [];
+    if (this.windows.size > 0 && text.length >= RUN) this.scanWindows(text, found);
+    for (const literal of this.literals) findLiteral(text, literal, found);
+    return mergeRanges(found);
+  }
+
+  private scanWindows(text: string, found: Range[]): void {
+    const { grams, windows } = this;
+    const lastWindow = text.length - RUN;
+    // Matches come in position order: a window overlapping or touching the last range extends it.
+    let start = -1;
+    let end = -1;
+    for (let sample = 0; sample + Q <= text.length; sample += STRIDE) {
+      const slot = gramSlot(text, sample);
+      if (((grams[slot >>> 5] as number) & (1 << (slot & 31))) === 0) continue;
+      // The windows that hold this sample's 4-gram (each position is some sample's, exactly once).
+      const to = Math.min(sample, lastWindow);
+      for (let at = Math.max(0, sample - STRIDE + 1); at <= to; at++) {
+        if (!matchesAt(windows.get(hashWindow(text, at)), text, at)) continue;
+        if (at <= end) end = at + RUN;
+        else {
+          if (end >= 0) found.push([start, end]);
+          start = at;
+          end = at + RUN;
+        }
+      }
+    }
+    if (end >= 0) found.push([start, end]);
+  }
+}
+
+function matchesAt(bucket: string[] | undefined, text: string, at: number): boolean {
+  if (!bucket) return false;
+  for (const window of bucket) if (text.startsWith(window, at)) return true;
+  return false;
+}
+
+/** Every occurrence of `literal`, overlapping ones merged as they are found. */
+function findLiteral(text: string, literal: string, found: Range[]): void {
+  let at = text.indexOf(literal);
+  let start = -1;
+  let end = -1;
+  while (at !== -1) {
+    if (at <= end) end = at + literal.length;
+    else {
+      if (end >= 0) found.push([start, end]);
+      start = at;
+      end = at + literal.length;
+    }
+    at = text.indexOf(literal, at + 1);
+  }
+  if (end >= 0) found.push([start, end]);
+}
+
+/** Sorted, with overlapping and touching ranges joined. */
+export function mergeRanges(ranges: Range[]): Range[] {
+  if (ranges.length < 2) return ranges;
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  const out: Range[] = [];
+  let [start, end] = sorted[0] as Range;
+  for (const [s, e] of sorted.slice(1)) {
+    if (s <= end) end = Math.max(end, e);
+    else {
+      out.push([start, end]);
+      [start, end] = [s, e];
+    }
+  }
+  out.push([start, end]);
+  return out;
+}
+
+/** `text` with each range replaced by `marker`. */
+export function replaceRanges(text: string, ranges: readonly Range[], marker: string): string {
+  if (ranges.length === 0) return text;
+  let out = '';
+  let at = 0;
+  for (const [start, end] of ranges) {
+    out += text.slice(at, start) + marker;
+    at = end;
+  }
+  return out + text.slice(at);
+}
