@@ -166,6 +166,8 @@ async function serveGateway(upstream: string): Promise<void> {
   const service = new GatewayService({
     config,
     dataDir: dir,
+    // Its runtime directory (the gh socket's) inside the temporary one, removed with it.
+    env: { TMPDIR: dir },
     logger,
     store,
     tokens,

@@ -65,6 +65,7 @@ export function createGuard(deps: {
   const gateway = new GatewayService({
     config: loaded.config,
     dataDir: loaded.dataDir,
+    env: deps.env,
     logger: deps.logger,
     store: deps.store,
     tokens,

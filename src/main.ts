@@ -23,7 +23,7 @@ import type { Logger, SecretScrubber } from './log/logger.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 import { pidAlive } from './os/proc.js';
-import { ProcessRunner } from './runners/process/process-runner.js';
+import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
 import type { Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
@@ -87,7 +87,10 @@ export function createApp(options: AppOptions): App {
   const lostTurns: LostTurn[] = [];
   const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), { skipRunners: ['tmux'] });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
-  const runners = createRunners(loaded, logger);
+  const runners = createRunners(loaded, logger, {
+    env: options.env,
+    sessionStatus: (id) => registry.get(id)?.status,
+  });
   const telemetry = new TelemetryReceiver({
     db,
     ledger,
@@ -126,9 +129,13 @@ export function createApp(options: AppOptions): App {
 }
 
 /** The runners, by name. */
-function createRunners(loaded: LoadedConfig, logger: Logger): Record<string, Runner> {
+function createRunners(
+  loaded: LoadedConfig,
+  logger: Logger,
+  keys: Pick<ProcessRunnerOptions, 'env' | 'sessionStatus'>,
+): Record<string, Runner> {
   return {
-    process: new ProcessRunner({ stateRoot: join(loaded.dataDir, 'sessions') }),
+    process: new ProcessRunner({ dataDir: loaded.dataDir, ...keys }),
     tmux: new TmuxRunner({
       tmux: new Tmux({ socket: loaded.config.tmux.socket }),
       stateRoot: join(loaded.dataDir, 'sessions'),

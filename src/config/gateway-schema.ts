@@ -48,7 +48,7 @@ export const gatewaySchema = z
       .max(100)
       .optional()
       .describe(
-        "Unix socket `gh` reaches the GitHub API through (gh's http_unix_socket), in a directory of its own (the sandbox binds that directory). Default: <dataDir>/gateway/gh.sock.",
+        "Unix socket `gh` reaches the GitHub API through (gh's http_unix_socket), in a directory of its own (the sandbox binds that directory). Default: <TMPDIR or /tmp>/the-loop-<uid>/<8 hex of the data dir>/gateway/gh.sock (short whatever the data dir's path).",
       ),
     maxBodyBytes: z
       .number()

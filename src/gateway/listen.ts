@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import { LoopError } from '../core/errors.js';
 import { parseWorkItem } from '../core/work-item.js';
 import type { Logger } from '../log/logger.js';
+import { ensurePrivateDirs, ensureRuntimeDir, removeIfEmpty, runtimeDirOf } from '../os/runtime-dir.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { GatewayEndpoint } from './engine-env.js';
 import { type Gateway, type GatewayRoutes, startGateway } from './server.js';
@@ -22,6 +23,8 @@ export class GatewayService {
     private readonly deps: {
       config: Config;
       dataDir: string;
+      /** The environment the runtime directory (the default socket's) is found from (TMPDIR). */
+      env: Readonly<Record<string, string | undefined>>;
       logger: Logger;
       store: SessionStore;
       tokens: GatewayTokens;
@@ -61,18 +64,23 @@ export class GatewayService {
   async start(): Promise<void> {
     const { config, logger } = this.deps;
     if (!config.gateway.enabled || this.running) return;
-    const socketPath = gatewaySocketPath(config, this.deps.dataDir);
+    const socketPath = gatewaySocketPath(config, this.deps.dataDir, this.deps.env);
     if (Buffer.byteLength(socketPath) > 107) {
       throw new LoopError(
         'config-invalid',
         `the gateway socket path ${socketPath} is too long for a Unix socket`,
         {
-          hint: 'Set gateway.socket to a shorter path (at most 107 bytes), or use a shorter data dir.',
+          hint: 'Set gateway.socket to a shorter path (at most 107 bytes), or TMPDIR to a shorter directory.',
         },
       );
     }
     // Its own directory: the sandbox binds the directory, so a socket made anew is seen inside.
-    mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 });
+    if (config.gateway.socket) {
+      mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 });
+    } else {
+      ensureRuntimeDir(this.deps.env, this.deps.dataDir);
+      ensurePrivateDirs([dirname(socketPath)]);
+    }
     try {
       this.running = await startGateway({
         host: config.gateway.host,
@@ -108,9 +116,20 @@ export class GatewayService {
     this.running = undefined;
     await running?.close();
     if (running) this.deps.onClose?.();
+    // The default socket's directories go with it (a stopped daemon or `run` leaves nothing in /tmp).
+    if (running?.socketPath && !this.deps.config.gateway.socket) {
+      removeIfEmpty(dirname(running.socketPath));
+      removeIfEmpty(dirname(dirname(running.socketPath)));
+    }
   }
 }
 
-/** Where the gateway's Unix socket lives: `gateway.socket`, or a directory of its own in the data dir. */
-export const gatewaySocketPath = (config: Config, dataDir: string): string =>
-  config.gateway.socket ?? join(dataDir, 'gateway', 'gh.sock');
+/**
+ * Where the gateway's Unix socket lives: `gateway.socket`, or a directory of its own in the data
+ * dir's runtime directory (`<tmp>/the-loop-<uid>/<8 hex>/gateway/gh.sock`, short whatever HOME is).
+ */
+export const gatewaySocketPath = (
+  config: Config,
+  dataDir: string,
+  env: Readonly<Record<string, string | undefined>>,
+): string => config.gateway.socket ?? join(runtimeDirOf(env, dataDir), 'gateway', 'gh.sock');

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { stateHome } from '../config/data-dir.js';
 import type { SandboxConfig } from '../config/gateway-schema.js';
+import { currentUid, ensurePrivateDirs, runtimeRoot } from '../os/runtime-dir.js';
 import { bwrapArgv } from '../sandbox/bwrap.js';
 import { credentialPaths, expandPath, runtimeHiddenPaths, SYSTEM_HIDDEN_PATHS } from '../sandbox/paths.js';
 import { resolverConfigDir, resolveSandboxSpec } from '../sandbox/resolve.js';
@@ -118,6 +119,14 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
   const engineHome = input.engineEnv.HOME;
   const homes = [...new Set([operatorHome, engineHome].filter((h): h is string => !!h && isAbsolute(h)))];
   const git = gitProtection(input.workspace);
+  // The-loop's runtime directory (keys sockets of PTY turns, the gh socket) is hidden whole: made now
+  // if missing (a missing path cannot be hidden), as a TMPDIR outside /tmp would leave it in sight.
+  const runtime = runtimeRoot(input.operatorEnv, currentUid());
+  try {
+    ensurePrivateDirs([runtime]);
+  } catch {
+    // Someone else's directory: it exists, so it is hidden all the same (and never used).
+  }
   const writable = [
     input.workspace,
     ...engineDirs.filter((d): d is string => d !== undefined),
@@ -128,6 +137,7 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
     // Every configuration's state under the state home (`<state>/the-loop/<repo>-<digest>`), not
     // only this one's: another config's registry, log and secrets are no business of this engine.
     join(stateHome(input.operatorEnv), 'the-loop'),
+    runtime,
     ...(input.configPath ? [input.configPath] : []),
     ...homes.flatMap((h) => credentialPaths(h)),
     ...SYSTEM_HIDDEN_PATHS,

@@ -1,18 +1,22 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
+import { runtimeDirOf } from '../../src/os/runtime-dir.js';
+import { keysSocketPath } from '../../src/runners/process/keys-socket.js';
 import { fakeEngineConfig, makeProject, runCli } from '../helpers/cli.js';
 
 const WI = 'github:octo/widgets#21';
 const PLAIN_WI = 'github:octo/widgets#22';
 const SLUG = workItemSlug(parseWorkItem(WI));
-const SOCKET = `.the-loop/sessions/${SLUG}/keys.sock`;
 
 describe('pty engines through the CLI (fake engine, real PTY, real processes)', () => {
   let project: ReturnType<typeof makeProject>;
+  // Where the CLI (its environment has no TMPDIR) finds the keys socket: the default runtime directory.
+  let socket: string;
   beforeAll(() => {
     project = makeProject();
+    socket = keysSocketPath(runtimeDirOf({}, join(project.dir, '.the-loop')), SLUG);
     const stateDir = join(project.dir, 'engine-state');
     mkdirSync(stateDir);
     // `fake` runs on a PTY (set in config: engines are data); `plain` is the same engine on pipes.
@@ -46,7 +50,7 @@ describe('pty engines through the CLI (fake engine, real PTY, real processes)', 
     let ready = false;
     for (let i = 0; i < 100 && !ready; i++) {
       const logs = await cli(['sessions', 'logs', WI, '--turn', '2', '--json']);
-      ready = existsSync(join(project.dir, SOCKET)) && logs.stdout.includes('"ready"');
+      ready = existsSync(socket) && logs.stdout.includes('"ready"');
       if (!ready) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(ready).toBe(true);
@@ -68,7 +72,9 @@ describe('pty engines through the CLI (fake engine, real PTY, real processes)', 
     expect(done.code).toBe(0);
     expect(done.stdout).toContain(`all:${Buffer.from('hi\r\x1b').toString('hex')}`);
     expect(done.stdout).toMatch(/✔ turn 2 succeeded · ended by result/);
-    expect(existsSync(join(project.dir, SOCKET))).toBe(false);
+    expect(existsSync(socket)).toBe(false);
+    // Nothing is left in the shared /tmp: the data dir's runtime directory went with its last socket.
+    expect(existsSync(dirname(socket))).toBe(false);
   });
 
   it('refuses keys for a process session whose engine is not on a PTY, saying how', async () => {

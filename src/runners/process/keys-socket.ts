@@ -1,21 +1,25 @@
-import { chmodSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { chmodSync, lstatSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { LoopError } from '../../core/errors.js';
+import { privateDirProblem } from '../../os/runtime-dir.js';
 import { socketAlive } from '../../os/socket.js';
 import { type KeysRequest, parseKeysRequest, type SentKey } from '../keys.js';
 
 /**
  * The keys socket of a PTY turn: while the turn runs, the runner listens on a Unix socket in the
- * session's private directory (`<dataDir>/sessions/<slug>/keys.sock`, dir 0700, socket 0600), and
- * `the-loop sessions keys` — any process of the same user, e.g. the CLI next to a daemon — connects
- * to it and asks for keys to be pressed.
+ * data dir's runtime directory (`<tmp>/the-loop-<uid>/<8 hex>/<10 hex of the slug>.sock`, see
+ * os/runtime-dir.ts: dirs 0700, socket 0600, short whatever the names), and `the-loop sessions keys`
+ * — any process of the same user, e.g. the CLI next to a daemon — connects to it and asks for keys
+ * to be pressed. Requests are refused once the turn's session has ended.
  *
  * Protocol: one JSON line per request, `{"keys":["Escape","y","Enter"]}`, answered by one JSON line,
  * `{"ok":true,"sent":[{"key":"Escape","literal":false},…]}` or `{"ok":false,"error":"…"}`.
  */
 
-export const KEYS_SOCKET_FILE = 'keys.sock';
+/** 40 bits of the slug's digest: unique among one data dir's sessions (slugs are) with odds of 2^-40. */
+const SOCKET_DIGEST_HEX = 10;
 /** A request line is a few hundred bytes; anything this large is refused unread. */
 export const MAX_KEYS_REQUEST_BYTES = 64 * 1024;
 /** The longest path a Unix socket address holds (sun_path less its NUL: 108 on Linux, 104 elsewhere). */
@@ -29,10 +33,14 @@ const MAX_REQUESTS_PER_CONNECTION = 32;
 
 export type KeysReply = { ok: true; sent: SentKey[] } | { ok: false; error: string };
 
-/** Where the keys socket of a session lives. The slug goes into a path: it is checked first. */
-export function keysSocketPath(stateRoot: string, slug: string): string {
+/**
+ * Pure: where the keys socket of a session lives in the data dir's runtime directory (`runtimeDirOf`):
+ * named by a digest of the slug, so its length does not depend on the repository's name.
+ */
+export function keysSocketPath(runtimeDir: string, slug: string): string {
   if (!/^[a-z0-9-]+$/.test(slug)) throw new LoopError('internal', `unsafe slug ${JSON.stringify(slug)}`);
-  return join(stateRoot, slug, KEYS_SOCKET_FILE);
+  const digest = createHash('sha256').update(slug).digest('hex').slice(0, SOCKET_DIGEST_HEX);
+  return join(runtimeDir, `${digest}.sock`);
 }
 
 /** Why a socket cannot live at this path, or null when it can. */
@@ -41,6 +49,13 @@ export function socketPathProblem(path: string): string | null {
   return bytes > MAX_SOCKET_PATH_BYTES
     ? `the keys socket path ${path} is ${bytes} bytes, longer than the ${MAX_SOCKET_PATH_BYTES} a Unix socket allows`
     : null;
+}
+
+export interface ServeKeysOptions {
+  /** Creates (and checks) the socket's private directory; called before listening. */
+  prepareDir: () => void;
+  /** Why requests are refused now (e.g. the session has ended), or null; asked before each request. */
+  refusal?: (() => string | null) | undefined;
 }
 
 /** Writes the checked keys of one request; throws (with a message for the client) when it cannot. */
@@ -52,25 +67,8 @@ export interface KeysServer {
   close(): Promise<void>;
 }
 
-/** A private directory for the socket: created 0700, and refused if it is not ours or not a directory. */
-function ensurePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stat = lstatSync(dir);
-  if (!stat.isDirectory()) throw new Error(`${dir} is not a directory`);
-  if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) {
-    throw new Error(`${dir} belongs to another user`);
-  }
-  if ((stat.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
-}
-
-/**
- * Listen for key requests on `path`. A socket file left by a process that died is replaced; a live
- * one (another process serving this session) is an error, never taken over.
- */
-export async function serveKeys(path: string, deliver: DeliverKeys): Promise<KeysServer> {
-  const problem = socketPathProblem(path);
-  if (problem) throw new Error(problem);
-  ensurePrivateDir(join(path, '..'));
+/** Make way for the socket: a file left by a process that died goes; a live socket is an error. */
+async function clearSocketPath(path: string): Promise<void> {
   let existing: ReturnType<typeof lstatSync> | undefined;
   try {
     existing = lstatSync(path);
@@ -82,29 +80,104 @@ export async function serveKeys(path: string, deliver: DeliverKeys): Promise<Key
     if (await socketAlive(path)) throw new Error(`another process is serving keys on ${path}`);
     rmSync(path, { force: true });
   }
+}
 
+/** Listen on `path` in its private directory, made ready by `prepareDir` (again if it went meanwhile). */
+async function listenIn(server: Server, path: string, prepareDir: () => void): Promise<void> {
+  // Another process may remove the (empty) directory between prepareDir and listen: then once more.
+  for (let attempt = 1; ; attempt++) {
+    prepareDir();
+    const dirProblem = privateDirProblem(dirname(path));
+    if (dirProblem === 'missing' && attempt < 2) continue;
+    if (dirProblem) throw new Error(`refusing the keys socket's directory: ${dirProblem}`);
+    await clearSocketPath(path);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(path, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 2) throw error;
+    }
+  }
+}
+
+/**
+ * Listen for key requests on `path`. A socket file left by a process that died is replaced; a live
+ * one (another process serving this session) is an error, never taken over.
+ */
+export async function serveKeys(
+  path: string,
+  deliver: DeliverKeys,
+  options: ServeKeysOptions,
+): Promise<KeysServer> {
+  const problem = socketPathProblem(path);
+  if (problem) throw new Error(problem);
   const clients = new Set<Socket>();
-  // One request at a time across all clients: the keys of two requests never interleave.
+  const server = createServer(connectionHandler(clients, requestHandler(deliver, options.refusal)));
+  await listenIn(server, path, options.prepareDir);
+  // The directory is 0700 already; the socket is narrowed too (a listening socket takes the umask).
+  chmodSync(path, 0o600);
+  // Never what keeps a process alive: the engine is, while the turn runs.
+  server.unref();
+  server.on('error', () => {});
+
+  return {
+    path,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of clients) socket.destroy();
+      await closed;
+      // Closing removes the file; make sure of it (a turn's end leaves no socket behind).
+      rmSync(path, { force: true });
+    },
+  };
+}
+
+/** Answers one request line; `enqueue` runs after every request queued before it. */
+type RequestHandler = (socket: Socket, line: string) => void;
+type Enqueue = (task: () => void | Promise<void>) => void;
+
+/** One request at a time across all clients: the keys of two requests never interleave. */
+function requestHandler(
+  deliver: DeliverKeys,
+  refusal: ServeKeysOptions['refusal'],
+): { handle: RequestHandler; enqueue: Enqueue } {
   let queue: Promise<void> = Promise.resolve();
-  const handle = (socket: Socket, line: string) => {
-    queue = queue.then(async () => {
-      const request = parseKeysRequest(line);
-      let reply: KeysReply;
-      if (!request.ok) {
-        reply = request;
-      } else {
-        try {
-          await deliver(request.keys);
-          reply = { ok: true, sent: request.keys.map(({ key, literal }) => ({ key, literal })) };
-        } catch (error) {
-          reply = { ok: false, error: error instanceof Error ? error.message : String(error) };
-        }
-      }
+  const enqueue: Enqueue = (task) => {
+    queue = queue.then(task);
+  };
+  const answer = async (line: string): Promise<KeysReply> => {
+    // Asked at the wire, for each request: a turn that outlives its session (closed meanwhile) takes no keys.
+    const refused = refusal?.();
+    if (refused) return { ok: false, error: refused };
+    const request = parseKeysRequest(line);
+    if (!request.ok) return request;
+    try {
+      await deliver(request.keys);
+      return { ok: true, sent: request.keys.map(({ key, literal }) => ({ key, literal })) };
+    } catch (error) {
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    }
+  };
+  const handle: RequestHandler = (socket, line) =>
+    enqueue(async () => {
+      const reply = await answer(line);
       if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
     });
-  };
+  return { handle, enqueue };
+}
 
-  const server = createServer((socket) => {
+/** Reads request lines from each connection, within the limits on connections, size and count. */
+function connectionHandler(
+  clients: Set<Socket>,
+  { handle, enqueue }: ReturnType<typeof requestHandler>,
+): (socket: Socket) => void {
+  return (socket) => {
     socket.on('error', () => {});
     if (clients.size >= MAX_CONNECTIONS) {
       socket.end(`${JSON.stringify({ ok: false, error: 'too many connections; try again' })}\n`);
@@ -120,7 +193,7 @@ export async function serveKeys(path: string, deliver: DeliverKeys): Promise<Key
     const refuse = (error: string) => {
       refused = true;
       pending = Buffer.alloc(0);
-      queue = queue.then(() => {
+      enqueue(() => {
         if (!socket.destroyed) socket.end(`${JSON.stringify({ ok: false, error })}\n`);
       });
     };
@@ -144,30 +217,6 @@ export async function serveKeys(path: string, deliver: DeliverKeys): Promise<Key
         refuse(`request larger than ${MAX_KEYS_REQUEST_BYTES} bytes`);
       }
     });
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(path, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  // The directory is 0700 already; the socket is narrowed too (a listening socket takes the umask).
-  chmodSync(path, 0o600);
-  // Never what keeps a process alive: the engine is, while the turn runs.
-  server.unref();
-  server.on('error', () => {});
-
-  return {
-    path,
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of clients) socket.destroy();
-      await closed;
-      // Closing removes the file; make sure of it (a turn's end leaves no socket behind).
-      rmSync(path, { force: true });
-    },
   };
 }
 

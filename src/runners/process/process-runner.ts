@@ -1,4 +1,3 @@
-import { LoopError } from '../../core/errors.js';
 import { buildHeadlessArgv } from '../../engines/args.js';
 import type { EnginePreset } from '../../engines/preset.js';
 import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
@@ -7,10 +6,10 @@ import { summarize } from '../../engines/protocols/protocol.js';
 import type { TurnEvent } from '../../engines/protocols/types.js';
 import { whichBinary } from '../../engines/which.js';
 import type { EndReason } from '../../sessions/types.js';
-import { NAMED_KEY, planKeys, type SentKey } from '../keys.js';
+import type { SentKey } from '../keys.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
 import { type EngineProcess, type OutputSinks, type SpawnRequest, spawnPipe } from './engine-process.js';
-import { type KeysServer, keysSocketPath, requestKeys, serveKeys, socketPathProblem } from './keys-socket.js';
+import { type PtyKeysContext, sendTurnKeys, serveTurnKeys } from './pty-keys.js';
 import { loadNodePty, spawnPty } from './pty-process.js';
 import { raceTimeout, terminateProcessGroup } from './terminate.js';
 
@@ -29,19 +28,16 @@ function spawnRequestOf(input: RunTurnInput, argv: string[], terminal: boolean):
 /** How much of stderr (on a PTY: of the merged output) we keep to explain a failure. */
 const STDERR_TAIL_BYTES = 8 * 1024;
 
-/**
- * Pause after a bare Escape that more keys follow. A terminal program reads an ESC with more bytes
- * right behind it as the start of a sequence (Meta+key, an arrow): Ink-based TUIs split by read, Node's
- * readline waits for more. tmux send-keys has the same problem; a short gap avoids it.
- */
-const ESCAPE_GAP_MS = 50;
-
 export interface ProcessRunnerOptions {
   /**
-   * Where per-session state lives (`<dataDir>/sessions`): each PTY turn listens for keys on
-   * `<stateRoot>/<slug>/keys.sock`. Without it, PTY turns run but take no keys.
+   * The data dir: each PTY turn listens for keys on a socket in its runtime directory (see
+   * pty-keys.ts and os/runtime-dir.ts). Without it, PTY turns run but take no keys.
    */
-  stateRoot?: string | undefined;
+  dataDir?: string | undefined;
+  /** The environment the runtime directory is found from (TMPDIR); default: this process's. */
+  env?: Readonly<Record<string, string | undefined>> | undefined;
+  /** A session's status in the registry: a turn's keys socket refuses requests once it is not `active`. */
+  sessionStatus?: ((sessionId: string) => string | undefined) | undefined;
 }
 
 /**
@@ -142,7 +138,10 @@ export class ProcessRunner implements Runner {
     const request = spawnRequestOf(input, argv, pty !== undefined);
     let started: EngineProcess | undefined;
     // The keys socket listens before the engine starts, so it is there for the whole turn.
-    const keys = pty ? await this.serveKeysFor(input.session.slug, () => started, emit) : undefined;
+    const keysContext = pty ? this.keysContext() : undefined;
+    const keys = keysContext
+      ? await serveTurnKeys(keysContext, input.session, () => started, emit)
+      : undefined;
     try {
       // Everything below is the same for both: what differs between pipes and a PTY is behind EngineProcess.
       const child = pty ? spawnPty(pty, request, sinks) : spawnPipe(request, sinks);
@@ -263,107 +262,19 @@ export class ProcessRunner implements Runner {
   }
 
   /**
-   * Listen for keys for the PTY turn of `slug`. A turn whose keys socket cannot be set up still runs;
-   * it says why in a diagnostic event (and `sessions keys` finds no turn to type into).
-   */
-  private async serveKeysFor(
-    slug: string,
-    child: () => EngineProcess | undefined,
-    emit: (events: TurnEvent[]) => void,
-  ): Promise<{ close: () => Promise<void> } | undefined> {
-    const { stateRoot } = this.options;
-    if (!stateRoot) return undefined;
-    let server: KeysServer;
-    try {
-      server = await serveKeys(keysSocketPath(stateRoot, slug), async (keys) => {
-        const engine = child();
-        if (!engine?.write) throw new Error('the engine has not started yet');
-        for (const [i, key] of keys.entries()) {
-          try {
-            await engine.write(key.bytes);
-          } catch (error) {
-            throw new Error(
-              `${error instanceof Error ? error.message : String(error)}; ${i} of ${keys.length} keys were pressed`,
-            );
-          }
-          if (key.bytes === '\x1b' && i < keys.length - 1) {
-            await new Promise<void>((resolve) => setTimeout(resolve, ESCAPE_GAP_MS));
-          }
-        }
-      });
-    } catch (error) {
-      emit([
-        {
-          type: 'diagnostic',
-          message: `keys cannot be pressed during this turn: ${error instanceof Error ? error.message : String(error)}`,
-        },
-      ]);
-      return undefined;
-    }
-    let closing: Promise<void> | undefined;
-    return { close: () => (closing ??= server.close()) };
-  }
-
-  /**
    * `the-loop sessions keys` for a process-runner session: the keys go to the keys socket of its
-   * running PTY turn (served by whichever process runs that turn — a daemon, a `the-loop run`).
-   * An engine not on a PTY, or no turn running, is a clear error (invariant 7).
+   * running PTY turn (see pty-keys.ts). An engine not on a PTY, or no turn running, is a clear error.
    */
-  async sendKeys(
+  sendKeys(
     session: { workItem: string; slug: string },
     preset: EnginePreset | undefined,
     words: readonly string[],
   ): Promise<{ target: string; sent: SentKey[] }> {
-    if (!preset?.pty) {
-      throw new LoopError(
-        'usage',
-        `${session.workItem} runs on the process runner: its engine has no terminal to type into`,
-        {
-          hint: 'Keys reach engines in the tmux runner (--runner tmux), and process-runner engines on a PTY (pty: true under engines.<name> in the config) while a turn runs. To send text as a turn, use `the-loop sessions send`.',
-        },
-      );
-    }
-    const { stateRoot } = this.options;
-    if (!stateRoot) throw new LoopError('internal', 'this process runner has no state directory for keys');
-    const path = keysSocketPath(stateRoot, session.slug);
-    const problem = socketPathProblem(path);
-    if (problem) {
-      throw new LoopError('usage', `${problem}: keys cannot reach ${session.workItem}`, {
-        hint: 'Use a shorter data directory (--data-dir, THE_LOOP_DATA_DIR or dataDir in the config).',
-      });
-    }
-    const planned = planKeys(words);
-    // Only stripping can turn a word into a key name: type it as it was meant, or not at all.
-    const renamed = planned.find((k) => k.literal && NAMED_KEY.test(k.key));
-    if (renamed) {
-      throw new LoopError('usage', `"${renamed.key}" (after removing control characters) is a key name`, {
-        hint: 'Name the keys you mean (Escape, C-c) and type text without control characters.',
-      });
-    }
-    let reply: Awaited<ReturnType<typeof requestKeys>>;
-    try {
-      reply = await requestKeys(
-        path,
-        planned.map((k) => k.key),
-      );
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ECONNREFUSED') {
-        throw new LoopError(
-          'session-missing',
-          `no turn of ${session.workItem} is running: keys reach a pty engine only while its turn runs`,
-          {
-            hint: 'Press them while a turn runs (`the-loop sessions show` lists it as running), or send text as the next turn with `the-loop sessions send`.',
-          },
-        );
-      }
-      throw new LoopError(
-        'internal',
-        `cannot reach the running turn of ${session.workItem}: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    }
-    if (!reply.ok) throw new LoopError('usage', `the engine's terminal took no keys: ${reply.error}`);
-    return { target: `${session.slug} (pty)`, sent: reply.sent };
+    return sendTurnKeys(this.keysContext(), session, preset, words);
+  }
+
+  private keysContext(): PtyKeysContext | undefined {
+    const { dataDir, env, sessionStatus } = this.options;
+    return dataDir ? { dataDir, env: env ?? process.env, sessionStatus } : undefined;
   }
 }
