@@ -130,19 +130,29 @@ export function resolveDataDir(input: {
   });
   const { dataDir } = choice;
   const workTree = findWorkTree(dataDir);
-  if (workTree !== null && canonicalPath(dataDir) === workTree) {
-    throw new LoopError('config-invalid', `the data dir ${dataDir} is the root of a git work tree`, {
-      hint: 'Give the-loop a directory of its own outside any repository (--data-dir, THE_LOOP_DATA_DIR or dataDir).',
-    });
-  }
-  const warnings =
-    workTree === null
-      ? []
-      : [
-          `the data dir ${dataDir} is inside the git work tree ${workTree}: it holds the registry, the log and keys, and an agent's \`git add -A && git push\` there could publish whatever is not ignored. ` +
-            `Stop the daemon, move it out of the repository and point dataDir (or --data-dir) at the new place${choice.source === 'existing' ? ` (new installs keep state in ${stateDir})` : ''}.`,
-        ];
+  const warnings = workTree === null ? [] : [inWorkTreeWarning(dataDir, workTree, choice, stateDir)];
   return { ...choice, dataDir, workTree, warnings };
+}
+
+/**
+ * Said by every command while the data dir is in a git work tree. Warned, not refused: only an
+ * install that already keeps its state there (or was told to) gets here — refusing would stop it
+ * cold; new installs keep state in the state home.
+ */
+function inWorkTreeWarning(
+  dataDir: string,
+  workTree: string,
+  choice: DataDirChoice,
+  stateDir: string,
+): string {
+  const where =
+    canonicalPath(dataDir) === workTree
+      ? `the data dir ${dataDir} is the root of the git work tree ${workTree}, where the-loop cannot write a .gitignore for it: check that \`git status\` lists none of its files`
+      : `the data dir ${dataDir} is inside the git work tree ${workTree}`;
+  return (
+    `${where}. It holds the registry, the log and keys, and an agent's \`git add -A && git push\` there could publish whatever is not ignored. ` +
+    `Stop the daemon, move it out of the repository and point dataDir (or --data-dir) at the new place${choice.source === 'existing' ? ` (new installs keep state in ${stateDir})` : ''}.`
+  );
 }
 
 export const GITIGNORE_ALL = '*\n';

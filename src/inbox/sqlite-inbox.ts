@@ -32,10 +32,20 @@ interface Row {
 
 const COLUMNS =
   'seq, id, source, event, action, received_at, status, route, work_item, reason, attempts, turn_id, error, updated_at, pruned_at';
+const FINISHED_SQL = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
+/**
+ * The rows a prune batch may take, oldest first, served by the partial index of unpruned rows alone
+ * (covering: no row and no body is read) and in its order (no sort), so a batch stops after `LIMIT`
+ * matches instead of reading the whole history. `+status` keeps the planner off the status index,
+ * whose plan sorts every finished row for each batch (quadratic over a long history).
+ */
+export const PRUNABLE_SQL = `SELECT seq, status, received_at, updated_at FROM deliveries
+  WHERE pruned_at IS NULL AND received_at < ? AND +status IN (${FINISHED_SQL}) AND updated_at < ?
+  ORDER BY received_at, seq LIMIT ?`;
+
 /** A prune transaction stops once the bodies it dropped reach this size. */
 const PRUNE_BATCH_BYTES = 64 * 1024 * 1024;
 /** SQL list of the finished statuses, from the one constant the retention decision uses. */
-const FINISHED_SQL = FINISHED_STATUSES.map((s) => `'${s}'`).join(', ');
 
 const toRecord = (r: Row): DeliveryRecord => ({
   seq: r.seq,
@@ -233,7 +243,8 @@ export class SqliteInbox implements Inbox {
     const maxRows = dryRun ? Number.POSITIVE_INFINITY : (options.limit ?? 100);
     const maxBytes = dryRun ? Number.POSITIVE_INFINITY : (options.maxBytes ?? PRUNE_BATCH_BYTES);
     const pass = (): PruneReport => {
-      const rows = this.prunable(cutoff);
+      // One more than a batch takes: whether more is left is known without reading every row.
+      const rows = this.prunable(cutoff, Number.isFinite(maxRows) ? maxRows + 1 : -1);
       let done = 0;
       let pruned = 0;
       let bytes = 0;
@@ -260,13 +271,17 @@ export class SqliteInbox implements Inbox {
     return dryRun ? pass() : this.batch(pass);
   }
 
-  /** Rows whose body may go, in arrival order: the SQL narrows (by index), the decision decides. */
-  private prunable(cutoff: string): number[] {
+  /**
+   * Rows whose body may go, oldest first, at most `limit` (-1: all): the SQL narrows (by index, and
+   * only as far as a batch needs — a pass never reads the whole history), the decision decides.
+   */
+  private prunable(cutoff: string, limit: number): number[] {
     // Served by the partial index of unpruned rows alone (it covers these columns): no row is read,
-    // so no body either. Oldest first.
-    const rows = this.q(
-      'SELECT seq, status, received_at, updated_at FROM deliveries WHERE pruned_at IS NULL AND received_at < ? ORDER BY received_at, seq',
-    ).all(cutoff) as Pick<Row, 'seq' | 'status' | 'received_at' | 'updated_at'>[];
+    // so no body either.
+    const rows = this.q(PRUNABLE_SQL).all(cutoff, cutoff, limit) as Pick<
+      Row,
+      'seq' | 'status' | 'received_at' | 'updated_at'
+    >[];
     return rows
       .filter((r) =>
         isPrunable(

@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { type GitUpstream, startGitUpstream } from '../fixtures/git-upstream.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
@@ -38,7 +39,7 @@ import { freePort, runCli } from '../helpers/cli.js';
 import { realBinary } from './helpers.js';
 
 const WI = 'github:acme/gw-demo#1';
-const SLUG = 'github-acme-gw-demo-1';
+const SLUG = workItemSlug(parseWorkItem(WI));
 const PLANTED_KEY = `-----BEGIN OPENSSH PRIVATE KEY----- planted-${randomUUID()}`;
 
 const git = (cwd: string, ...args: string[]) =>

@@ -22,7 +22,6 @@ import {
   stateHome,
 } from '../../src/config/data-dir.js';
 import { literalSecretPaths, loadConfig } from '../../src/config/load.js';
-import { thrown } from '../helpers/check.js';
 import { git } from '../helpers/git.js';
 
 let root: string;
@@ -137,13 +136,22 @@ describe('resolveDataDir', () => {
     );
   });
 
-  it('an explicit dir inside a work tree is used, and warned about; the work tree root itself is refused', () => {
+  it('an explicit dir inside a work tree is used, and warned about; the work tree root too, more loudly', () => {
     const place = resolveDataDir({ explicit: join(repo, 'state'), configDir: root, env });
     expect(place).toMatchObject({ source: 'explicit', dataDir: join(repo, 'state'), workTree: repo });
     expect(place.warnings).toHaveLength(1);
-    const error = thrown(() => resolveDataDir({ explicit: repo, configDir: root, env }));
-    expect(error.code).toBe('config-invalid');
-    expect(error.message).toMatch(/is the root of a git work tree/);
+    const atRoot = resolveDataDir({ explicit: repo, configDir: root, env });
+    expect(atRoot).toMatchObject({ source: 'explicit', dataDir: repo, workTree: repo });
+    expect(atRoot.warnings.join('\n')).toMatch(
+      /is the root of the git work tree .*cannot write a \.gitignore/,
+    );
+  });
+
+  it('an install whose config and registry sit at a repository root keeps working (upgrade), warned', () => {
+    writeFileSync(join(repo, 'the-loop.db'), '');
+    const place = resolveDataDir({ explicit: undefined, configDir: repo, env });
+    expect(place).toMatchObject({ source: 'existing', dataDir: repo, workTree: repo });
+    expect(place.warnings.join('\n')).toMatch(/root of the git work tree.*new installs keep state in/);
   });
 
   it('a config outside any work tree keeps its state beside it', () => {

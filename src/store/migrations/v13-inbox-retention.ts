@@ -11,7 +11,8 @@ export const inboxRetention: Migration = {
   name: 'inbox-retention',
   sql: `
 ALTER TABLE deliveries ADD COLUMN pruned_at TEXT;
--- pruned_at is in the columns (always NULL there) so that the index covers the query alone.
-CREATE INDEX deliveries_unpruned ON deliveries (received_at, status, updated_at, pruned_at) WHERE pruned_at IS NULL;
+-- In arrival order (received_at, seq), so a batch reads no more entries than it takes; pruned_at is
+-- in the columns (always NULL there) so that the index covers the query alone.
+CREATE INDEX deliveries_unpruned ON deliveries (received_at, seq, status, updated_at, pruned_at) WHERE pruned_at IS NULL;
 `,
 };
