@@ -13,7 +13,7 @@ export function slugCollision(slug: string, workItem: string, holder: string): L
     'slug-collision',
     `the slug ${slug} of ${workItem} already belongs to ${holder}: refusing to share its worktree, tmux session and state directory`,
     {
-      hint: `Close and remove the sessions of ${holder} (\`the-loop sessions list --all --work-item ${holder}\`), or report this: two work items should never share a slug.`,
+      hint: `Two work items should never share a slug (a slug carries a digest of its work item): please report it with both work items. Nothing of ${workItem} was started, and ${holder} is untouched; ${workItem} stays refused while any session of ${holder} (closed ones included) is in the registry.`,
     },
   );
 }
