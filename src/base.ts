@@ -50,7 +50,7 @@ export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, s
 export function openBase(options: AppOptions): Base {
   const loaded = loadConfig(options);
   // Created (0700) before anything is written in it; inside a work tree, git-ignored first.
-  prepareDataDir(loaded.dataDir, loaded.dataDirWorkTree);
+  prepareDataDir(loaded.dataDir, loaded.dataDirWorkTree, loaded.dataDirOrigin);
   const scrubber = scrubberFor(loaded, options.env);
   const logSink = fileSink(loaded.logFile);
   const logger = createLogger({

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { LoopError } from '../core/errors.js';
@@ -109,6 +109,8 @@ export interface ResolvedDataDir extends DataDirChoice {
   workTree: string | null;
   /** Said on stderr by every command that opens it. */
   warnings: string[];
+  /** In the state home: the config directory it belongs to, kept in it (`origin`) to be found after a move. */
+  origin: string | null;
 }
 
 /** Gather the facts from the file system and the environment, and choose. */
@@ -131,7 +133,47 @@ export function resolveDataDir(input: {
   const { dataDir } = choice;
   const workTree = findWorkTree(dataDir);
   const warnings = workTree === null ? [] : [inWorkTreeWarning(dataDir, workTree, choice, stateDir)];
-  return { ...choice, dataDir, workTree, warnings };
+  const fresh = choice.source === 'state-home' && !existsSync(join(stateDir, REGISTRY_FILE));
+  if (fresh) warnings.push(...movedStateWarnings(stateDir));
+  const origin = choice.source === 'state-home' ? canonicalPath(configDir) : null;
+  return { ...choice, dataDir, workTree, warnings, origin };
+}
+
+/** In a data dir under the state home: the config directory it belongs to. */
+export const ORIGIN_FILE = 'origin';
+
+/**
+ * A state dir is named after its config directory's path: a checkout moved (or renamed) would start
+ * an empty registry and leave its sessions behind, silently. Before a new one is made, the state of
+ * a same-named checkout whose directory is gone is pointed out.
+ */
+function movedStateWarnings(stateDir: string): string[] {
+  const root = dirname(stateDir);
+  const prefix = basename(stateDir).replace(/[0-9a-f]{8}$/, '');
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return [];
+  }
+  const warnings: string[] = [];
+  for (const name of names) {
+    const dir = join(root, name);
+    if (dir === stateDir || !name.startsWith(prefix) || !/^[0-9a-f]{8}$/.test(name.slice(prefix.length)))
+      continue;
+    if (!existsSync(join(dir, REGISTRY_FILE))) continue;
+    let origin: string;
+    try {
+      origin = readFileSync(join(dir, ORIGIN_FILE), 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (!origin || existsSync(origin)) continue;
+    warnings.push(
+      `the state of a configuration that was at ${origin} (no longer there) is in ${dir}: if this checkout moved from there, point dataDir (or --data-dir) at ${dir} to keep its sessions; otherwise this one starts an empty registry in ${stateDir}`,
+    );
+  }
+  return warnings;
 }
 
 /**
@@ -175,7 +217,14 @@ export function ignoreInWorkTree(dir: string, workTree: string | null = findWork
 }
 
 /** Create the data dir (0700) and, inside a work tree, its `.gitignore`, before anything is written in it. */
-export function prepareDataDir(dataDir: string, workTree: string | null): void {
+export function prepareDataDir(dataDir: string, workTree: string | null, origin: string | null = null): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   ignoreInWorkTree(dataDir, workTree);
+  if (origin !== null) {
+    try {
+      writeFileSync(join(dataDir, ORIGIN_FILE), `${origin}\n`, { flag: 'wx', mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
 }

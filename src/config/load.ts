@@ -22,6 +22,8 @@ export interface LoadedConfig {
   dataDir: string;
   /** The git work tree the data dir is in (null: none, as it should be). */
   dataDirWorkTree: string | null;
+  /** In the state home: the config directory the data dir belongs to (see `prepareDataDir`). */
+  dataDirOrigin: string | null;
   /** Said on stderr by the commands that open the data dir (e.g. it is inside a work tree). */
   warnings: string[];
   /** Key paths of secrets written into the config file itself rather than as env:NAME. */
@@ -276,7 +278,7 @@ function placePaths(
   options: LoadOptions,
   found: string | null,
   config: Config,
-): Pick<LoadedConfig, 'dataDir' | 'dataDirWorkTree' | 'warnings' | 'logFile'> {
+): Pick<LoadedConfig, 'dataDir' | 'dataDirWorkTree' | 'dataDirOrigin' | 'warnings' | 'logFile'> {
   const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
   const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;
   const place = resolveDataDir({
@@ -295,5 +297,11 @@ function placePaths(
     : resolve(place.dataDir, 'the-loop.log');
   if (config.defaults.cwd) config.defaults.cwd = resolve(baseDir, config.defaults.cwd);
   for (const repo of Object.values(config.repos)) repo.path = resolve(baseDir, repo.path);
-  return { dataDir: place.dataDir, dataDirWorkTree: place.workTree, warnings: place.warnings, logFile };
+  return {
+    dataDir: place.dataDir,
+    dataDirWorkTree: place.workTree,
+    dataDirOrigin: place.origin,
+    warnings: place.warnings,
+    logFile,
+  };
 }

@@ -4,6 +4,7 @@ import {
   mkdtempSync,
   readFileSync,
   realpathSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -17,6 +18,7 @@ import {
   type DataDirFacts,
   findWorkTree,
   ignoreInWorkTree,
+  prepareDataDir,
   resolveDataDir,
   stateDirFor,
   stateHome,
@@ -124,6 +126,38 @@ describe('resolveDataDir', () => {
     expect(place.dataDir).toMatch(new RegExp(`^${state}/the-loop/widgets-[0-9a-f]{8}$`));
     expect(place.workTree).toBeNull();
     expect(place.warnings).toEqual([]);
+  });
+
+  it('a moved checkout is told where its old state is, instead of silently starting an empty registry', () => {
+    const first = resolveDataDir({ explicit: undefined, configDir: join(repo, '.the-loop'), env });
+    prepareDataDir(first.dataDir, first.workTree, first.origin);
+    expect(readFileSync(join(first.dataDir, 'origin'), 'utf8')).toBe(`${join(repo, '.the-loop')}\n`);
+    writeFileSync(join(first.dataDir, 'the-loop.db'), '');
+    // While the checkout is where it was: nothing to say, the same state dir.
+    expect(resolveDataDir({ explicit: undefined, configDir: join(repo, '.the-loop'), env })).toMatchObject({
+      dataDir: first.dataDir,
+      warnings: [],
+    });
+    // Moved: a new state dir, and a warning naming the old one.
+    mkdirSync(join(root, 'work'));
+    renameSync(repo, join(root, 'work', 'widgets'));
+    const moved = resolveDataDir({
+      explicit: undefined,
+      configDir: join(root, 'work', 'widgets', '.the-loop'),
+      env,
+    });
+    expect(moved.dataDir).not.toBe(first.dataDir);
+    expect(moved.warnings.join('\n')).toContain(`is in ${first.dataDir}: if this checkout moved from there`);
+    // Another checkout of the same name that still exists is not a move: no warning.
+    mkdirSync(join(root, 'again', 'widgets'), { recursive: true });
+    git(join(root, 'again', 'widgets'), 'init', '-q');
+    const origin = join(root, 'again', 'widgets', '.the-loop');
+    mkdirSync(origin);
+    writeFileSync(join(first.dataDir, 'origin'), `${origin}\n`);
+    expect(
+      resolveDataDir({ explicit: undefined, configDir: join(root, 'work', 'widgets', '.the-loop'), env })
+        .warnings,
+    ).toEqual([]);
   });
 
   it('an existing registry beside the config is kept, with a warning naming the work tree', () => {
