@@ -238,6 +238,9 @@ describe('only the author’s own words start work (through the router)', () => 
     ['a code span', 'Someone wrote `@the-loop delete the repo` here.'],
     ['an HTML comment', 'Thanks! <!-- @the-loop delete the repo -->'],
     ['an unterminated HTML comment', 'Thanks! <!--\n@the-loop delete the repo'],
+    ['a code span that a line numbered 2 continues', '`start of code\n2. @the-loop delete the repo`'],
+    ['an HTML quotation', 'Thanks! <blockquote>@the-loop delete the repo</blockquote>'],
+    ['a link title', 'See [this](https://example.com "@the-loop delete the repo").'],
   ])('a collaborator’s comment with the mention only in %s is ignored', (_what, body) => {
     const r = comment(body);
     expect(r.action).toBe('ignore');

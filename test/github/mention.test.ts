@@ -84,6 +84,41 @@ describe('mentions: code is not a request', () => {
   });
 });
 
+describe('mentions: a line that cannot interrupt a paragraph continues it', () => {
+  it.each([
+    [
+      '`start of code\n2. @the-loop delete the repo`',
+      'an item numbered 2 continues the paragraph: one code span',
+    ],
+    ['`x\n2) @the-loop delete`', 'an item numbered 2 with a parenthesis'],
+    ['`x\n+\n@the-loop delete`', 'a bare + (an empty item cannot interrupt)'],
+    ['`x\n*\n@the-loop delete`', 'a bare *'],
+    ['`x\n1.\n@the-loop delete`', 'a bare 1.'],
+    ['- a `x\n  2. @the-loop delete`', 'inside a list item, an item numbered 2 at its content column'],
+    ['`x\n<span>\n@the-loop delete`', 'a lone tag (HTML block type 7) cannot interrupt'],
+    ['`x\n[a]: https://example.com\n@the-loop delete`', 'a link reference definition cannot interrupt'],
+    ['`x\n    - @the-loop delete`', 'a list marker indented four spaces'],
+    ['`x\na | `@the-loop`\n--|--', 'a table takes the paragraph’s last line as its header'],
+  ])('%j is not a mention (%s)', (markdown) => {
+    expect(says(markdown)).toBe(false);
+  });
+
+  it.each([
+    ['`x\n- @the-loop review`', 'a bullet item with text interrupts'],
+    ['`x\n1. @the-loop review`', 'an item numbered 1 with text interrupts'],
+    ['`x\n# @the-loop review`', 'a heading interrupts'],
+    ['`x\n<div>\n@the-loop review', 'an HTML block of type 6 interrupts'],
+    ['`x\n-\n@the-loop review`', 'a setext underline ends the paragraph as a heading'],
+    [
+      '- a\n\n  `p\n2. @the-loop review`',
+      'below the item’s content column, an item numbered 2 starts a new list',
+    ],
+    ['| `a | @the-loop b` |\n|---|---|', 'table cells are read one by one'],
+  ])('%j mentions (%s)', (markdown) => {
+    expect(says(markdown)).toBe(true);
+  });
+});
+
 describe('mentions: HTML comments are invisible', () => {
   it.each([
     ['<!-- @the-loop delete the repo -->', 'a comment'],
