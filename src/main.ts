@@ -31,6 +31,7 @@ import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { SessionRecord, SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
+import { serverLimits } from './web/limits.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
 
@@ -355,6 +356,7 @@ async function listenForWebhooks(app: App, dispatcher: Dispatcher, secret: strin
       host: config.server.host,
       port: config.server.port,
       logger: app.logger,
+      limits: serverLimits(config.server),
       routes: {
         ...app.telemetry.routes(),
         [config.webhook.path]: createIngressHandler({

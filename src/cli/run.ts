@@ -6,6 +6,7 @@ import { acquireLock, currentHolder } from '../dispatch/lock.js';
 import type { TurnEvent } from '../engines/protocols/types.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import type { SessionRecord, TurnRecord } from '../sessions/types.js';
+import { serverLimits } from '../web/limits.js';
 import { type HttpServer, startHttpServer } from '../web/server.js';
 import {
   formatCost,
@@ -204,7 +205,13 @@ async function dispatchOwn(
 async function receiveTelemetry(app: App): Promise<HttpServer | undefined> {
   if (!Object.values(app.loaded.engines).some((e) => e.otel?.enabled)) return undefined;
   const start = (port: number) =>
-    startHttpServer({ host: '127.0.0.1', port, routes: app.telemetry.routes(), logger: app.logger });
+    startHttpServer({
+      host: '127.0.0.1',
+      port,
+      routes: app.telemetry.routes(),
+      logger: app.logger,
+      limits: serverLimits(app.loaded.config.server),
+    });
   let server: HttpServer;
   try {
     server = await start(app.loaded.config.server.port);

@@ -92,6 +92,8 @@ export class GatewayService {
         routes: this.deps.routes,
         // Longer than the handlers' own: an engine waiting on a slow answer is not cut by the listener.
         idleTimeoutMs: config.gateway.idleTimeoutSeconds * 1000 + 30_000,
+        // Two of the largest bodies read whole (a checked model request, a GitHub API call) at once.
+        maxBufferedBytes: 2 * config.gateway.maxBodyBytes,
       });
     } catch (error) {
       if (error instanceof LoopError) throw error;

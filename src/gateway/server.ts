@@ -1,9 +1,10 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LoopError } from '../core/errors.js';
 import type { Logger } from '../log/logger.js';
 import { socketAlive } from '../os/socket.js';
+import { ListenerGuard } from '../web/limits.js';
 import { isTokenShaped } from './tokens.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession } from './types.js';
 
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   routes: GatewayRoutes;
   /** A connection silent this long is closed (long pushes and streams keep theirs busy). */
   idleTimeoutMs: number;
+  /** Bytes of request bodies read whole at once, across both listeners (default 64 MiB). */
+  maxBufferedBytes?: number;
 }
 
 export interface Gateway {
@@ -156,22 +159,32 @@ function listen(server: Server, target: { port: number; host: string } | { path:
   });
 }
 
-function configure(server: Server, idleTimeoutMs: number): void {
-  // Pushes and model streams run long: no whole-request deadline, but a silent connection ends.
-  server.requestTimeout = 0;
-  server.headersTimeout = 20_000;
-  server.keepAliveTimeout = 5_000;
-  server.setTimeout(idleTimeoutMs, (socket) => socket.destroy());
-  // The engines can open connections at will (a hostile model can): past this many, new ones are
-  // closed at once instead of using up the daemon's file descriptors. (Per-client limits and a
-  // cap on buffered bytes are issue 12's.)
-  server.maxConnections = MAX_CONNECTIONS;
+/**
+ * The gateway's listener limits (web/limits.ts), one guard for the TCP port and the Unix socket.
+ * Pushes and model streams run long: no whole-request deadline, but a silent connection ends. The
+ * engines can open connections at will (a hostile model can): past the cap the longest-waiting idle
+ * connection is closed, never a stream in progress, and a newcomer is refused only when every
+ * connection is busy. Bodies read whole (a checked model request, a GitHub API call) share a budget.
+ */
+function gatewayGuard(options: GatewayOptions): ListenerGuard {
+  return new ListenerGuard(
+    {
+      maxConnections: MAX_CONNECTIONS,
+      maxBufferedBytes: options.maxBufferedBytes ?? 64 * 1024 * 1024,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 0,
+      keepAliveTimeoutMs: 5_000,
+      idleTimeoutMs: options.idleTimeoutMs,
+    },
+    options.logger,
+    'the gateway',
+  );
 }
 
-/** Open connections per listener: a few engines' model streams, pushes and gh calls at once. */
+/** Open connections across the gateway's listeners: a few engines' streams, pushes and gh calls. */
 export const MAX_CONNECTIONS = 256;
 
-async function openSocket(options: GatewayOptions, path: string): Promise<Server> {
+async function openSocket(options: GatewayOptions, path: string, guard: ListenerGuard): Promise<Server> {
   try {
     if (lstatSync(path).isSocket()) {
       if (await socketAlive(path)) {
@@ -188,8 +201,7 @@ async function openSocket(options: GatewayOptions, path: string): Promise<Server
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const server = createServer((req, res) => dispatch(options, req, res, true));
-  configure(server, options.idleTimeoutMs);
+  const server = guard.createServer((req, res) => dispatch(options, req, res, true));
   await listen(server, { path });
   chmodSync(path, 0o600);
   return server;
@@ -203,12 +215,12 @@ const closeServer = (server: Server) =>
 
 /** Start the gateway's listeners. A port in use is a clear error (the caller may retry with 0). */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
-  const tcp = createServer((req, res) => dispatch(options, req, res, false));
-  configure(tcp, options.idleTimeoutMs);
+  const guard = gatewayGuard(options);
+  const tcp = guard.createServer((req, res) => dispatch(options, req, res, false));
   await listen(tcp, { port: options.port, host: options.host });
   let unix: Server | undefined;
   try {
-    if (options.socketPath) unix = await openSocket(options, options.socketPath);
+    if (options.socketPath) unix = await openSocket(options, options.socketPath, guard);
   } catch (error) {
     await closeServer(tcp);
     throw error;

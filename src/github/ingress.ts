@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Inbox, NewDelivery } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
-import { readBody, reply } from '../web/server.js';
+import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
+import { reply } from '../web/server.js';
 import type { RouteResult } from './route.js';
 import { verifySignature } from './verify.js';
 
@@ -69,22 +70,22 @@ export function createIngressHandler(options: IngressOptions) {
     }
     if (typeof signature !== 'string')
       return reply(res, 401, 'missing X-Hub-Signature-256 header (is a secret set on the webhook?)');
+    // Checked here before a byte is read (readBodyWithin refuses it too, this says how big it was).
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
       return reply(res, 413, `body of ${declared} bytes is over the limit of ${options.maxBodyBytes}`, {
         connection: 'close',
       });
     }
-    const body = await readBody(req, options.maxBodyBytes);
-    if (body === 'aborted') {
-      logger.warn('webhook request aborted before its body ended', { delivery });
-      return reply(res, 400, 'request body ended early');
-    }
-    if (body === null) {
-      return reply(res, 413, `body is over the limit of ${options.maxBodyBytes} bytes`, {
-        connection: 'close',
+    const read = await readBodyWithin(req, options.maxBodyBytes);
+    if (!read.ok)
+      return refuseBody(res, read.why, {
+        delivery,
+        busy: busyHeaders(req),
+        maxBodyBytes: options.maxBodyBytes,
+        logger,
       });
-    }
+    const body = read.body;
     if (!verifySignature(options.secret, body, signature)) {
       logger.warn('webhook signature mismatch', { delivery, event });
       return reply(res, 401, 'signature does not match (check the webhook secret)');
@@ -130,4 +131,21 @@ export function createIngressHandler(options: IngressOptions) {
     logger.debug('delivery accepted', { delivery, event, action });
     options.onAccepted(delivery);
   };
+}
+
+/** The answer to a body that was not read whole: each cause its own status and reason. */
+function refuseBody(
+  res: ServerResponse,
+  why: BodyRefusal,
+  o: { delivery: string; busy: Record<string, string>; maxBodyBytes: number; logger: Logger },
+): void {
+  if (why === 'too-large') {
+    reply(res, 413, `body is over the limit of ${o.maxBodyBytes} bytes`, { connection: 'close' });
+  } else if (why === 'busy') {
+    o.logger.debug('webhook body refused: no room among the bodies in flight', { delivery: o.delivery });
+    reply(res, 503, 'too many request bodies in flight; try again later', o.busy);
+  } else {
+    o.logger.warn('webhook request aborted before its body ended', { delivery: o.delivery });
+    reply(res, 400, 'request body ended early');
+  }
 }

@@ -4,7 +4,8 @@ import { gunzipSync } from 'node:zlib';
 import type { EnginePreset } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../store/db.js';
-import { type Handler, readBody, reply } from '../web/server.js';
+import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
+import { type Handler, reply } from '../web/server.js';
 import type { Ledger, LedgerEntry } from './ledger.js';
 import { type OtelParse, parseOtlpLogs, parseOtlpMetrics } from './otel.js';
 import { loadKeyFile, sessionPayer } from './payer.js';
@@ -135,10 +136,9 @@ export class TelemetryReceiver {
         connection: 'close',
       });
     }
-    const raw = await readBody(req, max);
-    if (raw === 'aborted') return reply(res, 400, 'request body ended early');
-    if (raw === null)
-      return reply(res, 413, `body is over the limit of ${max} bytes`, { connection: 'close' });
+    const read = await readBodyWithin(req, max);
+    if (!read.ok) return refuseBody(req, res, read.why, max);
+    const raw = read.body;
     let text: string;
     try {
       const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
@@ -238,4 +238,12 @@ export class TelemetryReceiver {
     for (const warning of added.warnings) this.deps.logger.warn(warning, { session: session.id });
     return added.inserted;
   }
+}
+
+/** The answer to a post whose body was not read whole. */
+function refuseBody(req: IncomingMessage, res: ServerResponse, why: BodyRefusal, max: number): void {
+  if (why === 'too-large') reply(res, 413, `body is over the limit of ${max} bytes`, { connection: 'close' });
+  // OTLP exporters retry a 503 after its Retry-After (OTLP/HTTP spec, "Retryable Response Codes").
+  else if (why === 'busy') reply(res, 503, 'too many request bodies in flight', busyHeaders(req));
+  else reply(res, 400, 'request body ended early');
 }

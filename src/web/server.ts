@@ -1,6 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
+import { type ListenerCounts, ListenerGuard, type ListenerLimits } from './limits.js';
 
 export function reply(
   res: ServerResponse,
@@ -18,31 +19,6 @@ export function reply(
   res.end(body);
 }
 
-/** Read the body up to `limit` bytes; null when it is larger (the request is then drained, not kept). */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null | 'aborted'> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > limit) {
-        over = true;
-        parts.length = 0;
-        resolve(null);
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on('end', () => {
-      if (!over) resolve(Buffer.concat(parts, size));
-    });
-    req.on('aborted', () => resolve('aborted'));
-    req.on('error', () => resolve('aborted'));
-  });
-}
-
 export type Handler = (
   req: import('node:http').IncomingMessage,
   res: import('node:http').ServerResponse,
@@ -51,17 +27,24 @@ export type Handler = (
 export interface HttpServer {
   url: string;
   port: number;
+  /** What its listener limits hold and have shed so far. */
+  stats(): ListenerCounts;
   close(): Promise<void>;
 }
 
-/** The daemon's HTTP server: a fixed routing table, nothing served by default. */
+/**
+ * The daemon's HTTP server: a fixed routing table, nothing served by default, under the listener
+ * limits (limits.ts; defaults unless given).
+ */
 export async function startHttpServer(options: {
   host: string;
   port: number;
   routes: Record<string, Handler>;
   logger: Logger;
+  limits?: Partial<ListenerLimits>;
 }): Promise<HttpServer> {
-  const server: Server = createServer((req, res) => {
+  const guard = new ListenerGuard(options.limits, options.logger, 'the HTTP listener (webhook, telemetry)');
+  const server: Server = guard.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
     if (!handler) return reply(res, 404, 'not found');
@@ -70,9 +53,6 @@ export async function startHttpServer(options: {
       reply(res, 500, 'internal error');
     });
   });
-  // Slow-loris guard: a request must arrive whole within this time.
-  server.requestTimeout = 60_000;
-  server.headersTimeout = 20_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
@@ -82,6 +62,7 @@ export async function startHttpServer(options: {
   return {
     url: `http://${host}:${address.port}`,
     port: address.port,
+    stats: () => guard.stats(),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import https from 'node:https';
+import { busyHeaders, readBodyWithin } from '../../web/read-body.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct } from '../types.js';
 import {
   graphqlOutcome,
@@ -67,25 +68,14 @@ function send(res: ServerResponse, status: number, message: string, close = fals
   res.end(body);
 }
 
-/** The whole request body, bounded; 'too-large' past the bound, 'gone' when the client left. */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'too-large' | 'gone'> {
-  if (Number(req.headers['content-length'] ?? 0) > max) return Promise.resolve('too-large');
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        // Stop keeping it; the 413 closes the connection.
-        req.removeAllListeners('data');
-        req.resume();
-        resolve('too-large');
-      } else chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', () => resolve('gone'));
-    req.on('aborted', () => resolve('gone'));
-  });
+/**
+ * The whole request body, bounded and counted against the gateway's body budget (web/limits.ts):
+ * 'too-large' past the bound, 'busy' when the budget has no room, 'gone' when the client left.
+ */
+async function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'too-large' | 'busy' | 'gone'> {
+  const read = await readBodyWithin(req, max);
+  if (read.ok) return read.body;
+  return read.why === 'timeout' ? 'gone' : read.why;
 }
 
 function record(ports: GatewayPorts, session: GatewaySession, list: readonly WireAct[]): void {
@@ -140,6 +130,10 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
     if (body === 'gone') return;
     if (body === 'too-large') {
       return send(res, 413, `[the-loop gateway] request body over ${maxBytes} bytes`, true);
+    }
+    if (body === 'busy') {
+      res.setHeader('retry-after', busyHeaders(req)['retry-after'] ?? '5');
+      return send(res, 503, '[the-loop gateway] too many request bodies in flight; try again', true);
     }
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
     const p = plan(

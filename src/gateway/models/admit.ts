@@ -141,6 +141,8 @@ export async function readChecked(
       return send(res, api, 'too-large', `[the-loop gateway] request body over ${maxBytes} bytes`, true);
     if (read.why === 'timeout')
       return send(res, api, 'timeout', '[the-loop gateway] the request body did not arrive in time', true);
+    if (read.why === 'busy')
+      return send(res, api, 'busy', '[the-loop gateway] too many request bodies in flight; retry', true);
     res.destroy();
     return undefined;
   }

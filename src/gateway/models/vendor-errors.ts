@@ -19,7 +19,15 @@ import type { ModelApi } from '../types.js';
  * a 404 (a model fallback), where 400 and 403 are shown at once.
  */
 
-export type RefusalKind = 'budget' | 'not-allowed' | 'not-found' | 'too-large' | 'bad-gateway' | 'timeout';
+export type RefusalKind =
+  | 'budget'
+  | 'not-allowed'
+  | 'not-found'
+  | 'too-large'
+  | 'bad-gateway'
+  | 'timeout'
+  /** The gateway's body budget is full (web/limits.ts): retried after `Retry-After`. */
+  | 'busy';
 
 export interface VendorError {
   status: number;
@@ -34,6 +42,7 @@ const STATUS: Record<RefusalKind, Record<ModelApi, number>> = {
   'too-large': { anthropic: 413, openai: 413, gemini: 413 },
   'bad-gateway': { anthropic: 502, openai: 502, gemini: 502 },
   timeout: { anthropic: 504, openai: 504, gemini: 504 },
+  busy: { anthropic: 503, openai: 503, gemini: 503 },
 };
 
 /** Anthropic's `error.type` values (https://docs.anthropic.com/en/api/errors). */
@@ -44,6 +53,7 @@ const ANTHROPIC_TYPE: Record<RefusalKind, string> = {
   'too-large': 'request_too_large',
   'bad-gateway': 'api_error',
   timeout: 'api_error',
+  busy: 'overloaded_error',
 };
 
 /** OpenAI's `error.type` / `error.code` (https://platform.openai.com/docs/guides/error-codes). */
@@ -54,6 +64,7 @@ const OPENAI_TYPE: Record<RefusalKind, [string, string | null]> = {
   'too-large': ['invalid_request_error', 'request_too_large'],
   'bad-gateway': ['server_error', null],
   timeout: ['server_error', 'timeout'],
+  busy: ['server_error', 'server_overloaded'],
 };
 
 /** Google's canonical status names (https://cloud.google.com/apis/design/errors). */
@@ -64,6 +75,7 @@ const GEMINI_STATUS: Record<RefusalKind, string> = {
   'too-large': 'INVALID_ARGUMENT',
   'bad-gateway': 'UNAVAILABLE',
   timeout: 'DEADLINE_EXCEEDED',
+  busy: 'UNAVAILABLE',
 };
 
 function bodyOf(api: ModelApi, kind: RefusalKind, status: number, message: string): unknown {
@@ -86,9 +98,11 @@ export function vendorError(api: ModelApi, kind: RefusalKind, message: string): 
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(body)),
   };
-  // Upstream trouble may pass; our refusals will not: tell the Anthropic SDK not to retry them.
-  if (api === 'anthropic')
-    headers['x-should-retry'] = kind === 'bad-gateway' || kind === 'timeout' ? 'true' : 'false';
+  // Upstream trouble and a full gateway may pass; our refusals will not: tell the Anthropic SDK
+  // which to retry. A full gateway also says when (every CLI's SDK reads Retry-After).
+  const passing = kind === 'bad-gateway' || kind === 'timeout' || kind === 'busy';
+  if (api === 'anthropic') headers['x-should-retry'] = passing ? 'true' : 'false';
+  if (kind === 'busy') headers['retry-after'] = '5';
   return { status, headers, body };
 }
 
