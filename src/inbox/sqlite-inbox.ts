@@ -110,7 +110,7 @@ export class SqliteInbox implements Inbox {
       d.event,
       d.action,
       at,
-      d.body,
+      this.scrubBody(d.body),
       status,
       r?.action ?? null,
       r?.workItem ?? null,
@@ -118,6 +118,23 @@ export class SqliteInbox implements Inbox {
       at,
     );
     return info.changes === 1 ? 'accepted' : 'duplicate';
+  }
+
+  /**
+   * A payload holding a secret (an agent that posted a key to GitHub gets it back in the webhook) is
+   * stored with it masked in its string values, re-serialized so that it stays the JSON it was; one
+   * without is stored byte for byte. (The signature was checked on the bytes as they came.)
+   */
+  private scrubBody(body: string): string {
+    const scrub = this.options.scrub;
+    if (!scrub || scrub(body) === body) return body;
+    try {
+      return JSON.stringify(
+        JSON.parse(body, (_key, value) => (typeof value === 'string' ? scrub(value) : value)),
+      );
+    } catch {
+      return scrub(body);
+    }
   }
 
   get(id: string): DeliveryRecord | undefined {
