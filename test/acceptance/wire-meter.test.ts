@@ -124,7 +124,7 @@ describe('a Claude Code session served by the gateway is metered at the wire onl
     expect(totals.notIncluded.unmeteredCount).toBe(0);
     // Claude Code did write the session's transcript — in the session's own config dir (the
     // sandbox gives each session one): there is something to skip.
-    const projects = join(run.dataDir, 'homes', 'github-acme-claude-demo-7', 'claude', 'projects');
+    const projects = join(run.dataDir, 'homes', String(run.show.session.slug), 'claude', 'projects');
     const transcripts = readdirSync(projects, { recursive: true, encoding: 'utf8' }).filter((f) =>
       f.endsWith(`${String(run.show.session.engineSessionId)}.jsonl`),
     );
