@@ -40,7 +40,8 @@ export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
 export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
   const scrubber = new SecretScrubber();
   for (const value of loaded.secretValues) scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
-  for (const value of credentialValues(loaded.engines, env, loaded.config.credentials)) scrubber.add(value);
+  for (const value of credentialValues(loaded.engines, env, loaded.config.credentials))
+    scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
   scrubber.add(loaded.config.webhook.secret);
   // The gateway's capability tokens, whichever process minted them.
   scrubber.addPattern(TOKEN_PATTERN);

@@ -3,6 +3,7 @@ import type { Logger } from '../log/logger.js';
 import { type ByteScrubber, scrubFilesInPlace } from '../log/scrub-files.js';
 
 const MAX_REMEMBERED = 50_000;
+const MAX_NAMED_SKIPS = 10;
 
 /** The tmux launcher's environment file: read whole and deleted by the launcher, never touched. */
 const LAUNCH_ENV_FILE = /^env-[0-9a-f-]{36}\.json$/;
@@ -32,8 +33,13 @@ export function createSessionScrub(deps: {
       for (const { path, ranges } of report.masked) {
         deps.logger.warn('masked secrets an engine left in a file', { path, ranges });
       }
-      for (const { path, reason } of report.skipped) {
-        deps.logger.warn('could not scrub a file of the session', { path, reason });
+      // Counted, with a few named: an engine making a million files must not make a million log lines.
+      if (report.skipped.length > 0) {
+        deps.logger.warn('could not scrub some files of the session', {
+          slug,
+          count: report.skipped.length,
+          first: report.skipped.slice(0, MAX_NAMED_SKIPS),
+        });
       }
     } catch (error) {
       deps.logger.error('could not scrub the files of a session', { slug, error });

@@ -5,10 +5,12 @@ import {
   fstatSync,
   openSync,
   readdirSync,
+  readlinkSync,
   readSync,
+  realpathSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import type { Range } from './secret-index.js';
 
 /**
@@ -32,6 +34,8 @@ export interface FileScrubOptions {
   maxFileBytes?: number;
   /** Files past this count in one scan are left for the next (reported): 20,000 by default. */
   maxFiles?: number;
+  /** Bytes read in one scan; files past it are left for the next (reported): 512 MB by default. */
+  maxScanBytes?: number;
   /** Names never touched: files another process is about to read whole (a launcher's env file). */
   skip?: (name: string) => boolean;
   /** What was found clean, by path: kept by the caller across scans so unchanged files are not read again. */
@@ -55,43 +59,79 @@ export function scrubFilesInPlace(
   options: FileScrubOptions = {},
 ): FileScrubReport {
   const report: FileScrubReport = { scanned: 0, masked: [], skipped: [] };
-  const limits = {
+  const limits: Limits = {
     maxFileBytes: options.maxFileBytes ?? 256 * 1024 * 1024,
     maxFiles: options.maxFiles ?? 20_000,
+    budget: options.maxScanBytes ?? 512 * 1024 * 1024,
   };
-  const visit = (dir: string, depth: number) => {
-    let entries: Dirent[];
+  for (const root of roots) {
+    let real: string;
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      real = realpathSync(root);
     } catch {
-      return; // Gone, or not a directory: nothing to scrub.
+      continue; // Not there (yet): nothing to scrub.
     }
-    for (const entry of entries) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (depth < MAX_DEPTH) visit(path, depth + 1);
-        else report.skipped.push({ path, reason: 'too deep' });
-      } else if (entry.isFile() && !options.skip?.(entry.name)) {
-        if (report.scanned >= limits.maxFiles) {
-          report.skipped.push({ path, reason: 'file limit of one scan reached' });
-          continue;
-        }
-        report.scanned++;
-        scrubFile(path, scrubber, limits.maxFileBytes, options.clean, report);
-      }
-    }
-  };
-  for (const root of roots) visit(root, 0);
+    visit(real, 0, { root: real, scrubber, options, limits, report });
+  }
   return report;
 }
 
-function scrubFile(
-  path: string,
-  scrubber: ByteScrubber,
-  maxBytes: number,
-  clean: Map<string, string> | undefined,
-  report: FileScrubReport,
-): void {
+interface Limits {
+  maxFileBytes: number;
+  maxFiles: number;
+  /** Bytes this scan may still read. */
+  budget: number;
+}
+
+interface Scan {
+  /** The root's real path: nothing outside it is read or written. */
+  root: string;
+  scrubber: ByteScrubber;
+  options: FileScrubOptions;
+  limits: Limits;
+  report: FileScrubReport;
+}
+
+/** The engine writes in these directories while they are walked: a path is trusted only once opened. */
+const inside = (real: string, root: string) =>
+  real === root || real.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+
+function visit(dir: string, depth: number, scan: Scan): void {
+  const { report } = scan;
+  let entries: Dirent[];
+  try {
+    // A directory swapped for a symbolic link since it was listed is not walked into.
+    if (!inside(realpathSync(dir), scan.root)) {
+      report.skipped.push({ path: dir, reason: 'resolves outside the directory scrubbed' });
+      return;
+    }
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Gone is nothing to scrub; unreadable (a mode the engine set) is said, not swallowed.
+    if (code !== 'ENOENT' && code !== 'ENOTDIR')
+      report.skipped.push({ path: dir, reason: `cannot list (${code})` });
+    return;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (depth < MAX_DEPTH) visit(path, depth + 1, scan);
+      else report.skipped.push({ path, reason: 'too deep' });
+    } else if (entry.isFile() && !scan.options.skip?.(entry.name)) {
+      if (report.scanned >= scan.limits.maxFiles) {
+        report.skipped.push({ path, reason: 'file limit of one scan reached' });
+        continue;
+      }
+      report.scanned++;
+      scrubFile(path, scan);
+    }
+  }
+}
+
+function scrubFile(path: string, scan: Scan): void {
+  const { report, limits, scrubber } = scan;
+  const clean = scan.options.clean;
   let fd: number;
   try {
     // No symlink followed (the engine writes in these directories), and a FIFO does not block.
@@ -104,12 +144,18 @@ function scrubFile(
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return;
-    if (st.size > maxBytes) {
-      report.skipped.push({ path, reason: `${st.size} bytes is over the limit of ${maxBytes}` });
+    const why = refusal(fd, st, scan);
+    if (why) {
+      report.skipped.push({ path, reason: why });
       return;
     }
     const stamp = `${st.ino}:${st.size}:${st.mtimeMs}:${scrubber.generation}`;
     if (clean?.get(path) === stamp) return;
+    if (st.size > limits.budget) {
+      report.skipped.push({ path, reason: 'byte budget of one scan reached (left for the next)' });
+      return;
+    }
+    limits.budget -= st.size;
     const bytes = readAll(fd, st.size);
     const ranges = scrubber.byteRanges(bytes.toString('latin1'));
     for (const [start, end] of ranges.map((r) => widen(bytes, r))) {
@@ -121,6 +167,31 @@ function scrubFile(
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Why an opened file is not read: it is outside the root (a directory on its path was swapped for a
+ * symbolic link after it was checked — the descriptor says where it really is), a second name of a
+ * file elsewhere (a hard link), too big, or sparse (gigabytes that cost the engine no disk).
+ */
+function refusal(
+  fd: number,
+  st: { size: number; nlink: number; blocks: number },
+  scan: Scan,
+): string | undefined {
+  let real: string;
+  try {
+    real = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return 'where it really is cannot be told';
+  }
+  if (!inside(real, scan.root)) return 'resolves outside the directory scrubbed';
+  if (st.nlink !== 1) return 'has other names (a hard link)';
+  if (st.size > scan.limits.maxFileBytes)
+    return `${st.size} bytes is over the limit of ${scan.limits.maxFileBytes}`;
+  // Allocated blocks well short of the size: holes, not written bytes.
+  if (st.size > 1024 * 1024 && st.blocks * 512 < st.size / 2) return 'sparse';
+  return undefined;
 }
 
 /** The first `size` bytes of the file (it may grow while it is read: what is past `size` is the next scan's). */

@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
+  chmodSync,
   closeSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -9,6 +11,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -133,6 +136,66 @@ describe('scrubFilesInPlace', () => {
     expect(report.skipped).toEqual([
       { path: join(dir, 'big.log'), reason: expect.stringMatching(/over the limit/) },
     ]);
+  });
+
+  it('writes nothing outside its root when a directory on the path is swapped for a symlink mid-walk', () => {
+    const root = scratch();
+    const outside = scratch();
+    const secretFile = join(outside, 'f.jsonl');
+    writeFileSync(secretFile, record(`the operator's ${KEY}`));
+    const dir = join(root, 'b');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'f.jsonl'), record('harmless'));
+    // The engine's move, timed between the listing of b and the open of b/f.jsonl.
+    const report = scrubFilesInPlace([root], scrubber(), {
+      skip: (name) => {
+        if (name === 'f.jsonl') {
+          rmSync(dir, { recursive: true });
+          symlinkSync(outside, dir);
+        }
+        return false;
+      },
+    });
+    expect(readFileSync(secretFile, 'utf8')).toContain(KEY);
+    expect(report.masked).toEqual([]);
+    expect(report.skipped).toEqual([
+      { path: join(dir, 'f.jsonl'), reason: 'resolves outside the directory scrubbed' },
+    ]);
+  });
+
+  it('leaves hard links, sparse files and files past the byte budget alone, and says so', () => {
+    const root = scratch();
+    const outside = scratch();
+    const elsewhere = join(outside, 'config.yaml');
+    writeFileSync(elsewhere, `webhookSecret: ${KEY}\n`);
+    linkSync(elsewhere, join(root, 'linked'));
+    const sparse = join(root, 'sparse');
+    closeSync(openSync(sparse, 'w'));
+    truncateSync(sparse, 64 * 1024 * 1024);
+    writeFileSync(join(root, 'big.jsonl'), record(`${KEY} ${'x'.repeat(4096)}`));
+    const report = scrubFilesInPlace([root], scrubber(), { maxScanBytes: 1024 });
+    expect(readFileSync(elsewhere, 'utf8')).toContain(KEY);
+    expect(Object.fromEntries(report.skipped.map((s) => [s.path, s.reason]))).toEqual({
+      [join(root, 'linked')]: 'has other names (a hard link)',
+      [sparse]: 'sparse',
+      [join(root, 'big.jsonl')]: 'byte budget of one scan reached (left for the next)',
+    });
+  });
+
+  it('says when a directory cannot be listed instead of passing over it in silence', () => {
+    const root = scratch();
+    const locked = join(root, 'locked');
+    mkdirSync(locked);
+    writeFileSync(join(locked, 'f.jsonl'), record(KEY));
+    chmodSync(locked, 0o000);
+    try {
+      const report = scrubFilesInPlace([root], scrubber());
+      // root can list anything: then the file was read and masked; anyone else is told why not.
+      if (process.getuid?.() === 0) expect(report.masked).toHaveLength(1);
+      else expect(report.skipped).toEqual([{ path: locked, reason: 'cannot list (EACCES)' }]);
+    } finally {
+      chmodSync(locked, 0o700);
+    }
   });
 
   it('reads an unchanged clean file once, and again when it changes or a secret is added', () => {
