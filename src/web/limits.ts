@@ -61,6 +61,10 @@ interface Conn {
   socket: Socket;
   guard: ListenerGuard;
   body: BodyHold | undefined;
+  /** Requests begun and not yet answered (several when a client pipelines). */
+  inFlight: number;
+  /** Requests served: a kept-alive connection is closed when shed, never sent a 503 it could misread. */
+  served: number;
 }
 
 /** A body being read under a guard's budget. */
@@ -124,9 +128,13 @@ export class ListenerGuard {
       const conn = connOf.get(req.socket);
       if (!conn) return;
       this.waiting.delete(req.socket);
+      conn.inFlight++;
       res.once('close', () => {
-        // A keep-alive connection waits for its next request: it is sheddable again, as the newest.
-        if (!conn.socket.destroyed) this.waiting.set(conn.socket, conn);
+        conn.inFlight--;
+        conn.served++;
+        // A keep-alive connection waits for its next request: it is sheddable again, as the newest —
+        // once no pipelined request of it is still being answered.
+        if (conn.inFlight === 0 && !conn.socket.destroyed) this.waiting.set(conn.socket, conn);
       });
     });
     return server;
@@ -213,7 +221,7 @@ export class ListenerGuard {
   }
 
   private connected(socket: Socket): void {
-    const conn: Conn = { socket, guard: this, body: undefined };
+    const conn: Conn = { socket, guard: this, body: undefined, inFlight: 0, served: 0 };
     connOf.set(socket, conn);
     this.open++;
     this.waiting.set(socket, conn);
@@ -243,11 +251,16 @@ export class ListenerGuard {
     }
   }
 
-  /** Close a connection that has no request in progress, telling it when to come back. */
+  /**
+   * Close a connection that has no request in progress, telling it when to come back — unless it was
+   * kept alive after a request: a client reusing it at that moment would read the 503 as the answer
+   * to its new request, so it is only closed (as any idle keep-alive connection may be).
+   */
   private refuse(socket: Socket): void {
     this.waiting.delete(socket);
+    const served = connOf.get(socket)?.served ?? 0;
     // Best effort (a small write goes out at once), not waited for: the descriptor is what counts.
-    if (socket.writable) socket.write(rawBusy(this.limits.retryAfterSeconds));
+    if (served === 0 && socket.writable) socket.write(rawBusy(this.limits.retryAfterSeconds));
     socket.destroy();
   }
 

@@ -209,6 +209,39 @@ describe('connections', () => {
     expect(guard.stats()).toMatchObject({ shedWaiting: 1, refusedConnections: 0 });
   });
 
+  it('a pipelining connection is not idle while a request of it is still being answered', async () => {
+    const { port, guard } = await serve({ maxConnections: 2 });
+    const piped = raw(port, 'GET / HTTP/1.1\r\nHost: t\r\n\r\nGET /hold HTTP/1.1\r\nHost: t\r\n\r\n');
+    await until(
+      'the first answered and the second held',
+      () => piped.got.includes('ok') && releases.length === 1,
+    );
+    const idle = raw(port);
+    await until('two connections', () => guard.stats().open === 2);
+    const late = raw(port);
+    // The connection waiting for its headers is shed, not the one whose second request is held.
+    await idle.closed;
+    expect(piped.socket.destroyed).toBe(false);
+    for (const r of releases.splice(0)) r();
+    await until('the held request to be answered', () => piped.got.includes('released'));
+    expect(piped.got).not.toMatch(/503/);
+    late.socket.destroy();
+  });
+
+  it('sheds a kept-alive connection by closing it, never with a 503 it could take for an answer', async () => {
+    const { port, guard } = await serve({ maxConnections: 2 });
+    const kept = raw(port, 'GET / HTTP/1.1\r\nHost: t\r\n\r\n');
+    await until('the first answer', () => kept.got.includes('ok'));
+    const other = raw(port);
+    await until('two connections', () => guard.stats().open === 2);
+    const late = raw(port);
+    await kept.closed;
+    expect(kept.got).not.toMatch(/503/);
+    expect(guard.stats().shedWaiting).toBe(1);
+    other.socket.destroy();
+    late.socket.destroy();
+  });
+
   it('refuses the newcomer when every connection is busy with a request that reads no body', async () => {
     const { port, guard } = await serve({ maxConnections: 2 });
     const held = [
