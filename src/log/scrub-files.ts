@@ -189,8 +189,9 @@ function refusal(
   if (st.nlink !== 1) return 'has other names (a hard link)';
   if (st.size > scan.limits.maxFileBytes)
     return `${st.size} bytes is over the limit of ${scan.limits.maxFileBytes}`;
-  // Allocated blocks well short of the size: holes, not written bytes.
-  if (st.size > 1024 * 1024 && st.blocks * 512 < st.size / 2) return 'sparse';
+  // Allocated blocks far short of the size: holes, not written bytes (the margin leaves room for a
+  // file system that compresses, which reports the compressed blocks).
+  if (st.size > 8 * 1024 * 1024 && st.blocks * 512 < st.size / 32) return 'sparse';
   return undefined;
 }
 
