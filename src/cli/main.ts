@@ -158,7 +158,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<session>', 'work item or session id')
     .option('-r, --read-only', 'watch without typing')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./sessions.js')).attachSession(app, ref, opts)),
+      withApp(cmd, async (app) => (await import('./sessions-terminal.js')).attachSession(app, ref, opts)),
     );
   sessions
     .command('keys')
@@ -169,7 +169,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<keys...>', 'keys, e.g. Escape Up y Enter')
     .option('--json', 'JSON output')
     .action(async (ref: string, keys: string[], opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./sessions.js')).keysCommand(app, io, ref, keys, opts)),
+      withApp(cmd, async (app) =>
+        (await import('./sessions-terminal.js')).keysCommand(app, io, ref, keys, opts),
+      ),
     );
   sessions
     .command('send')
