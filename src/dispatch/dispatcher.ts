@@ -1,58 +1,13 @@
 import { describeError, LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
 import type { RouteResult } from '../github/route.js';
-import type { DeliveryRecord, Inbox } from '../inbox/types.js';
-import type { Logger } from '../log/logger.js';
+import type { DeliveryRecord } from '../inbox/types.js';
 import { SHUTDOWN } from '../runners/runner.js';
-import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
-import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
+import type { TurnResult } from '../sessions/turn-service.js';
+import type { TurnRecord } from '../sessions/types.js';
+import type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
 
-/** What a manual delivery (`the-loop run`) carries in its body. */
-export interface ManualBody {
-  workItem: string;
-  prompt: string;
-  engine?: string | undefined;
-  runner?: string | undefined;
-  cwd?: string | undefined;
-}
-
-export interface DispatcherDeps {
-  inbox: Inbox;
-  store: SessionStore;
-  runTurn: (request: TurnRequest) => Promise<TurnResult>;
-  /**
-   * Follow a turn an earlier process left running (a tmux TUI outlives its daemon) to its end.
-   * undefined: it could not be adopted (the turn is then recorded lost and its delivery runs again).
-   */
-  adoptTurn?: (
-    turn: TurnRecord,
-    request: Pick<TurnRequest, 'signal' | 'onEvent' | 'onSession'>,
-  ) => Promise<TurnResult | undefined>;
-  /**
-   * Why deliveries to this work item's active session must wait (its hold: over budget, …), or
-   * undefined. Called before a delivery is claimed; it may put the hold on (a ceiling reached).
-   */
-  heldReason?: (workItem: string) => string | undefined;
-  /** Check an active session's runner resource before a turn; returns it updated (lost, ended). */
-  checkSession?: (session: SessionRecord) => Promise<SessionRecord>;
-  /** Pure router for GitHub deliveries. */
-  route: (event: string, payload: unknown) => RouteResult;
-  logger: Logger;
-  concurrency: number;
-  closeGraceMs: number;
-  pollMs: number;
-  /** Resolve a session's working directory for a routed event (checkout, or a per-item worktree). */
-  workspace?: (route: Extract<RouteResult, { action: 'start' | 'deliver' }>) => Promise<string>;
-  /** Called when a session closes (remove its worktree...). Returns a note for the log. */
-  onClose?: (workItem: string, session: SessionRecord | undefined) => Promise<string | undefined>;
-  /** Observe turn events of running deliveries (`the-loop run` following its own). */
-  onEvent?: TurnRequest['onEvent'];
-  onSession?: TurnRequest['onSession'];
-  /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around)… */
-  only?: string | undefined;
-  /** …and none that arrived after this one (later ones are left for whoever dispatches next). */
-  upTo?: string | undefined;
-}
+export type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
 
 interface Claim {
   deliveryId: string;
