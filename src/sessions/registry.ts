@@ -5,6 +5,17 @@ import type { CredentialKind } from '../engines/preset.js';
 import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './registry-rows.js';
+import {
+  insertTurnEvent,
+  lastEventSeq,
+  markTurnLost,
+  orphanTurns,
+  ownerGone,
+  readTurn,
+  readTurnEvents,
+  runningTurns,
+  writeTurnEnd,
+} from './registry-turns.js';
 import { planSlug, type SlugUse, slugCollision } from './slug.js';
 import type {
   BudgetRaise,
@@ -20,6 +31,9 @@ import type {
   TurnGuard,
   TurnRecord,
 } from './types.js';
+
+// The turn side's SQL lives in registry-turns.ts; `recordUnmeteredTurn` stays importable from here.
+export { recordUnmeteredTurn } from './registry-turns.js';
 
 const isUniqueViolation = (error: unknown): boolean =>
   error instanceof Error && 'code' in error && String(error.code).startsWith('SQLITE_CONSTRAINT');
@@ -276,9 +290,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   private turn(id: number): TurnRecord {
-    const row = this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
-    if (!row) throw new LoopError('internal', `no turn ${id}`);
-    return toTurn(row);
+    return readTurn(this.db, id);
   }
 
   setTurnPid(turnId: number, pid: number): void {
@@ -286,48 +298,13 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   appendEvent(turnId: number, event: TurnEvent): void {
-    let seq = this.eventSeq.get(turnId);
-    if (seq === undefined) {
-      seq = (
-        this.db
-          .prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM turn_events WHERE turn_id = ?')
-          .get(turnId) as { n: number }
-      ).n;
-    }
-    seq += 1;
+    const seq = (this.eventSeq.get(turnId) ?? lastEventSeq(this.db, turnId)) + 1;
     this.eventSeq.set(turnId, seq);
-    this.db
-      .prepare('INSERT INTO turn_events (turn_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)')
-      .run(turnId, seq, this.now(), event.type, this.options.scrub(JSON.stringify(event)));
+    insertTurnEvent(this.db, turnId, seq, this.now(), event, this.options.scrub(JSON.stringify(event)));
   }
 
   finishTurn(turnId: number, end: TurnEnd): TurnRecord {
-    const u = end.usage;
-    this.db
-      .prepare(
-        `UPDATE turns SET status = ?, end_reason = ?, ended_at = ?, exit_code = ?, exit_signal = ?, model = ?,
-           input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?, reasoning_tokens = ?,
-           cost_usd = ?, cost_basis = ?, error = ?, warnings = ?
-         WHERE id = ?`,
-      )
-      .run(
-        end.status,
-        end.endReason,
-        end.endedAt,
-        end.exitCode,
-        end.exitSignal,
-        end.model,
-        u?.inputTokens ?? null,
-        u?.outputTokens ?? null,
-        u?.cacheReadTokens ?? null,
-        u?.cacheCreationTokens ?? null,
-        u?.reasoningTokens ?? null,
-        end.costUsd,
-        end.costUsd === null ? null : 'engine-reported',
-        end.error === null ? null : this.options.scrub(end.error),
-        end.warnings?.length ? this.options.scrub(JSON.stringify(end.warnings)) : null,
-        turnId,
-      );
+    writeTurnEnd(this.db, turnId, end, this.options.scrub);
     this.eventSeq.delete(turnId);
     return this.turn(turnId);
   }
@@ -345,18 +322,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   events(turnId: number): StoredEvent[] {
-    const rows = this.db.prepare('SELECT * FROM turn_events WHERE turn_id = ? ORDER BY seq').all(turnId) as {
-      turn_id: number;
-      seq: number;
-      at: string;
-      data: string;
-    }[];
-    return rows.map((r) => ({
-      turnId: r.turn_id,
-      seq: r.seq,
-      at: r.at,
-      event: JSON.parse(r.data) as TurnEvent,
-    }));
+    return readTurnEvents(this.db, turnId);
   }
 
   recoverLostTurns(
@@ -364,20 +330,8 @@ export class SqliteSessionStore implements SessionStore {
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options: { skipRunners?: readonly string[] } = {},
   ): number {
-    const running = this.db
-      .prepare(
-        `SELECT t.id, t.owner_pid, t.pid, t.started_at, s.runner FROM turns t
-           JOIN sessions s ON s.id = t.session_id WHERE t.status = 'running'`,
-      )
-      .all() as {
-      id: number;
-      owner_pid: number | null;
-      pid: number | null;
-      started_at: string;
-      runner: string;
-    }[];
     let lost = 0;
-    for (const turn of running) {
+    for (const turn of runningTurns(this.db)) {
       if (options.skipRunners?.includes(turn.runner)) continue;
       if (!ownerGone(turn.owner_pid, isAlive)) continue;
       this.markTurnLost(turn.id, 'the process running this turn ended without recording its end');
@@ -388,44 +342,10 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT t.*, s.runner AS session_runner FROM turns t JOIN sessions s ON s.id = t.session_id
-           WHERE t.status = 'running' ORDER BY t.id`,
-      )
-      .all() as (TurnRow & { session_runner: string })[];
-    return rows
-      .filter((row) => runners.includes(row.session_runner) && ownerGone(row.owner_pid, isAlive))
-      .map(toTurn);
+    return orphanTurns(this.db, isAlive, runners);
   }
 
   markTurnLost(turnId: number, error: string): void {
-    const at = this.now();
-    this.db.transaction(() => {
-      const info = this.db
-        .prepare(
-          "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
-        )
-        .run(at, error, turnId);
-      // Whatever it used before its owner died was not measured: the ledger says so (invariant 2).
-      if (info.changes > 0) recordUnmeteredTurn(this.db, turnId, at, `lost: ${error}`);
-    })();
+    markTurnLost(this.db, turnId, this.now(), error);
   }
-}
-
-/**
- * Our own pid is never a live owner at recovery: this process has not begun a turn yet, so a match
- * is an earlier life of the same pid (a restarted container).
- */
-function ownerGone(owner: number | null, isAlive: (pid: number) => boolean): boolean {
-  return owner === null || owner === process.pid || !isAlive(owner);
-}
-
-/** A turn nothing measured, in the ledger's unmetered runs (once per turn). */
-export function recordUnmeteredTurn(db: Db, turnId: number, at: string, reason: string): void {
-  db.prepare(
-    `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
-       SELECT ?, s.id, s.work_item, t.id, s.engine, s.runner, ? FROM turns t JOIN sessions s ON s.id = t.session_id
-       WHERE t.id = ? ON CONFLICT (turn_id) DO NOTHING`,
-  ).run(at, reason, turnId);
 }

@@ -1,0 +1,150 @@
+import { LoopError } from '../core/errors.js';
+import type { TurnEvent } from '../engines/protocols/types.js';
+import type { Db } from '../store/db.js';
+import { type TurnRow, toTurn } from './registry-rows.js';
+import type { StoredEvent, TurnEnd, TurnRecord } from './types.js';
+
+/**
+ * The turn side of the session registry's SQL: a turn's events, its end, and turns whose owner died.
+ * Plain functions of the Db; `SqliteSessionStore` (registry.ts) holds the state and delegates here.
+ */
+
+export function readTurn(db: Db, id: number): TurnRecord {
+  const row = db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+  if (!row) throw new LoopError('internal', `no turn ${id}`);
+  return toTurn(row);
+}
+
+/** The highest event seq stored for a turn (0 when it has none). */
+export function lastEventSeq(db: Db, turnId: number): number {
+  return (
+    db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM turn_events WHERE turn_id = ?').get(turnId) as {
+      n: number;
+    }
+  ).n;
+}
+
+/** Store one event; `data` is the event's JSON, already scrubbed. */
+export function insertTurnEvent(
+  db: Db,
+  turnId: number,
+  seq: number,
+  at: string,
+  event: TurnEvent,
+  data: string,
+): void {
+  db.prepare('INSERT INTO turn_events (turn_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)').run(
+    turnId,
+    seq,
+    at,
+    event.type,
+    data,
+  );
+}
+
+export function readTurnEvents(db: Db, turnId: number): StoredEvent[] {
+  const rows = db.prepare('SELECT * FROM turn_events WHERE turn_id = ? ORDER BY seq').all(turnId) as {
+    turn_id: number;
+    seq: number;
+    at: string;
+    data: string;
+  }[];
+  return rows.map((r) => ({
+    turnId: r.turn_id,
+    seq: r.seq,
+    at: r.at,
+    event: JSON.parse(r.data) as TurnEvent,
+  }));
+}
+
+/** Record a turn's end; every engine string passes through `scrub`. */
+export function writeTurnEnd(db: Db, turnId: number, end: TurnEnd, scrub: (text: string) => string): void {
+  const u = end.usage;
+  db.prepare(
+    `UPDATE turns SET status = ?, end_reason = ?, ended_at = ?, exit_code = ?, exit_signal = ?, model = ?,
+       input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?, reasoning_tokens = ?,
+       cost_usd = ?, cost_basis = ?, error = ?, warnings = ?
+     WHERE id = ?`,
+  ).run(
+    end.status,
+    end.endReason,
+    end.endedAt,
+    end.exitCode,
+    end.exitSignal,
+    end.model,
+    u?.inputTokens ?? null,
+    u?.outputTokens ?? null,
+    u?.cacheReadTokens ?? null,
+    u?.cacheCreationTokens ?? null,
+    u?.reasoningTokens ?? null,
+    end.costUsd,
+    end.costUsd === null ? null : 'engine-reported',
+    end.error === null ? null : scrub(end.error),
+    end.warnings?.length ? scrub(JSON.stringify(end.warnings)) : null,
+    turnId,
+  );
+}
+
+/** The running turns, with their session's runner. */
+export function runningTurns(
+  db: Db,
+): { id: number; owner_pid: number | null; pid: number | null; started_at: string; runner: string }[] {
+  return db
+    .prepare(
+      `SELECT t.id, t.owner_pid, t.pid, t.started_at, s.runner FROM turns t
+         JOIN sessions s ON s.id = t.session_id WHERE t.status = 'running'`,
+    )
+    .all() as {
+    id: number;
+    owner_pid: number | null;
+    pid: number | null;
+    started_at: string;
+    runner: string;
+  }[];
+}
+
+/** Running turns of the given runners whose owner process is gone. */
+export function orphanTurns(
+  db: Db,
+  isAlive: (pid: number) => boolean,
+  runners: readonly string[],
+): TurnRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT t.*, s.runner AS session_runner FROM turns t JOIN sessions s ON s.id = t.session_id
+         WHERE t.status = 'running' ORDER BY t.id`,
+    )
+    .all() as (TurnRow & { session_runner: string })[];
+  return rows
+    .filter((row) => runners.includes(row.session_runner) && ownerGone(row.owner_pid, isAlive))
+    .map(toTurn);
+}
+
+export function markTurnLost(db: Db, turnId: number, at: string, error: string): void {
+  db.transaction(() => {
+    const info = db
+      .prepare(
+        "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
+      )
+      .run(at, error, turnId);
+    // Whatever it used before its owner died was not measured: the ledger says so (invariant 2).
+    if (info.changes > 0) recordUnmeteredTurn(db, turnId, at, `lost: ${error}`);
+  })();
+}
+
+/**
+ * Our own pid is never a live owner at recovery: this process has not begun a turn yet, so a match
+ * is an earlier life of the same pid (a restarted container).
+ */
+export function ownerGone(owner: number | null, isAlive: (pid: number) => boolean): boolean {
+  return owner === null || owner === process.pid || !isAlive(owner);
+}
+
+/** A turn nothing measured, in the ledger's unmetered runs (once per turn). */
+export function recordUnmeteredTurn(db: Db, turnId: number, at: string, reason: string): void {
+  db.prepare(
+    `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
+       SELECT ?, s.id, s.work_item, t.id, s.engine, s.runner, ? FROM turns t JOIN sessions s ON s.id = t.session_id
+       WHERE t.id = ? ON CONFLICT (turn_id) DO NOTHING`,
+  ).run(at, reason, turnId);
+}
