@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import type { App } from '../main.js';
+import type { Io } from './io.js';
+import { intOption } from './options.js';
+
+/** Runs a command with the app opened (and closed after), setting the exit code. */
+export type WithApp = (cmd: Command, fn: (app: App) => Promise<number> | number) => Promise<void>;
+
+/** `the-loop sessions …`: see, follow, drive and end sessions. */
+export function addSessionsCommands(program: Command, io: Io, withApp: WithApp): void {
+  const sessions = program.command('sessions').description('see, follow and end sessions');
+  sessions
+    .command('list')
+    .description('active sessions (--all: closed ones too)')
+    .option('-a, --all', 'include closed sessions')
+    .option('-w, --work-item <ref>', 'only this work item')
+    .option('--json', 'JSON output')
+    .action(async (opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions.js')).listSessions(app.store, io, opts)),
+    );
+  sessions
+    .command('show')
+    .description('one session and its turns')
+    .argument('<session>', 'work item or session id')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => {
+        const { listActs } = await import('../acts/audit.js');
+        return (await import('./sessions.js')).showSession(app.store, io, ref, opts, (id) =>
+          listActs(app.db, { sessionId: id }),
+        );
+      }),
+    );
+  sessions
+    .command('logs')
+    .description("a session's recorded turn events")
+    .argument('<session>', 'work item or session id')
+    .option('-t, --turn <n>', 'only this turn', intOption('--turn', 1, 1_000_000))
+    .option('--json', 'JSON lines output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions.js')).sessionLogs(app.store, io, ref, opts)),
+    );
+  sessions
+    .command('attach')
+    .description('join a tmux-runner session in this terminal (tmux attach; detach with C-b d)')
+    .argument('<session>', 'work item or session id')
+    .option('-r, --read-only', 'watch without typing')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions-terminal.js')).attachSession(app, ref, opts)),
+    );
+  sessions
+    .command('keys')
+    .description(
+      'press keys in a tmux-runner session or the running turn of a pty engine (named keys like Escape Up Enter C-c; other words typed as text)',
+    )
+    .argument('<session>', 'work item or session id')
+    .argument('<keys...>', 'keys, e.g. Escape Up y Enter')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, keys: string[], opts, cmd: Command) =>
+      withApp(cmd, async (app) =>
+        (await import('./sessions-terminal.js')).keysCommand(app, io, ref, keys, opts),
+      ),
+    );
+  sessions
+    .command('send')
+    .description("send text to a work item's session as its next turn (queued like a webhook)")
+    .argument('<session>', 'work item')
+    .argument('<text...>', 'the text')
+    .option('--json', 'JSON lines output')
+    .action(async (ref: string, words: string[], opts, cmd: Command) =>
+      withApp(cmd, async (app) =>
+        (await import('./run.js')).runCommand(app, io, ref, words.join(' '), { json: opts.json }),
+      ),
+    );
+  sessions
+    .command('resume')
+    .description('release a held session (over budget: raise its ceiling with --raise)')
+    .argument('<work-item|session-id>')
+    .option('--raise <amount>', 'raise the ceiling that was reached by this much (turns, tokens or dollars)')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) => (await import('./sessions.js')).resumeSession(app, io, ref, opts)),
+    );
+  sessions
+    .command('close')
+    .description('end a session (its history is kept)')
+    .argument('<session>', 'work item or session id')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) =>
+        (await import('./sessions.js')).closeSession(app.store, app.runners, io, ref, opts),
+      ),
+    );
+}
