@@ -1,0 +1,211 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LoopError } from '../../core/errors.js';
+import { buildInteractiveArgv } from '../../engines/args.js';
+import { answerFirstRun } from '../../engines/first-run.js';
+import { whichBinary } from '../../engines/which.js';
+import { type RunOutcome, SHUTDOWN } from '../runner.js';
+import { claudeHookSettings, type NextResult, writeSettingsFile } from './claude-hooks.js';
+import { watchPane } from './tmux-follow.js';
+import {
+  saveState,
+  sleep,
+  type TmuxRunnerOptions,
+  type TurnContext,
+  tuiOutcome,
+} from './tmux-session-state.js';
+
+/**
+ * A TUI started under another guard than this turn's (no sandbox, no gateway, another permission
+ * mode — before an upgrade or a config change) keeps its own: it holds what it was given then. It
+ * is ended rather than trusted; the session is lost and the next delivery starts a new one.
+ */
+export async function retire(options: TmuxRunnerOptions, ctx: TurnContext): Promise<RunOutcome> {
+  await options.tmux.killSession(ctx.target);
+  const reason =
+    'its TUI was started under another guard (sandbox, gateway or permission mode) than the config now asks for';
+  options.logger.warn('ended a TUI started under another guard', { target: ctx.target });
+  return tuiOutcome({
+    ok: false,
+    endReason: 'error',
+    error: `${reason}: it was ended and nothing was pasted; the next delivery starts a new session`,
+    sessionGone: { status: 'lost', reason },
+  });
+}
+
+/**
+ * Start the TUI and wait until it reports ready (SessionStart with our session id). The pane is
+ * kept after an early exit (`remain-on-exit` until ready) so the failure can be shown. Returns a
+ * failed outcome (the session is then lost) when the engine exits or never gets ready.
+ */
+export async function spawn(options: TmuxRunnerOptions, ctx: TurnContext): Promise<RunOutcome | undefined> {
+  const { command, sandboxed } = engineCommand(options, ctx);
+  const envFile = await startSession(options, ctx, command, sandboxed);
+  if (!ctx.hooks) return undefined;
+  return await awaitReady(options, ctx, envFile);
+}
+
+/** The engine's command line (wrapped in the sandbox if there is one), with its hook settings written. */
+function engineCommand(
+  options: TmuxRunnerOptions,
+  ctx: TurnContext,
+): { command: string[]; sandboxed: boolean } {
+  const { input, target, dir } = ctx;
+  const { preset } = input;
+  const binary = whichBinary(preset.binary, input.env.PATH, input.cwd);
+  if (!binary) throw new LoopError('binary-missing', `engine binary not found: ${preset.binary}`);
+  const eventsFile = join(dir, 'hooks.jsonl');
+  const settingsFile =
+    preset.interactive?.hooks === 'claude-settings'
+      ? writeSettingsFile(
+          dir,
+          claudeHookSettings({
+            node: process.execPath,
+            hookScript: options.hookScript,
+            eventsFile,
+            preToolUse: input.preToolHook,
+          }),
+        )
+      : undefined;
+  if (preset.interactive?.firstRun) {
+    const note = answerFirstRun(preset.interactive.firstRun, input.env, input.cwd);
+    if (note) options.logger.info('pre-answered first-run dialogs', { target, note });
+  }
+  const engineArgv = [binary, ...buildInteractiveArgv(preset, ctx.sessionId, settingsFile)];
+  // The sandbox wraps the engine on the pane's terminal (the launcher outside it reads the env file).
+  const wrap = input.sandbox?.({ terminal: true });
+  const command = wrap ? [wrap.file, ...wrap.args, ...engineArgv] : engineArgv;
+  // tmux reads an argument that ends in `;` as the end of a command: none of ours may.
+  const split = command.find((a) => a.endsWith(';'));
+  if (split !== undefined) {
+    throw new LoopError(
+      'config-invalid',
+      `cannot start the engine in tmux: an argument ends in ";" (${split})`,
+      {
+        hint: 'Rename the path or argument so it does not end in a semicolon.',
+      },
+    );
+  }
+  return { command, sandboxed: wrap !== undefined };
+}
+
+/** Create the detached tmux session running the launcher; returns the env file it was given. */
+async function startSession(
+  options: TmuxRunnerOptions,
+  ctx: TurnContext,
+  command: string[],
+  sandboxed: boolean,
+): Promise<string> {
+  const { input, target, dir, hooks } = ctx;
+  // The environment travels in a 0600 file the launcher deletes: never argv, never typed.
+  const envFile = join(dir, `env-${randomUUID()}.json`);
+  writeFileSync(envFile, JSON.stringify({ ...input.env, TERM: 'xterm-256color' }), { mode: 0o600 });
+  const pane = `=${target}:`;
+  const created = await options.tmux.run([
+    'new-session',
+    '-d',
+    '-s',
+    target,
+    '-c',
+    input.cwd,
+    '-x',
+    String(options.width),
+    '-y',
+    String(options.height),
+    '--',
+    process.execPath,
+    options.launcher,
+    envFile,
+    ...(sandboxed ? ['--sandboxed'] : []),
+    ...command,
+    // Same tmux command, so it applies before the program can exit: keep its last screen.
+    ...(hooks ? [';', 'set-option', '-w', '-t', pane, 'remain-on-exit', 'on'] : []),
+  ]);
+  if (!created.ok) {
+    rmSync(envFile, { force: true });
+    throw new LoopError(
+      'internal',
+      `tmux could not start ${target}: ${created.stderr.trim() || `exit ${created.code}`}`,
+    );
+  }
+  options.logger.info('tmux session started', { target });
+  ctx.state.launchKey = input.launchKey;
+  saveState(dir, ctx.state);
+  return envFile;
+}
+
+/** Wait for the engine's SessionStart while its pane is watched; a failed start is reported. */
+async function awaitReady(
+  options: TmuxRunnerOptions,
+  ctx: TurnContext,
+  envFile: string,
+): Promise<RunOutcome | undefined> {
+  const { input, target } = ctx;
+  const hooks = ctx.hooks as NonNullable<TurnContext['hooks']>;
+  const died = new AbortController();
+  const watching = watchPane(options, target, died.signal, () => died.abort());
+  const signals = input.signal ? [died.signal, input.signal] : [died.signal];
+  let ready: NextResult;
+  let exited: boolean;
+  try {
+    ready = await hooks.next(
+      { event: 'SessionStart', sessionId: ctx.sessionId },
+      { timeoutMs: options.readyMs, signal: AbortSignal.any(signals) },
+    );
+  } finally {
+    exited = died.signal.aborted;
+    died.abort();
+    await watching;
+    if (existsSync(envFile)) rmSync(envFile, { force: true });
+  }
+  if (ready.ok) {
+    await options.tmux.run(['set-option', '-w', '-u', '-t', `=${target}:`, 'remain-on-exit']);
+    return undefined;
+  }
+  if (!exited && ready.reason === 'aborted' && input.signal?.reason === SHUTDOWN) {
+    // The daemon is stopping while the TUI starts: leave it; the delivery runs again on the next
+    // start and finds it (and keeps remain-on-exit until then: a failed start stays visible).
+    return tuiOutcome({ ok: false, endReason: 'cancel', error: null, detached: true });
+  }
+  return await failedStart(options, ctx, ready.reason === 'aborted', exited);
+}
+
+/** The engine exited or never got ready: its last screen is kept in the error, its session ended. */
+async function failedStart(
+  options: TmuxRunnerOptions,
+  ctx: TurnContext,
+  aborted: boolean,
+  exited: boolean,
+): Promise<RunOutcome> {
+  const { input, target } = ctx;
+  const { preset } = input;
+  const { tmux } = options;
+  let state = exited ? await tmux.paneState(target) : undefined;
+  // tmux may mark the pane dead before it has the exit status (and sometimes never gets it).
+  for (let i = 0; i < 10 && state?.state === 'dead' && state.status === null; i++) {
+    await sleep(100);
+    state = await tmux.paneState(target);
+  }
+  // With history: tmux scrolls a dead pane's output up to print its "Pane is dead" line.
+  const screen = await tmux.capturePane(target, { history: true }).catch(() => '');
+  await tmux.killSession(target);
+  // The last lines with text, without tmux's own "Pane is dead" line (remain-on-exit).
+  // Scrubbed whole before it is cut: a secret on screen is neither stored nor cut in half.
+  const scrubbed = input.scrub ? input.scrub(screen) : screen;
+  const lines = scrubbed.split('\n').filter((l) => l.trim() !== '' && !/^Pane is dead \(/.test(l));
+  const last = lines.slice(-3).join(' | ').slice(0, 300) || '(empty)';
+  const why = exited
+    ? `${preset.binary} exited${state?.state === 'dead' && state.status !== null ? ` with status ${state.status}` : ''} before it was ready`
+    : aborted
+      ? `${preset.binary} was stopped before it was ready`
+      : `${preset.binary} did not report ready within ${Math.round(options.readyMs / 1000)} s`;
+  return tuiOutcome({
+    ok: false,
+    endReason: aborted && !exited ? 'cancel' : 'error',
+    exitCode: state?.state === 'dead' ? state.status : null,
+    error: `${why} in ${target}. Last screen: ${last}${exited ? '' : " — first-run dialogs must be answered in the engine's config dir (see docs/engines.md)"}`,
+    stoppedBy: exited ? 'exit' : 'SIGKILL',
+    sessionGone: { status: 'lost', reason: `${why} in ${target}` },
+  });
+}
