@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { within } from '../os/path-within.js';
 import type { State } from './context.js';
 import type { Arg } from './expand.js';
 import { fold } from './unicode.js';
@@ -20,10 +21,7 @@ export interface Location {
 const TOPLEVEL = /^\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)/;
 const HOME_VAR = /^(\$HOME|\$\{HOME\})(?=\/|$)/;
 
-export function within(path: string, root: string): boolean {
-  if (root === '/') return true;
-  return path === root || path.startsWith(`${root}/`);
-}
+export { within };
 
 /** A path as written, resolved against `cwd`; undefined when it depends on something unknown. */
 export function resolvePath(

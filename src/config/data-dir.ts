@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
 
 /**
@@ -99,10 +99,6 @@ export function findWorkTree(path: string): string | null {
     dir = parent;
   }
 }
-
-/** True when `path` is `root` or below it. */
-export const isWithin = (path: string, root: string): boolean =>
-  path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 
 export interface ResolvedDataDir extends DataDirChoice {
   /** The git work tree the data dir is in, or null. */

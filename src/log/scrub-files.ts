@@ -10,7 +10,8 @@ import {
   realpathSync,
   writeSync,
 } from 'node:fs';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
+import { within } from '../os/path-within.js';
 import type { Range } from './secret-index.js';
 
 /**
@@ -92,16 +93,12 @@ interface Scan {
   report: FileScrubReport;
 }
 
-/** The engine writes in these directories while they are walked: a path is trusted only once opened. */
-const inside = (real: string, root: string) =>
-  real === root || real.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
-
 function visit(dir: string, depth: number, scan: Scan): void {
   const { report } = scan;
   let entries: Dirent[];
   try {
     // A directory swapped for a symbolic link since it was listed is not walked into.
-    if (!inside(realpathSync(dir), scan.root)) {
+    if (!within(realpathSync(dir), scan.root)) {
       report.skipped.push({ path: dir, reason: 'resolves outside the directory scrubbed' });
       return;
     }
@@ -185,7 +182,7 @@ function refusal(
   } catch {
     return 'where it really is cannot be told';
   }
-  if (!inside(real, scan.root)) return 'resolves outside the directory scrubbed';
+  if (!within(real, scan.root)) return 'resolves outside the directory scrubbed';
   if (st.nlink !== 1) return 'has other names (a hard link)';
   if (st.size > scan.limits.maxFileBytes)
     return `${st.size} bytes is over the limit of ${scan.limits.maxFileBytes}`;

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import { LoopError } from '../core/errors.js';
+import { within } from '../os/path-within.js';
 
 /**
  * Paths for the sandbox: what to hide by default, how configured paths expand, and the one check
@@ -209,8 +210,7 @@ export function assertPlainPath(path: string, what: string): string {
 
 /** Whether `path` is `dir` or inside it (both normalised). */
 export function isWithin(dir: string, path: string): boolean {
-  if (dir === '/') return true;
-  return path === dir || path.startsWith(`${dir}/`);
+  return within(path, dir);
 }
 
 /** Number of components: `/` is 0, `/a` 1, `/a/b` 2. */
