@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Policy } from './acts/decide.js';
 import type { LoadedConfig } from './config/load.js';
+import type { SessionStore } from './core/ports/sessions.js';
 import { createGatewayPorts } from './gateway/daemon-ports.js';
 import { createGitHandler } from './gateway/git/git-proxy.js';
 import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
@@ -13,7 +14,6 @@ import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap } from './sandbox/detect.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
-import type { SessionStore } from './sessions/types.js';
 import type { Db } from './store/db.js';
 import { type GitRunner, gitRunner } from './workspaces/git-runner.js';
 

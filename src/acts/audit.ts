@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
+import type { TurnEvent } from '../core/events.js';
+import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../core/ports/sessions.js';
 import { oneLine } from '../core/text.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
 import type { Logger } from '../log/logger.js';
-import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
 import { SAFE_GIT_ARGS, safeGitEnv } from '../workspaces/git-runner.js';
 import { type ActOutcome, listActs, saveActs } from './act-store.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import type { Inbox } from '../core/ports/inbox.js';
 import { KEEP_FOREVER } from '../inbox/retention.js';
-import type { Inbox } from '../inbox/types.js';
 import type { App } from '../main.js';
 import { formatInt } from './format.js';
 import { EXIT, type Io } from './io.js';

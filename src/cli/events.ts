@@ -1,4 +1,4 @@
-import type { DeliveryRecord, DeliveryStatus } from '../inbox/types.js';
+import type { DeliveryRecord, DeliveryStatus } from '../core/ports/inbox.js';
 import type { App } from '../main.js';
 import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';

@@ -1,7 +1,7 @@
+import type { Usage } from '../core/events.js';
+import type { TurnGuard, TurnRecord } from '../core/ports/sessions.js';
 import { stripControls } from '../core/text.js';
-import type { Usage } from '../engines/protocols/types.js';
 import { totalTokens } from '../ledger/usage.js';
-import type { TurnGuard, TurnRecord } from '../sessions/types.js';
 
 export const formatInt = (n: number): string => n.toLocaleString('en-US');
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
+import type { TurnEvent } from '../core/events.js';
+import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { acquireLock, currentHolder } from '../dispatch/lock.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
-import type { SessionRecord, TurnRecord } from '../sessions/types.js';
 import { serverLimits } from '../web/limits.js';
 import { type HttpServer, startHttpServer } from '../web/server.js';
 import {

@@ -1,11 +1,11 @@
 import type { ActRecord } from '../acts/audit.js';
 import { LoopError } from '../core/errors.js';
+import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { formatAmount, parseRaise } from '../ledger/budget.js';
 import { addUsage } from '../ledger/usage.js';
 import { type App, holdIfOverBudget } from '../main.js';
 import type { Runner } from '../runners/runner.js';
-import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
 import {
   formatCost,
   formatDuration,

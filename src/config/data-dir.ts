@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFi
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
+import { canonicalPath } from '../os/canonical-path.js';
 
 /**
  * Where state lives when nothing says where. The data dir holds the registry, the log, keys, the
@@ -72,17 +73,6 @@ export function stateDirFor(home: string, configDir: string, workTree: string | 
       .replace(/^[.-]+|-+$/g, '') || 'config';
   const digest = createHash('sha256').update(configDir).digest('hex').slice(0, 8);
   return join(home, 'the-loop', `${name}-${digest}`);
-}
-
-/** The path with symlinks resolved as far as it exists (the rest appended as written). */
-export function canonicalPath(path: string): string {
-  const absolute = resolve(path);
-  try {
-    return realpathSync(absolute);
-  } catch {
-    const parent = dirname(absolute);
-    return parent === absolute ? absolute : join(canonicalPath(parent), basename(absolute));
-  }
 }
 
 /**

@@ -1,8 +1,8 @@
+import type { Inbox } from '../core/ports/inbox.js';
+import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
 import type { RouteResult } from '../github/route.js';
-import type { Inbox } from '../inbox/types.js';
 import type { Logger } from '../log/logger.js';
 import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
-import type { SessionRecord, SessionStore, TurnRecord } from '../sessions/types.js';
 
 /** What the dispatcher is given: its ports (inbox, sessions, turns) and its settings. */
 

@@ -1,10 +1,10 @@
 import { describeError, LoopError } from '../core/errors.js';
+import type { DeliveryRecord } from '../core/ports/inbox.js';
+import type { TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
 import type { RouteResult } from '../github/route.js';
-import type { DeliveryRecord } from '../inbox/types.js';
 import { SHUTDOWN } from '../runners/runner.js';
 import type { TurnResult } from '../sessions/turn-service.js';
-import type { TurnRecord } from '../sessions/types.js';
 import type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
 
 export type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';

@@ -1,4 +1,5 @@
-import type { CredentialKind, EnginePreset } from './preset.js';
+import type { CredentialKind } from '../core/credential.js';
+import type { EnginePreset } from './preset.js';
 
 /**
  * Variables every engine gets from the daemon's environment. Nothing else passes unless the preset

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CREDENTIAL_KINDS, type CredentialKind } from '../core/credential.js';
 
 /**
  * An engine is data: everything the code needs to know about a coding CLI is declared here, and
@@ -14,9 +15,6 @@ export const PLACEHOLDERS = ['{sessionId}', '{model}', '{settingsFile}', '{gatew
 
 export const PROTOCOLS = ['claude-stream-json', 'codex-json', 'gemini-stream-json', 'text'] as const;
 export type ProtocolName = (typeof PROTOCOLS)[number];
-
-export const CREDENTIAL_KINDS = ['api-key', 'subscription', 'cloud'] as const;
-export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
 const argv = z.array(z.string().max(4096)).max(256);
 

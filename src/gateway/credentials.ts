@@ -1,5 +1,6 @@
 import type { CredentialsConfig } from '../config/gateway-schema.js';
-import type { CredentialKind, EnginePreset } from '../engines/preset.js';
+import type { CredentialKind } from '../core/credential.js';
+import type { EnginePreset } from '../engines/preset.js';
 import type { ModelApi } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
+import type { TurnGuard } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
-import type { TurnGuard } from '../sessions/types.js';
 import type { HeldCredential } from './credentials.js';
 
 /**

@@ -1,5 +1,5 @@
+import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import type { Logger } from '../log/logger.js';
-import type { SessionRecord, SessionStore } from '../sessions/types.js';
 import type { GatewayTokens } from './tokens.js';
 
 /**

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Policy } from '../acts/decide.js';
 import type { ActDetail, ActKind } from '../acts/types.js';
-import type { CredentialKind } from '../engines/preset.js';
-import type { Usage } from '../engines/protocols/types.js';
+import type { CredentialKind } from '../core/credential.js';
+import type { Usage } from '../core/events.js';
 import type { Logger } from '../log/logger.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Inbox, NewDelivery } from '../inbox/types.js';
+import type { Inbox, NewDelivery } from '../core/ports/inbox.js';
 import type { Logger } from '../log/logger.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
 import { reply } from '../web/server.js';

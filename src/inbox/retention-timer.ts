@@ -1,7 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import type { Inbox, PruneReport } from '../core/ports/inbox.js';
 import type { Logger } from '../log/logger.js';
 import { KEEP_FOREVER } from './retention.js';
-import type { Inbox, PruneReport } from './types.js';
 
 /** Hourly: a body outlives its retention by at most this long, and an idle daemon does little. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;

@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from './types.js';
+import type { DeliveryStatus } from '../core/ports/inbox.js';
 
 /**
  * Statuses whose work is over. A queued delivery (held ones included: a hold is a note on a queued

@@ -1,7 +1,5 @@
 import type { Statement } from 'better-sqlite3';
 import { LoopError } from '../core/errors.js';
-import type { Db } from '../store/db.js';
-import { FINISHED_STATUSES, isPrunable, retentionCutoff } from './retention.js';
 import type {
   DeliveryRecord,
   DeliveryStatus,
@@ -10,7 +8,9 @@ import type {
   PruneOptions,
   PruneReport,
   RouteAction,
-} from './types.js';
+} from '../core/ports/inbox.js';
+import type { Db } from '../store/db.js';
+import { FINISHED_STATUSES, isPrunable, retentionCutoff } from './retention.js';
 
 interface Row {
   seq: number;

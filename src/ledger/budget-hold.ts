@@ -1,6 +1,6 @@
 import type { Config } from '../config/schema.js';
+import type { SessionHold, SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import type { Logger } from '../log/logger.js';
-import type { SessionHold, SessionRecord, SessionStore } from '../sessions/types.js';
 import type { Db } from '../store/db.js';
 import { overBudget } from './budget.js';
 

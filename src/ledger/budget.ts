@@ -1,4 +1,4 @@
-import type { BudgetDimension, BudgetRaise, SessionHold, SessionRecord } from '../sessions/types.js';
+import type { BudgetDimension, BudgetRaise, SessionHold, SessionRecord } from '../core/ports/sessions.js';
 import type { Db } from '../store/db.js';
 
 export interface Budget {

@@ -1,5 +1,5 @@
-import type { TurnEvent, Usage } from '../engines/protocols/types.js';
-import type { Meter } from '../sessions/types.js';
+import type { TurnEvent, Usage } from '../core/events.js';
+import type { Meter } from '../core/ports/sessions.js';
 import type { Db } from '../store/db.js';
 import type { Payer } from './payer.js';
 import { listPriceCost, type ModelPrice, type PriceTable } from './pricing.js';

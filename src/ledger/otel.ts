@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { emptyUsage, type Usage } from '../engines/protocols/types.js';
+import { emptyUsage, type Usage } from '../core/events.js';
 
 /**
  * OTLP/HTTP JSON payloads (`/v1/logs`, `/v1/metrics`) read into usage records. Pure: no I/O.

@@ -1,4 +1,4 @@
-import type { Usage } from '../engines/protocols/types.js';
+import type { Usage } from '../core/events.js';
 
 /**
  * List prices as data, in USD per million tokens, each with the date it was read and where. A cost

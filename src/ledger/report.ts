@@ -1,5 +1,5 @@
 import { LoopError } from '../core/errors.js';
-import type { Usage } from '../engines/protocols/types.js';
+import type { Usage } from '../core/events.js';
 import type { Db } from '../store/db.js';
 
 export const GROUP_BY = ['day', 'engine', 'model', 'work-item', 'payer', 'session'] as const;

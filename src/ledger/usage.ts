@@ -1,4 +1,4 @@
-import type { TurnEvent, Usage } from '../engines/protocols/types.js';
+import type { TurnEvent, Usage } from '../core/events.js';
 
 const KINDS = [
   'inputTokens',

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, rmdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { canonicalPath } from '../config/data-dir.js';
 import { LoopError } from '../core/errors.js';
+import { canonicalPath } from './canonical-path.js';
 
 /**
  * Where a data dir's Unix sockets live (the keys sockets of PTY turns, the gateway's gh socket): not

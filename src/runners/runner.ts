@@ -1,6 +1,6 @@
+import type { TurnEvent } from '../core/events.js';
+import type { EndReason, Meter } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
-import type { EndReason, Meter } from '../sessions/types.js';
 import type { SentKey } from './keys.js';
 
 /** One turn for a runner to run. Built by the core; the runner decides how the engine is started. */

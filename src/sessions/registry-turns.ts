@@ -1,8 +1,8 @@
 import { LoopError } from '../core/errors.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
+import type { TurnEvent } from '../core/events.js';
+import type { StoredEvent, TurnEnd, TurnRecord } from '../core/ports/sessions.js';
 import type { Db } from '../store/db.js';
 import { type TurnRow, toTurn } from './registry-rows.js';
-import type { StoredEvent, TurnEnd, TurnRecord } from './types.js';
 
 /**
  * The turn side of the session registry's SQL: a turn's events, its end, and turns whose owner died.

@@ -1,8 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import type { CredentialKind } from '../core/credential.js';
 import { LoopError } from '../core/errors.js';
+import type { TurnEvent, Usage } from '../core/events.js';
+import type {
+  BudgetRaise,
+  Meter,
+  NewSession,
+  SessionHold,
+  SessionRecord,
+  SessionStatus,
+  SessionStore,
+  SessionWaiting,
+  StoredEvent,
+  TurnEnd,
+  TurnGuard,
+  TurnRecord,
+} from '../core/ports/sessions.js';
 import { parseWorkItem, workItemKey, workItemSlug } from '../core/work-item.js';
-import type { CredentialKind } from '../engines/preset.js';
-import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Db } from '../store/db.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './registry-rows.js';
 import {
@@ -17,20 +31,6 @@ import {
   writeTurnEnd,
 } from './registry-turns.js';
 import { planSlug, type SlugUse, slugCollision } from './slug.js';
-import type {
-  BudgetRaise,
-  Meter,
-  NewSession,
-  SessionHold,
-  SessionRecord,
-  SessionStatus,
-  SessionStore,
-  SessionWaiting,
-  StoredEvent,
-  TurnEnd,
-  TurnGuard,
-  TurnRecord,
-} from './types.js';
 
 // The turn side's SQL lives in registry-turns.ts; `recordUnmeteredTurn` stays importable from here.
 export { recordUnmeteredTurn } from './registry-turns.js';

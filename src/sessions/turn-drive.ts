@@ -1,12 +1,12 @@
+import type { TurnEvent, Usage } from '../core/events.js';
+import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
-import type { TurnEvent, Usage } from '../engines/protocols/types.js';
 import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
 import { recordUnmeteredTurn } from './registry.js';
 import type { TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
-import type { SessionRecord, TurnRecord } from './types.js';
 
 const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describeError, LoopError } from '../core/errors.js';
+import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
@@ -11,7 +12,6 @@ import type { Runner, RunOutcome } from '../runners/runner.js';
 import { TurnDriver } from './turn-drive.js';
 import { logTurnStart, withArgs } from './turn-start.js';
 import type { TurnPlan, TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
-import type { SessionRecord, TurnRecord } from './types.js';
 
 export { turnWarnings } from './turn-drive.js';
 export type {

@@ -1,7 +1,7 @@
+import type { SessionRecord } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
 import type { PreparedEngine } from './turn-types.js';
-import type { SessionRecord } from './types.js';
 
 /** The preset with arguments added to its headless argv and to its TUI's. */
 export function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[]): EnginePreset {

@@ -1,12 +1,12 @@
+import type { TurnEvent } from '../core/events.js';
+import type { SessionRecord, SessionStore, TurnGuard, TurnRecord } from '../core/ports/sessions.js';
 import type { WorkItem } from '../core/work-item.js';
 import type { EngineEnv } from '../engines/env.js';
 import type { EnginePreset } from '../engines/preset.js';
-import type { TurnEvent } from '../engines/protocols/types.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Payer } from '../ledger/payer.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
-import type { SessionRecord, SessionStore, TurnGuard, TurnRecord } from './types.js';
 
 /** What a turn is asked for, what it plans, what it gives back, and what the turn service needs. */
 export interface TurnRequest {

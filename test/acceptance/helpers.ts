@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import type { MockApi, MockOptions, MockUsage } from '../fixtures/mock-apis/types.js';
 import { NODE_BIN_DIR, ROOT, runCli } from '../helpers/cli.js';
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { prepareCodexHome } from '../fixtures/engine-homes/codex.js';
 import { prepareGeminiHome } from '../fixtures/engine-homes/gemini.js';

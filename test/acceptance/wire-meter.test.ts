@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi, MockUsage } from '../fixtures/mock-apis/types.js';

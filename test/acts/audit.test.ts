@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { actsOfEvents, auditTurn, corroborated, listActs, POLICY_MARKER } from '../../src/acts/audit.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
-import type { TurnEvent } from '../../src/engines/protocols/types.js';
+import type { TurnEvent } from '../../src/core/events.js';
+import type { BreachHold, SessionRecord, UnaccountedHold } from '../../src/core/ports/sessions.js';
 import { createLogger } from '../../src/log/logger.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
-import type { BreachHold, SessionRecord, UnaccountedHold } from '../../src/sessions/types.js';
 import { type Db, openDb } from '../../src/store/db.js';
 
 const POLICY = resolvePolicy(undefined, undefined, 'main');

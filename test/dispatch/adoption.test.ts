@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { NewSession, SessionRecord, TurnRecord } from '../../src/core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from '../../src/dispatch/dispatcher.js';
 import type { RouteResult } from '../../src/github/route.js';
 import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
@@ -16,7 +17,6 @@ import { createLogger, memorySink } from '../../src/log/logger.js';
 import { type RunOutcome, SHUTDOWN } from '../../src/runners/runner.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { TurnRequest, TurnResult } from '../../src/sessions/turn-service.js';
-import type { NewSession, SessionRecord, TurnRecord } from '../../src/sessions/types.js';
 import { type Db, openDb } from '../../src/store/db.js';
 
 const WI = 'github:octo/widgets#7';

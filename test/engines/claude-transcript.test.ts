@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
+import type { TurnEvent, Usage } from '../../src/core/events.js';
 import {
   mapTranscriptLine,
   mapTranscriptRecord,

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import { createModelHandler } from '../../src/gateway/models/model-proxy.js';
 import type { WireUsage } from '../../src/gateway/types.js';
 import { realBinary } from '../acceptance/helpers.js';

@@ -2,7 +2,7 @@
  * Model requests shaped like each CLI's (path, key header, body), and the mock each one talks to:
  * shared by the wire-meter and model-proxy tests.
  */
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import type { ModelApi } from '../../src/gateway/types.js';
 import { anthropicUsage, geminiUsage, openaiUsage } from '../acceptance/helpers.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Inbox } from '../../src/core/ports/inbox.js';
 import { startRetention } from '../../src/inbox/retention-timer.js';
 import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
-import type { Inbox } from '../../src/inbox/types.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
 import { type Db, openDb } from '../../src/store/db.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { DeliveryStatus } from '../../src/core/ports/inbox.js';
 import {
   FINISHED_STATUSES,
   isPrunable,
   type RetentionCandidate,
   retentionCutoff,
 } from '../../src/inbox/retention.js';
-import type { DeliveryStatus } from '../../src/inbox/types.js';
 
 const NOW = new Date('2026-03-31T12:00:00.000Z');
 

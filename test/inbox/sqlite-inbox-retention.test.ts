@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LoopError } from '../../src/core/errors.js';
+import type { DeliveryRecord } from '../../src/core/ports/inbox.js';
 import { PRUNABLE_SQL, SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
-import type { DeliveryRecord } from '../../src/inbox/types.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
+import type { TurnEvent, Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
 import { type Payer, payerOf } from '../../src/ledger/payer.js';
 import { pricesFromConfig, priceTable } from '../../src/ledger/pricing.js';

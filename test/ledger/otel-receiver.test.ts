@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mergeEngine } from '../../src/config/load.js';
 import type { EngineOverride } from '../../src/config/schema.js';
+import type { SessionRecord, TurnRecord } from '../../src/core/ports/sessions.js';
 import type { EnginePreset } from '../../src/engines/preset.js';
 import { BUILTIN_PRESETS } from '../../src/engines/presets.js';
 import { Ledger, NO_TELEMETRY_YET } from '../../src/ledger/ledger.js';
@@ -14,7 +15,6 @@ import { TelemetryReceiver } from '../../src/ledger/otel-receiver.js';
 import { priceTable } from '../../src/ledger/pricing.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
 import { recordUnmeteredTurn, SqliteSessionStore } from '../../src/sessions/registry.js';
-import type { SessionRecord, TurnRecord } from '../../src/sessions/types.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { type HttpServer, startHttpServer } from '../../src/web/server.js';
 

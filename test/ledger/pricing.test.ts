@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import {
   BUILTIN_PRICES,
   listPriceCost,

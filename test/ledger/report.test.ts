@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatUsd } from '../../src/cli/format.js';
 import { formatGroupCost } from '../../src/cli/usage.js';
-import type { Usage } from '../../src/engines/protocols/types.js';
+import type { Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
 import type { Payer } from '../../src/ledger/payer.js';
 import { priceTable } from '../../src/ledger/pricing.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TurnEvent, Usage } from '../../src/engines/protocols/types.js';
+import type { TurnEvent, Usage } from '../../src/core/events.js';
 import { addUsage, totalTokens, turnUsageFrom } from '../../src/ledger/usage.js';
 
 const u = (input: number, output: number, cacheRead = 0, cacheCreation = 0, reasoning = 0): Usage => ({

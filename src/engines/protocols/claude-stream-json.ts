@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { TurnEvent } from '../../core/events.js';
 import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
-import type { TurnEvent } from './types.js';
 
 /**
  * Claude Code `-p --output-format stream-json --verbose`: `system/init`, one `assistant` event per

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { TurnEvent } from '../../core/events.js';
 import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
-import type { TurnEvent } from './types.js';
 
 /**
  * Codex `exec --json`: `thread.started` (the thread id to resume), `turn.started`,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { TurnEvent } from '../../core/events.js';
 import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
-import type { TurnEvent } from './types.js';
 
 /**
  * Gemini CLI `--output-format stream-json`: `init` (session id, model), `message` (role, content,

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { TurnEvent } from './types.js';
+import type { TurnEvent } from '../../core/events.js';
 
 /**
  * A protocol turns an engine's stdout into TurnEvents. `jsonl` protocols get one complete line at a

@@ -17,9 +17,9 @@
  */
 
 import { z } from 'zod';
+import type { TurnEvent, Usage } from '../../core/events.js';
 import { contentBlock } from '../protocols/claude-stream-json.js';
 import { nonNegative, summarize } from '../protocols/protocol.js';
-import type { TurnEvent, Usage } from '../protocols/types.js';
 
 export type TranscriptMarker = 'interrupt' | 'turnEnd';
 

@@ -7,7 +7,7 @@
  * is `claude-transcript-records.ts` (re-exported here).
  */
 
-import { emptyUsage, type TurnEvent } from '../protocols/types.js';
+import { emptyUsage, type TurnEvent } from '../../core/events.js';
 import {
   mapTranscriptLine,
   type TranscriptMarker,

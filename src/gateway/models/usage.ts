@@ -1,5 +1,5 @@
+import type { Usage } from '../../core/events.js';
 import { nonNegative } from '../../engines/protocols/protocol.js';
-import type { Usage } from '../../engines/protocols/types.js';
 import type { ModelApi, WireUsage } from '../types.js';
 import { type SseEvent, SseParser } from './sse.js';
 

@@ -1,11 +1,11 @@
+import type { TurnEvent } from '../../core/events.js';
+import type { EndReason } from '../../core/ports/sessions.js';
 import { buildHeadlessArgv } from '../../engines/args.js';
 import type { EnginePreset } from '../../engines/preset.js';
 import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
 import { LineReader } from '../../engines/protocols/line-reader.js';
 import { summarize } from '../../engines/protocols/protocol.js';
-import type { TurnEvent } from '../../engines/protocols/types.js';
 import { whichBinary } from '../../engines/which.js';
-import type { EndReason } from '../../sessions/types.js';
 import type { SentKey } from '../keys.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
 import { type EngineProcess, type OutputSinks, type SpawnRequest, spawnPipe } from './engine-process.js';

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { LoopError } from '../../core/errors.js';
+import type { TurnEvent } from '../../core/events.js';
 import type { EnginePreset } from '../../engines/preset.js';
-import type { TurnEvent } from '../../engines/protocols/types.js';
 import { ensureRuntimeDir, privateDirProblem, removeIfEmpty, runtimeDirOf } from '../../os/runtime-dir.js';
 import { NAMED_KEY, planKeys, type SentKey } from '../keys.js';
 import type { EngineProcess } from './engine-process.js';

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { LoopError } from '../../core/errors.js';
+import type { Meter } from '../../core/ports/sessions.js';
 import { capabilitiesOf, type EnginePreset } from '../../engines/preset.js';
-import type { Meter } from '../../sessions/types.js';
 import type { Runner, RunOutcome, RunTurnInput, SessionProbe } from '../runner.js';
 import { checkTarget } from './tmux.js';
 import { adoptTurn, probe } from './tmux-adopt.js';

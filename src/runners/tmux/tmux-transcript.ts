@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { TurnEvent } from '../../engines/protocols/types.js';
+import type { TurnEvent } from '../../core/events.js';
 import { readTranscriptFrom, type TranscriptMarker } from '../../engines/transcripts/claude-transcript.js';
 import { sleep, type TmuxRunnerOptions, type TurnContext } from './tmux-session-state.js';
 

@@ -1,5 +1,5 @@
-import type { CredentialKind } from '../engines/preset.js';
-import type { TurnEvent, Usage } from '../engines/protocols/types.js';
+import type { CredentialKind } from '../credential.js';
+import type { TurnEvent, Usage } from '../events.js';
 
 /**
  * `closed`: by a person or the work item closing; `lost`: the runner's resource vanished under it
