@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { hookCommandLine, writePrivateJson } from '../runners/tmux/claude-hooks.js';
+import { hookCommandLine, writePrivateJson } from '../engines/claude-hooks.js';
 import type { Policy } from './decide.js';
 
 /**

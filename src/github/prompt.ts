@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { LoopError } from '../core/errors.js';
-import { stripControls } from '../core/text.js';
+import { sanitizeLine, sanitizeUntrusted, UNTRUSTED_LIMIT } from '../core/text.js';
+
+export { sanitizeLine, sanitizeUntrusted, UNTRUSTED_LIMIT };
 
 /**
  * Prompts rendered from GitHub events. Text from GitHub (titles, bodies, comments, branch names,
@@ -8,24 +10,6 @@ import { stripControls } from '../core/text.js';
  * between markers that say it is data, so an operator's instructions and a stranger's words are never
  * confused (invariant 4). The marker is random per prompt: nobody can write its end in advance.
  */
-
-/** Bytes of untrusted text kept in a prompt (UTF-8: the prompt travels as one argv element). */
-export const UNTRUSTED_LIMIT = 64 * 1024;
-
-/** Remove escape sequences and every C0/C1 control character except newline and tab; normalise newlines. */
-export function sanitizeUntrusted(text: string, limit = UNTRUSTED_LIMIT): string {
-  const clean = stripControls(text.replace(/\r\n?/g, '\n'));
-  const bytes = Buffer.byteLength(clean, 'utf8');
-  if (bytes <= limit) return clean;
-  // Cut at a byte limit without splitting a character (a cut inside one decodes as U+FFFD).
-  let cut = Buffer.from(clean, 'utf8').subarray(0, limit).toString('utf8');
-  while (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
-  return `${cut}\n[… ${bytes - Buffer.byteLength(cut, 'utf8')} more bytes not shown]`;
-}
-
-/** One line of untrusted text (titles, logins): no newlines at all. */
-export const sanitizeLine = (text: string, limit = 300): string =>
-  sanitizeUntrusted(text, limit).replace(/[\n\t]+/g, ' ');
 
 export const DEFAULT_TEMPLATES = {
   issue: [

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POLICY_HOOK_MATCHER, readRefusals, writePolicyHook } from '../../src/acts/hook.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
-import { claudeHookSettings } from '../../src/runners/tmux/claude-hooks.js';
+import { claudeHookSettings } from '../../src/engines/claude-hooks.js';
 import { ROOT } from '../helpers/cli.js';
 
 const SCRIPT = join(ROOT, 'bin/the-loop-policy-hook.js');

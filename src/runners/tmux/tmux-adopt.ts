@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { LoopError } from '../../core/errors.js';
 import type { RunOutcome, RunTurnInput, SessionProbe } from '../runner.js';
-import { HookEventsTail } from './claude-hooks.js';
+import { HookEventsTail } from './hook-events-tail.js';
 import { checkTarget } from './tmux.js';
 import { follow } from './tmux-follow.js';
 import {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LoopError } from '../../core/errors.js';
-import { sanitizeUntrusted } from '../../github/prompt.js';
+import { sanitizeUntrusted } from '../../core/text.js';
 import { checkBuffer } from './tmux.js';
 import {
   ACCEPT_MS,

@@ -1,5 +1,5 @@
 import { type RunOutcome, SHUTDOWN } from '../runner.js';
-import type { HookEventsTail, NextResult } from './claude-hooks.js';
+import type { HookEventsTail, NextResult } from './hook-events-tail.js';
 import {
   endedByEngine,
   pause,

@@ -3,10 +3,11 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LoopError } from '../../core/errors.js';
 import { buildInteractiveArgv } from '../../engines/args.js';
+import { claudeHookSettings, writeSettingsFile } from '../../engines/claude-hooks.js';
 import { answerFirstRun } from '../../engines/first-run.js';
 import { whichBinary } from '../../engines/which.js';
 import { type RunOutcome, SHUTDOWN } from '../runner.js';
-import { claudeHookSettings, type NextResult, writeSettingsFile } from './claude-hooks.js';
+import type { NextResult } from './hook-events-tail.js';
 import { watchPane } from './tmux-follow.js';
 import {
   saveState,

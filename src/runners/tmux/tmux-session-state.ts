@@ -6,7 +6,7 @@ import type { TranscriptState } from '../../engines/transcripts/claude-transcrip
 import type { Logger } from '../../log/logger.js';
 import type { RunOutcome, RunTurnInput } from '../runner.js';
 import type { HookEvent } from './claude-hook-events.js';
-import { HookEventsTail } from './claude-hooks.js';
+import { HookEventsTail } from './hook-events-tail.js';
 import { checkTarget, type PaneState, type Tmux } from './tmux.js';
 
 export interface TmuxRunnerOptions {

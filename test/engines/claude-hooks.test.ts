@@ -20,19 +20,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger, memorySink } from '../../src/log/logger.js';
 import {
   claudeHookCommand,
   claudeHookSettings,
   DEFAULT_HOOK_EVENTS,
-  type HookEvent,
-  HookEventsTail,
   writeSettingsFile,
-} from '../../src/runners/tmux/claude-hooks.js';
-import { engineRunner } from '../engines/run-engine.js';
+} from '../../src/engines/claude-hooks.js';
+import { createLogger, memorySink } from '../../src/log/logger.js';
+import type { HookEvent } from '../../src/runners/tmux/claude-hook-events.js';
+import { HookEventsTail } from '../../src/runners/tmux/hook-events-tail.js';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
+import { engineRunner } from './run-engine.js';
 
 const HOOK = fileURLToPath(new URL('../../bin/the-loop-hook.js', import.meta.url));
 const CLAUDE_BIN = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
@@ -444,7 +444,7 @@ describe('HookEventsTail', () => {
 
   it('leaves no timer behind after close (checked in a clean process)', async () => {
     const file = join(scratch(), 'events.jsonl');
-    const source = fileURLToPath(new URL('../../src/runners/tmux/claude-hooks.ts', import.meta.url));
+    const source = fileURLToPath(new URL('../../src/runners/tmux/hook-events-tail.ts', import.meta.url));
     const script = `
       import { HookEventsTail } from ${JSON.stringify(source)};
       const live = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

@@ -1,14 +1,6 @@
 import { isAbsolute } from 'node:path';
-import { LoopError } from '../../core/errors.js';
-import { writePrivateFile } from '../../os/private-file.js';
-
-export type { HookEvent, HookEventMatch, HookEventName, ToolFields } from './claude-hook-events.js';
-export {
-  HookEventsTail,
-  type HookEventsTailOptions,
-  type NextOptions,
-  type NextResult,
-} from './hook-events-tail.js';
+import { LoopError } from '../core/errors.js';
+import { writePrivateFile } from '../os/private-file.js';
 
 /**
  * Claude Code hooks for sessions the daemon cannot read a result stream from (the TUI in tmux):
