@@ -1,0 +1,114 @@
+/**
+ * The rules of issue 13 over one scan of `src/`:
+ * - no folder imports another in a cycle;
+ * - a centre file imports only centre files, `src/core/`, `zod`, `node:crypto` and `node:path`;
+ * - no SQL text, no `better-sqlite3` and no `src/store/db.ts` outside the store (the composition root
+ *   may open the database).
+ */
+import { basename } from 'node:path';
+import { edgeKey, type FolderGraph, folderCycles } from './graph.js';
+import type { ImportRef, Scan } from './scan.js';
+
+export interface Violation {
+  rule: 'folder-cycle' | 'centre-import' | 'sql-outside-store' | 'store-access' | 'docs';
+  message: string;
+}
+
+/** A centre file: under `src/core/`, or a rules or plan file anywhere under `src/`. */
+export function isCentre(path: string): boolean {
+  if (!path.startsWith('src/')) return false;
+  if (path.startsWith('src/core/')) return true;
+  return /^(?:rules|.+-rules|plan-.+|.+-plan)\.ts$/.test(basename(path));
+}
+
+/** Where the database may be named: the store, and the composition root that opens it. */
+export function mayOpenStore(path: string): boolean {
+  return path.startsWith('src/store/') || /^src\/(?:main|main-[^/]+|base)\.ts$/.test(path);
+}
+
+const CENTRE_PACKAGES = /^zod(?:\/|$)/;
+const CENTRE_BUILTINS = new Set(['node:crypto', 'node:path', 'node:path/posix', 'node:path/win32']);
+
+export function cycleViolations(graph: FolderGraph): Violation[] {
+  return folderCycles(graph).map(({ folders, cycle }) => {
+    const lines = [`folders import each other in a cycle: ${cycle.join(' -> ')}`];
+    for (const from of folders) {
+      for (const to of folders) {
+        const refs = graph.edges.get(edgeKey(from, to));
+        if (!refs) continue;
+        lines.push(`  ${edgeKey(from, to)}:`);
+        for (const ref of refs) lines.push(`    ${describeImport(ref)}`);
+      }
+    }
+    return { rule: 'folder-cycle', message: lines.join('\n') };
+  });
+}
+
+export function centreViolations(scan: Scan): Violation[] {
+  const out: Violation[] = [];
+  for (const ref of scan.imports) {
+    if (!isCentre(ref.from)) continue;
+    const why = centreRefusal(ref);
+    if (why) out.push({ rule: 'centre-import', message: `centre file ${describeImport(ref)}: ${why}` });
+  }
+  return out;
+}
+
+function centreRefusal(ref: ImportRef): string | null {
+  if (ref.target !== null) {
+    if (isCentre(ref.target)) return null;
+    if (!ref.target.startsWith('src/')) return `${ref.target} is outside src/`;
+    return `${ref.target} is an adapter (the centre imports only src/core/ and rules/plan files)`;
+  }
+  const module = ref.module ?? ref.specifier;
+  if (module.startsWith('node:')) {
+    if (CENTRE_BUILTINS.has(module)) return null;
+    return `${module} is a Node builtin the centre may not use (only node:crypto and node:path)`;
+  }
+  if (CENTRE_PACKAGES.test(module)) return null;
+  return `the package ${module} is not allowed in the centre (only zod)`;
+}
+
+export function storeViolations(scan: Scan): Violation[] {
+  const out: Violation[] = [];
+  for (const ref of scan.imports) {
+    if (mayOpenStore(ref.from)) continue;
+    if (ref.module === 'better-sqlite3' || ref.module?.startsWith('better-sqlite3/')) {
+      out.push({
+        rule: 'store-access',
+        message: `${describeImport(ref)}: better-sqlite3 outside src/store/`,
+      });
+    } else if (ref.target === 'src/store/db.ts') {
+      out.push({
+        rule: 'store-access',
+        message: `${describeImport(ref)}: the database (Db) outside src/store/`,
+      });
+    }
+  }
+  return out;
+}
+
+export function sqlViolations(scan: Scan): Violation[] {
+  const byFile = new Map<string, typeof scan.sql>();
+  for (const hit of scan.sql) {
+    if (hit.file.startsWith('src/store/')) continue;
+    byFile.set(hit.file, [...(byFile.get(hit.file) ?? []), hit]);
+  }
+  return [...byFile].map(([file, hits]) => {
+    const lines = [
+      `${file} contains SQL outside src/store/ (${hits.length === 1 ? '1 literal' : `${hits.length} literals`}):`,
+    ];
+    for (const hit of hits) lines.push(`  line ${hit.line}: ${excerpt(hit.text)}`);
+    return { rule: 'sql-outside-store', message: lines.join('\n') };
+  });
+}
+
+/** `src/a/x.ts:3 imports '../b/y.js' (type-only)`. */
+export function describeImport(ref: ImportRef): string {
+  return `${ref.from}:${ref.line} imports '${ref.specifier}'${ref.typeOnly ? ' (type-only)' : ''}`;
+}
+
+function excerpt(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 72 ? `${flat.slice(0, 69)}...` : flat;
+}

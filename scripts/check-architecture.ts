@@ -1,0 +1,98 @@
+/**
+ * The architecture check run by `npm run lint` (after biome). It reads every file under `src/` once
+ * and fails (exit 1, each violation named with its file, line and import) on:
+ * - folders of `src/` that import each other in a cycle (`main.ts`, `main-*.ts`, `base.ts`: one node);
+ * - a centre file (under `src/core/`, or `rules.ts`, `*-rules.ts`, `plan-*.ts`, `*-plan.ts`) importing
+ *   an adapter, a Node builtin other than `node:crypto`/`node:path`, or a package other than `zod`;
+ * - SQL text, `better-sqlite3` or `src/store/db.ts` outside `src/store/` (the composition root may
+ *   open the database);
+ * - `docs/architecture.md` out of step: its folder graph block differs from the imports, or its
+ *   layout leaves a folder of `src/` unnamed.
+ *
+ *   node --import tsx scripts/check-architecture.ts [--root <dir>] [--print | --write-docs]
+ *
+ * `--print` writes the folder graph (`a -> b`, sorted) and checks nothing; `--write-docs` regenerates
+ * the docs' folder graph block, then checks.
+ */
+import { resolve } from 'node:path';
+import {
+  centreViolations,
+  cycleViolations,
+  sqlViolations,
+  storeViolations,
+  type Violation,
+} from './architecture/checks.js';
+import { docsViolations, srcFolders, writeDocs } from './architecture/docs.js';
+import { edgeLines, folderGraph } from './architecture/graph.js';
+import { scanSources } from './architecture/scan.js';
+
+interface Options {
+  root: string;
+  print: boolean;
+  writeDocs: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  const options: Options = { root: process.cwd(), print: false, writeDocs: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--print') options.print = true;
+    else if (arg === '--write-docs') options.writeDocs = true;
+    else if (arg === '--root' && argv[i + 1]) options.root = resolve(argv[++i] as string);
+    else {
+      process.stderr.write(
+        `check-architecture: unknown argument ${arg}\nusage: check-architecture [--root <dir>] [--print | --write-docs]\n`,
+      );
+      process.exit(2);
+    }
+  }
+  return options;
+}
+
+function main(): void {
+  const started = performance.now();
+  const options = parseArgs(process.argv.slice(2));
+  const scan = scanSources(options.root);
+  if (scan.files.length === 0) {
+    process.stderr.write(`architecture: no TypeScript files under ${options.root}/src\n`);
+    process.exit(1);
+  }
+  const graph = folderGraph(scan.files, scan.imports);
+  const edges = edgeLines(graph);
+  if (options.print) {
+    process.stdout.write(edges.map((e) => `${e}\n`).join(''));
+    return;
+  }
+  if (options.writeDocs) {
+    writeDocs(options.root, edges);
+    process.stdout.write(
+      `architecture: wrote the folder graph (${edges.length} edges) into docs/architecture.md\n`,
+    );
+  }
+  const violations: Violation[] = [
+    ...cycleViolations(graph),
+    ...centreViolations(scan),
+    ...storeViolations(scan),
+    ...sqlViolations(scan),
+    ...docsViolations(options.root, edges, srcFolders(scan.files)),
+  ];
+  const ms = Math.round(performance.now() - started);
+  const summary = `${scan.files.length} files, ${graph.nodes.length} folders, ${edges.length} edges, ${ms} ms`;
+  if (violations.length === 0) {
+    process.stdout.write(
+      `architecture: ok (${summary}): no folder cycle, a pure centre, SQL only in src/store/, docs in step\n`,
+    );
+    return;
+  }
+  for (const v of violations) process.stderr.write(`architecture [${v.rule}] ${v.message}\n`);
+  process.stderr.write(`architecture: ${countBy(violations)} (${summary})\n`);
+  process.exitCode = 1;
+}
+
+function countBy(violations: readonly Violation[]): string {
+  const counts = new Map<string, number>();
+  for (const v of violations) counts.set(v.rule, (counts.get(v.rule) ?? 0) + 1);
+  return [...counts].map(([rule, n]) => `${n} ${rule}`).join(', ');
+}
+
+main();
