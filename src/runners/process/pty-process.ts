@@ -127,35 +127,75 @@ export function spawnPty(pty: NativePty, request: SpawnRequest, sinks: OutputSin
       Object.assign(new Error(`spawn ${request.binary} ENOENT`), { code: 'ENOENT', path: request.binary }),
     );
   }
-  const env = { ...request.env, TERM: request.env.TERM || 'xterm-256color' };
   let status: ExitStatus | undefined;
   let onExit: (status: ExitStatus) => void = () => {};
   const exited = new Promise<ExitStatus>((resolve) => {
     onExit = resolve;
   });
-  let forked: { fd: number; pid: number; pty: string };
+  let forked: Forked;
   try {
-    forked = pty.fork(
-      file,
-      request.argv,
-      Object.entries(env).map(([name, value]) => `${name}=${value}`),
-      request.cwd,
-      PTY_COLS,
-      PTY_ROWS,
-      -1,
-      -1,
-      true,
-      helperPath(),
-      (code, signal) => {
-        status = signal ? { code: null, signal: SIGNAL_NAMES.get(signal) ?? null } : { code, signal: null };
-        onExit(status);
-      },
-    );
+    forked = forkPty(pty, file, request, (exit) => {
+      status = exit;
+      onExit(exit);
+    });
   } catch (error) {
     return notStarted(error instanceof Error ? error : new Error(String(error)));
   }
-  const { fd, pid } = forked;
+  const terminal = readTerminal(forked, sinks);
+  return {
+    pid: forked.pid,
+    exited,
+    // Started: the fork succeeded (a failed exec is an exit with the reason on the terminal).
+    spawnError: new Promise<Error>(() => {}),
+    outputClosed: terminal.closed,
+    hasExited: () => status !== undefined,
+    // The terminal is the engine's input and there is no end-of-file to send on it (closing our side
+    // would hang it up, which is a signal of its own): the stop sequence starts with SIGTERM.
+    closeInput: () => false,
+    finishOutput: terminal.finish,
+    write: (text) => writeTerminal(forked.fd, text, () => terminal.finished() || status !== undefined),
+  };
+}
 
+interface Forked {
+  fd: number;
+  pid: number;
+  pty: string;
+}
+
+/** node-pty's native fork: the engine exec'd with its argv array and environment on a new PTY. */
+function forkPty(
+  pty: NativePty,
+  file: string,
+  request: SpawnRequest,
+  onExit: (status: ExitStatus) => void,
+): Forked {
+  const env = { ...request.env, TERM: request.env.TERM || 'xterm-256color' };
+  return pty.fork(
+    file,
+    request.argv,
+    Object.entries(env).map(([name, value]) => `${name}=${value}`),
+    request.cwd,
+    PTY_COLS,
+    PTY_ROWS,
+    -1,
+    -1,
+    true,
+    helperPath(),
+    (code, signal) =>
+      onExit(signal ? { code: null, signal: SIGNAL_NAMES.get(signal) ?? null } : { code, signal: null }),
+  );
+}
+
+/**
+ * The terminal's output, to the sinks, to its very end: `finish` (once the engine's processes are
+ * stopped) reads what is left before closing.
+ */
+function readTerminal(
+  forked: Forked,
+  sinks: OutputSinks,
+): { closed: Promise<void>; finish: () => void; finished: () => boolean } {
+  const { fd } = forked;
   // Our own hold on the engine's side of the terminal (no controlling-terminal claim): while it is
   // open the master never reports hang-up, so no reader takes queued output for the end of it.
   let hold: number | undefined;
@@ -164,7 +204,6 @@ export function spawnPty(pty: NativePty, request: SpawnRequest, sinks: OutputSin
   } catch {
     hold = undefined;
   }
-
   const decoder = new StringDecoder('utf8');
   const deliver = (chunk: Buffer) => {
     sinks.onOutput(chunk);
@@ -175,41 +214,15 @@ export function spawnPty(pty: NativePty, request: SpawnRequest, sinks: OutputSin
   // EIO once nobody holds the engine's side (only when our hold failed); the end is handled below.
   stream.on('error', () => {});
   stream.on('data', deliver);
-
   let finished = false;
   let onClosed: () => void = () => {};
-  const outputClosed = new Promise<void>((resolve) => {
+  const closed = new Promise<void>((resolve) => {
     onClosed = resolve;
   });
   const finish = () => {
     if (finished) return;
     finished = true;
-    if (!streamClosed) {
-      // Synchronous from here to the close, so the descriptor cannot be closed or reused in between.
-      stream.pause();
-      for (
-        let chunk = stream.read() as Buffer | null;
-        chunk !== null;
-        chunk = stream.read() as Buffer | null
-      ) {
-        deliver(chunk);
-      }
-      // A read of a PTY master first moves what the kernel still queues into the terminal, so
-      // "nothing to read" (EAGAIN) means nothing is left; EIO means nobody holds the other side.
-      const buffer = Buffer.alloc(64 * 1024);
-      for (let total = 0; total < DRAIN_MAX_BYTES; ) {
-        let n: number;
-        try {
-          n = readSync(fd, buffer, 0, buffer.length, null);
-        } catch {
-          break;
-        }
-        if (n === 0) break;
-        total += n;
-        deliver(Buffer.from(buffer.subarray(0, n)));
-      }
-      stream.destroy();
-    }
+    if (!streamClosed) drainTerminal(stream, fd, deliver);
     if (hold !== undefined) closeSync(hold);
     hold = undefined;
     const rest = decoder.end();
@@ -221,36 +234,52 @@ export function spawnPty(pty: NativePty, request: SpawnRequest, sinks: OutputSin
     streamClosed = true;
     finish();
   });
+  return { closed, finish, finished: () => finished };
+}
 
-  return {
-    pid,
-    exited,
-    // Started: the fork succeeded (a failed exec is an exit with the reason on the terminal).
-    spawnError: new Promise<Error>(() => {}),
-    outputClosed,
-    hasExited: () => status !== undefined,
-    // The terminal is the engine's input and there is no end-of-file to send on it (closing our side
-    // would hang it up, which is a signal of its own): the stop sequence starts with SIGTERM.
-    closeInput: () => false,
-    finishOutput: finish,
-    write: async (text) => {
-      let bytes = Buffer.from(text, 'utf8');
-      for (let attempt = 0; bytes.length > 0; ) {
-        // Checked right before each synchronous write: the descriptor is still ours.
-        if (finished || status) throw new Error('the engine has exited');
-        try {
-          bytes = bytes.subarray(writeSync(fd, bytes));
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || ++attempt > WRITE_RETRIES) {
-            throw new Error(
-              (error as NodeJS.ErrnoException).code === 'EAGAIN'
-                ? 'the engine is not reading its terminal'
-                : `cannot write to the terminal: ${(error as Error).message}`,
-            );
-          }
-          await new Promise<void>((resolve) => setTimeout(resolve, WRITE_RETRY_MS));
-        }
+/**
+ * What the terminal still holds, read synchronously from here to the close (so the descriptor
+ * cannot be closed or reused in between), then the stream destroyed.
+ */
+function drainTerminal(stream: ReadStream, fd: number, deliver: (chunk: Buffer) => void): void {
+  stream.pause();
+  for (let chunk = stream.read() as Buffer | null; chunk !== null; chunk = stream.read() as Buffer | null) {
+    deliver(chunk);
+  }
+  // A read of a PTY master first moves what the kernel still queues into the terminal, so
+  // "nothing to read" (EAGAIN) means nothing is left; EIO means nobody holds the other side.
+  const buffer = Buffer.alloc(64 * 1024);
+  for (let total = 0; total < DRAIN_MAX_BYTES; ) {
+    let n: number;
+    try {
+      n = readSync(fd, buffer, 0, buffer.length, null);
+    } catch {
+      break;
+    }
+    if (n === 0) break;
+    total += n;
+    deliver(Buffer.from(buffer.subarray(0, n)));
+  }
+  stream.destroy();
+}
+
+/** Type into the engine's terminal, waiting a little for room when it is full. */
+async function writeTerminal(fd: number, text: string, gone: () => boolean): Promise<void> {
+  let bytes = Buffer.from(text, 'utf8');
+  for (let attempt = 0; bytes.length > 0; ) {
+    // Checked right before each synchronous write: the descriptor is still ours.
+    if (gone()) throw new Error('the engine has exited');
+    try {
+      bytes = bytes.subarray(writeSync(fd, bytes));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || ++attempt > WRITE_RETRIES) {
+        throw new Error(
+          (error as NodeJS.ErrnoException).code === 'EAGAIN'
+            ? 'the engine is not reading its terminal'
+            : `cannot write to the terminal: ${(error as Error).message}`,
+        );
       }
-    },
-  };
+      await new Promise<void>((resolve) => setTimeout(resolve, WRITE_RETRY_MS));
+    }
+  }
 }
