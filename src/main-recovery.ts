@@ -1,5 +1,6 @@
 import type { App } from './main.js';
 import { pidAlive, processStartTime } from './os/proc.js';
+import { isAdopting } from './runners/runner.js';
 
 /**
  * What the dispatcher-lock holder does before it dispatches (part of the composition root, beside
@@ -48,7 +49,9 @@ export async function reconcile(app: App, only?: string): Promise<void> {
       app.logger.warn('could not check a session on start', { workItem: session.workItem, error });
     }
   }
-  const runners = Object.keys(app.runners).filter((name) => app.runners[name]?.adoptTurn);
+  const runners = Object.entries(app.runners)
+    .filter(([, runner]) => isAdopting(runner))
+    .map(([name]) => name);
   for (const turn of app.store.orphanTurns(pidAlive, runners)) {
     const delivery = turn.deliveryId ? app.inbox.get(turn.deliveryId) : undefined;
     if (delivery?.status === 'running') continue; // the dispatcher adopts it, or runs it again

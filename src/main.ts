@@ -25,7 +25,7 @@ import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 import { pidAlive } from './os/proc.js';
 import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
-import type { Runner } from './runners/runner.js';
+import { isSessionHolding, type Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
@@ -263,7 +263,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     },
     onClose: async (workItem, session) => {
       const runner = session ? app.runners[session.runner] : undefined;
-      const runnerNote = session && runner?.closeSession ? await runner.closeSession(session) : undefined;
+      const runnerNote =
+        session && runner && isSessionHolding(runner) ? await runner.closeSession(session) : undefined;
       const wt = worktreeOf(workItem, session);
       if (!wt) return runnerNote;
       const result = await removeWorktree(wt.repoPath, wt.dir, app.guard.git);

@@ -5,7 +5,7 @@ import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { formatAmount, parseRaise } from '../ledger/budget.js';
 import { addUsage } from '../ledger/usage.js';
 import { type App, holdIfOverBudget } from '../main.js';
-import type { Runner } from '../runners/runner.js';
+import { isSessionHolding, type Runner } from '../runners/runner.js';
 import {
   formatCost,
   formatDuration,
@@ -221,7 +221,7 @@ export async function closeSession(
   const closed = store.close(session.id, 'closed by hand');
   // Best effort: the runner's own resources (a tmux session) end too; "already gone" is reported, not failed.
   const runner = Object.hasOwn(runners, closed.runner) ? runners[closed.runner] : undefined;
-  const note = runner?.closeSession ? await runner.closeSession(closed) : undefined;
+  const note = runner && isSessionHolding(runner) ? await runner.closeSession(closed) : undefined;
   if (options.json) io.out(`${toJson({ closed: true, session: closed, note: note ?? null })}\n`);
   else
     io.out(

@@ -13,6 +13,14 @@ const envName = z.string().regex(ENV_NAME, 'must be an environment variable name
 /** The placeholders an argv template may use. Anything else in braces is left as literal text. */
 export const PLACEHOLDERS = ['{sessionId}', '{model}', '{settingsFile}', '{gatewayUrl}'] as const;
 
+/** Kinds of merge-policy hooks an engine can run before a tool (see `policyHook`). */
+export const POLICY_HOOKS = ['claude-pretooluse'] as const;
+export type PolicyHookKind = (typeof POLICY_HOOKS)[number];
+/** How a headless turn is given each kind of policy hook: argv naming its settings file. */
+export const POLICY_HOOK_ARGS: Record<PolicyHookKind, readonly string[]> = {
+  'claude-pretooluse': ['--settings', '{settingsFile}'],
+};
+
 export const PROTOCOLS = ['claude-stream-json', 'codex-json', 'gemini-stream-json', 'text'] as const;
 export type ProtocolName = (typeof PROTOCOLS)[number];
 
@@ -142,7 +150,7 @@ export const presetObjectSchema = z
     env: z.record(envName, z.string()).default({}).describe('Environment variables set for the engine.'),
     extraArgs: argv.default([]).describe('Added after the headless arguments, before the turn text.'),
     policyHook: z
-      .enum(['claude-pretooluse'])
+      .enum(POLICY_HOOKS)
       .optional()
       .describe(
         "How the merge policy is enforced before a tool runs, on headless turns: 'claude-pretooluse' = a PreToolUse command hook in a --settings file (added to the argv). Without one, a forbidden act is found in the turn's events after it ran: a breach that pauses the session.",

@@ -1,5 +1,6 @@
 import type { TurnEvent } from '../core/events.js';
-import type { EndReason, Meter } from '../core/ports/sessions.js';
+import type { RunnerMode } from '../core/ports/runners.js';
+import type { EndReason } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
 import type { SentKey } from './keys.js';
 
@@ -72,40 +73,94 @@ export type SessionProbe = { alive: true } | ({ alive: false } & SessionGone);
 /** Abort reason the dispatcher uses when it stops: runners that can detach do, instead of cancelling. */
 export const SHUTDOWN = 'the-loop:shutdown';
 
+/**
+ * What every runner does: run one turn of an engine, in the mode it declares (plain data the turn
+ * is planned from). Anything else a runner can do is a capability of its own, below, that the runner
+ * declares (`implements Runner, Adopting, …`) and callers ask for (`isAdopting(runner)`), never
+ * inferring it from the runner's name.
+ */
 export interface Runner {
   readonly name: string;
-  /** Can this runner work here at all (its tools installed)? A clear error if not (invariant 7). */
-  check?(): Promise<void>;
-  /** Can this runner run this engine? A clear error if not, before any session is registered. */
-  supports?(preset: EnginePreset, engine: string): void;
-  /** The name of the runner's resource for a new session (e.g. its tmux session), stored with it. */
-  targetFor?(slug: string): string;
+  /** How it runs an engine: one headless process per turn, or the engine's TUI for the session. */
+  readonly mode: RunnerMode;
   runTurn(input: RunTurnInput): Promise<RunOutcome>;
-  /** Where this runner's turns of an engine get their usage from (default: the engine's protocol). */
-  meterFor?(preset: EnginePreset): Meter;
+}
+
+/** A runner that needs tools of its own (tmux), checked before each turn and when the daemon starts. */
+export interface Checking {
+  /** Can this runner work here at all (its tools installed)? A clear error if not (invariant 7). */
+  check(): Promise<void>;
+}
+
+/** A runner that runs some engines only. */
+export interface Selective {
+  /** Can this runner run this engine? A clear error if not, before any session is registered. */
+  supports(preset: EnginePreset, engine: string): void;
+}
+
+/** A runner that keeps a resource for each session (its tmux session), named when the session starts. */
+export interface SessionHolding {
+  /** The name of the runner's resource for a new session (e.g. its tmux session), stored with it. */
+  targetFor(slug: string): string;
+  /** End what the runner keeps for a session (best effort). Returns a note, e.g. "already gone". */
+  closeSession(session: { slug: string; tmuxTarget: string | null }): Promise<string>;
+}
+
+/** A runner whose turns outlive the process that started them, so a later one can take them over. */
+export interface Adopting {
   /**
    * Take over a turn an earlier process started and did not finish (its owner died, the engine ran
    * on): follow it to its end from what the runner saved. `adopted: false` when it cannot (then the
    * turn is lost and its delivery runs again).
    */
-  adoptTurn?(
+  adoptTurn(
     input: RunTurnInput & { turnId: number },
   ): Promise<RunOutcome | { adopted: false; reason: string }>;
+}
+
+/** A runner that can tell whether a session's resource is still there. */
+export interface Probing {
   /** Is the session's resource still there? Sessions whose resource vanished are marked lost/ended. */
-  probe?(session: {
+  probe(session: {
     slug: string;
     tmuxTarget: string | null;
     engineSessionId?: string | null;
   }): Promise<SessionProbe>;
+}
+
+/** A runner whose engines have a terminal people can press keys in. */
+export interface Keyed {
   /**
    * Press keys in the engine's terminal of a session (named keys like `Escape`, other words typed as
    * text). A session whose engine has no terminal to type into is a clear error (invariant 7).
    */
-  sendKeys?(
-    session: { workItem: string; slug: string },
+  sendKeys(
+    session: { workItem: string; slug: string; tmuxTarget: string | null },
     preset: EnginePreset | undefined,
     keys: readonly string[],
   ): Promise<{ target: string; sent: SentKey[] }>;
-  /** End what the runner keeps for a session (best effort). Returns a note, e.g. "already gone". */
-  closeSession?(session: { slug: string; tmuxTarget: string | null }): Promise<string>;
 }
+
+/** A runner whose sessions people can join in their own terminal. */
+export interface Attachable {
+  /**
+   * The command that joins the session's terminal (run with this terminal's stdio). A session whose
+   * resource is gone is a clear error.
+   */
+  attachCommand(
+    session: { tmuxTarget: string; status: string },
+    options: { readOnly?: boolean | undefined },
+  ): Promise<{ file: string; args: string[] }>;
+}
+
+const has = (runner: Runner, method: string) =>
+  typeof (runner as unknown as Record<string, unknown>)[method] === 'function';
+
+export const isChecking = (runner: Runner): runner is Runner & Checking => has(runner, 'check');
+export const isSelective = (runner: Runner): runner is Runner & Selective => has(runner, 'supports');
+export const isSessionHolding = (runner: Runner): runner is Runner & SessionHolding =>
+  has(runner, 'targetFor') && has(runner, 'closeSession');
+export const isAdopting = (runner: Runner): runner is Runner & Adopting => has(runner, 'adoptTurn');
+export const isProbing = (runner: Runner): runner is Runner & Probing => has(runner, 'probe');
+export const isKeyed = (runner: Runner): runner is Runner & Keyed => has(runner, 'sendKeys');
+export const isAttachable = (runner: Runner): runner is Runner & Attachable => has(runner, 'attachCommand');

@@ -4,7 +4,7 @@ import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
-import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
+import { isSessionHolding, type Runner, type RunOutcome, type RunTurnInput } from '../runners/runner.js';
 import { recordUnmeteredTurn } from './registry.js';
 import type { TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
 
@@ -229,7 +229,8 @@ export class TurnDriver {
     const gone = this.deps.store.markGone(session.id, status, reason);
     this.deps.logger.warn(`session ${status}`, { workItem: session.workItem, session: session.id, reason });
     try {
-      await this.runnerOf(session.runner).closeSession?.(session);
+      const runner = this.runnerOf(session.runner);
+      if (isSessionHolding(runner)) await runner.closeSession(session);
     } catch (error) {
       this.deps.logger.warn('could not clean up after a session', { session: session.id, error });
     }

@@ -8,9 +8,18 @@ import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import type { Payer } from '../ledger/payer.js';
-import type { Runner, RunOutcome } from '../runners/runner.js';
+import {
+  isAdopting,
+  isChecking,
+  isProbing,
+  isSelective,
+  isSessionHolding,
+  type Runner,
+  type RunOutcome,
+} from '../runners/runner.js';
+import { planTurn } from './plan-turn.js';
 import { TurnDriver } from './turn-drive.js';
-import { logTurnStart, withArgs } from './turn-start.js';
+import { engineFacts, logTurnStart, withArgs } from './turn-start.js';
 import type { TurnPlan, TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
 
 export { turnWarnings } from './turn-drive.js';
@@ -151,7 +160,8 @@ export class TurnService {
     const preset = this.preset(engineName);
     const runnerName = request.runner ?? defaults.runner;
     // An engine this runner cannot drive is refused before anything is registered (invariant 7).
-    this.runner(runnerName).supports?.(preset, engineName);
+    const runner = this.runner(runnerName);
+    if (isSelective(runner)) runner.supports(preset, engineName);
     const cwd = resolve(request.cwd ?? defaults.cwd);
     this.checkCwd(cwd);
     const env = buildEngineEnv(preset, this.deps.env);
@@ -176,7 +186,8 @@ export class TurnService {
     const plan = this.preflight(request);
     // Every turn re-checks the runner's tools (tmux removed under a running daemon): a clear error,
     // never a silent fallback to another runner.
-    await this.runner(plan.runnerName).check?.();
+    const runner = this.runner(plan.runnerName);
+    if (isChecking(runner)) await runner.check();
     const payer = this.payerOf(plan.env);
     const { session, created } = this.openSession(plan, payer);
     request.onSession?.(session, created);
@@ -195,6 +206,7 @@ export class TurnService {
       }
       return { session, created: false };
     }
+    const runner = this.runner(plan.runnerName);
     session = store.create({
       workItem,
       slug: plan.slug,
@@ -206,7 +218,7 @@ export class TurnService {
       credentialKind: env.credential?.kind ?? null,
       credentialEnv: env.credential?.env ?? null,
       payerId: payer.id,
-      tmuxTarget: this.runner(plan.runnerName).targetFor?.(plan.slug) ?? null,
+      tmuxTarget: isSessionHolding(runner) ? runner.targetFor(plan.slug) : null,
     });
     logger.info('session created', {
       workItem,
@@ -230,39 +242,34 @@ export class TurnService {
   ): Promise<TurnResult> {
     const { preset, env } = plan;
     const runner = this.runner(session.runner);
-    const headless = session.runner === 'process';
     const hook = this.deps.policyHook?.(session, preset);
-    // A TUI registers it only beside its own Claude settings hooks; elsewhere acts are judged after.
-    const tuiHook = hook && !headless && preset.interactive?.hooks === 'claude-settings';
     const prepared = this.deps.prepareEngine?.({ session, preset, env: env.env });
-    // OpenTelemetry meters headless turns only: a TUI gets its environment once, when it starts, so
-    // its exporter may point at a receiver long gone; the tmux runner meters from the transcript.
-    // The gateway's wire meter, when it serves the engine, is the only one (nothing counted twice).
-    const otelEnv =
-      headless && !prepared?.meter ? this.deps.telemetry?.envFor(session.id, preset) : undefined;
+    const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
+    const planned = planTurn({
+      engine: engineFacts(preset),
+      runner: { name: runner.name, mode: runner.mode },
+      guard: prepared && { ...prepared, wire: prepared.meter === 'wire' },
+      policyHook: hook,
+      telemetry: otelEnv !== undefined,
+    });
     const turn = this.deps.store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes: plan.promptBytes,
-      meter:
-        prepared?.meter ?? (otelEnv ? 'otel' : (runner.meterFor?.(preset) ?? capabilitiesOf(preset).meter)),
+      meter: planned.meter,
       deliveryId: request.deliveryId,
       guard: prepared?.guard,
     });
     const log = this.deps.logger.child({ workItem: plan.workItem, session: session.id, turn: turn.seq });
-    logTurnStart(log, session, preset, plan.promptBytes, prepared, Boolean(hook && !headless && !tuiHook));
+    logTurnStart(log, session, plan.promptBytes, prepared, planned);
     return this.driver.drive({
       session,
       turn,
-      preset: withArgs(
-        preset,
-        [...(prepared?.args ?? []), ...(hook && headless ? ['--settings', hook.settingsFile] : [])],
-        prepared?.interactiveArgs ?? [],
-      ),
-      preToolHook: tuiHook ? { command: hook.command, matcher: hook.matcher } : undefined,
+      preset: withArgs(preset, planned.args, planned.interactiveArgs),
+      preToolHook: planned.preToolHook,
       sandbox: prepared?.sandbox,
       launchKey: prepared?.launchKey,
-      release: headless ? prepared?.release : undefined,
-      env: { ...(prepared?.env ?? env.env), ...otelEnv },
+      release: planned.releaseAtEnd ? prepared?.release : undefined,
+      env: { ...(prepared?.env ?? env.env), ...(planned.telemetry ? otelEnv : undefined) },
       prompt: request.prompt,
       created,
       request,
@@ -290,7 +297,7 @@ export class TurnService {
       return undefined;
     };
     if (session?.status !== 'active') return lost(`its session is ${session?.status ?? 'missing'}`);
-    if (!runner?.adoptTurn) return lost(`the ${session.runner} runner cannot adopt turns`);
+    if (!runner || !isAdopting(runner)) return lost(`the ${session.runner} runner cannot adopt turns`);
     let preset: EnginePreset;
     let env: EngineEnv;
     try {
@@ -318,7 +325,7 @@ export class TurnService {
       // The backstop runs from the turn's start, not from the adoption.
       backstopMs: Math.max(1000, Date.parse(turn.startedAt) + this.deps.defaults.backstopMs - Date.now()),
       start: async (input) => {
-        const outcome = await (runner.adoptTurn as NonNullable<Runner['adoptTurn']>)({
+        const outcome = await runner.adoptTurn({
           ...input,
           turnId: turn.id,
           // The runner replays the turn from its structured sources once it has taken it over: what
@@ -342,12 +349,14 @@ export class TurnService {
    * ended, when its engine ended it), so the next turn starts a new session instead of failing.
    */
   async checkSession(session: SessionRecord): Promise<SessionRecord> {
-    const probe = await this.runner(session.runner).probe?.({
+    const runner = this.runner(session.runner);
+    if (!isProbing(runner)) return session;
+    const probe = await runner.probe({
       slug: session.slug,
       tmuxTarget: session.tmuxTarget,
       engineSessionId: session.engineSessionId,
     });
-    if (!probe || probe.alive) return session;
+    if (probe.alive) return session;
     return this.driver.markGone(session, probe.status, probe.reason);
   }
 

@@ -1,7 +1,19 @@
 import type { SessionRecord } from '../core/ports/sessions.js';
-import type { EnginePreset } from '../engines/preset.js';
+import { capabilitiesOf, type EnginePreset, POLICY_HOOK_ARGS } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
+import type { EngineFacts, PlannedTurn } from './plan-turn.js';
 import type { PreparedEngine } from './turn-types.js';
+
+/** What planning a turn needs of its engine, read from its preset's fields (invariant 8). */
+export function engineFacts(preset: EnginePreset): EngineFacts {
+  return {
+    protocolMeter: capabilitiesOf(preset).meter,
+    transcript: preset.interactive?.transcript !== undefined,
+    settingsHooks: preset.interactive?.hooks === 'claude-settings',
+    policyHookArgs: preset.policyHook ? POLICY_HOOK_ARGS[preset.policyHook] : undefined,
+    otel: preset.otel?.enabled === true,
+  };
+}
 
 /** The preset with arguments added to its headless argv and to its TUI's. */
 export function withArgs(preset: EnginePreset, args: string[], interactiveArgs: string[]): EnginePreset {
@@ -20,10 +32,9 @@ export function withArgs(preset: EnginePreset, args: string[], interactiveArgs: 
 export function logTurnStart(
   log: Logger,
   session: SessionRecord,
-  preset: EnginePreset,
   promptBytes: number,
   prepared: PreparedEngine | undefined,
-  hookCannotApply: boolean,
+  planned: PlannedTurn,
 ): void {
   log.info('turn started', {
     engine: session.engine,
@@ -33,19 +44,6 @@ export function logTurnStart(
     gateway: prepared?.guard.gateway.model,
     permissions: prepared?.guard.permissions,
   });
-  for (const note of prepared?.notes ?? []) log.warn(note);
-  // Said, never silent (invariant 7): what the config asks for that this runner cannot do.
-  if (preset.otel?.enabled && session.runner !== 'process') {
-    log.warn('otel.enabled is not used on this runner: the session is metered from its transcript', {
-      runner: session.runner,
-    });
-  }
-  if (hookCannotApply) {
-    log.warn(
-      'this TUI has no Claude settings hooks to carry the policy hook: its acts are judged after the turn',
-      {
-        runner: session.runner,
-      },
-    );
-  }
+  // Said, never silent (invariant 7): what guards it, and what the config asks that cannot apply.
+  for (const warning of planned.warnings) log.warn(warning.message, warning.fields);
 }

@@ -359,6 +359,7 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
     const seenAtStart: { runningTurns: number; runningDeliveries: number }[] = [];
     const probe: Runner = {
       name: 'process',
+      mode: 'headless',
       runTurn: async (input): Promise<RunOutcome> => {
         // A turn that reports like the engine it stands for (else the session would be held as
         // unaccounted after its first turn, and the others would wait).

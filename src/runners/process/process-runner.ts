@@ -3,7 +3,7 @@ import type { EnginePreset } from '../../engines/preset.js';
 import { PROTOCOL_REGISTRY } from '../../engines/protocols/index.js';
 import { whichBinary } from '../../engines/which.js';
 import type { SentKey } from '../keys.js';
-import type { Runner, RunOutcome, RunTurnInput } from '../runner.js';
+import type { Keyed, Runner, RunOutcome, RunTurnInput } from '../runner.js';
 import { type EngineProcess, type SpawnRequest, spawnPipe } from './engine-process.js';
 import { notRun, runProcess } from './process-turn.js';
 import { type PtyKeysContext, sendTurnKeys, serveTurnKeys } from './pty-keys.js';
@@ -44,8 +44,9 @@ export interface ProcessRunnerOptions {
  * caller's AbortSignal (`cancel`). Whatever wins, the process is then stopped in steps (stdin close,
  * SIGTERM, SIGKILL) and the promise settles only when no process of the turn is left.
  */
-export class ProcessRunner implements Runner {
+export class ProcessRunner implements Runner, Keyed {
   readonly name = 'process';
+  readonly mode = 'headless';
 
   constructor(private readonly options: ProcessRunnerOptions = {}) {}
 

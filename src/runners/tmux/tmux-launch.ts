@@ -10,19 +10,21 @@ import { type RunOutcome, SHUTDOWN } from '../runner.js';
 import type { NextResult } from './hook-events-tail.js';
 import { watchPane } from './tmux-follow.js';
 import {
+  endedByEngine,
   saveState,
   sleep,
   type TmuxRunnerOptions,
   type TurnContext,
   tuiOutcome,
 } from './tmux-session-state.js';
+import { readTranscriptOnce } from './tmux-transcript.js';
 
 /**
  * A TUI started under another guard than this turn's (no sandbox, no gateway, another permission
  * mode — before an upgrade or a config change) keeps its own: it holds what it was given then. It
  * is ended rather than trusted; the session is lost and the next delivery starts a new one.
  */
-export async function retire(options: TmuxRunnerOptions, ctx: TurnContext): Promise<RunOutcome> {
+async function retire(options: TmuxRunnerOptions, ctx: TurnContext): Promise<RunOutcome> {
   await options.tmux.killSession(ctx.target);
   const reason =
     'its TUI was started under another guard (sandbox, gateway or permission mode) than the config now asks for';
@@ -36,26 +38,77 @@ export async function retire(options: TmuxRunnerOptions, ctx: TurnContext): Prom
 }
 
 /**
- * Start the TUI and wait until it reports ready (SessionStart with our session id). The pane is
- * kept after an early exit (`remain-on-exit` until ready) so the failure can be shown. Returns a
- * failed outcome (the session is then lost) when the engine exits or never gets ready.
+ * How getting the TUI ready for a turn went, as a value: `ok`; or a failed turn to record (`outcome`:
+ * the engine exited or never got ready, a TUI under another guard was ended, the engine ended its
+ * session, the daemon is stopping); or nothing was started and the caller is told why (`error`).
  */
-export async function spawn(options: TmuxRunnerOptions, ctx: TurnContext): Promise<RunOutcome | undefined> {
-  const { command, sandboxed } = engineCommand(options, ctx);
-  const envFile = await startSession(options, ctx, command, sandboxed);
-  if (!ctx.hooks) return undefined;
-  return await awaitReady(options, ctx, envFile);
+export type Launch = { ok: true } | { ok: false; outcome: RunOutcome } | { ok: false; error: LoopError };
+
+const READY: Launch = { ok: true };
+const failed = (outcome: RunOutcome): Launch => ({ ok: false, outcome });
+const refused = (error: LoopError) => ({ ok: false as const, error });
+
+/**
+ * The session's TUI, ready for this turn: started when there is none, ended when it runs under
+ * another guard; then caught up with what happened in it since our last turn.
+ */
+export async function readyForTurn(options: TmuxRunnerOptions, ctx: TurnContext): Promise<Launch> {
+  if (!(await options.tmux.hasSession(ctx.target))) {
+    const started = await spawn(options, ctx);
+    if (!started.ok) return started;
+  } else if ((ctx.state.launchKey ?? null) !== (ctx.input.launchKey ?? null)) {
+    return failed(await retire(options, ctx));
+  }
+  return ctx.hooks ? await catchUp(options, ctx) : READY;
+}
+
+/**
+ * What happened since our last turn (a person typing in the TUI) is not this turn's start: its hook
+ * events are skipped, and its transcript records are counted now, markers ignored. An engine that
+ * ended its session meanwhile is not pasted into.
+ */
+async function catchUp(options: TmuxRunnerOptions, ctx: TurnContext): Promise<Launch> {
+  const hooks = ctx.hooks as NonNullable<TurnContext['hooks']>;
+  const since = await hooks.drain();
+  const ended = since.find((e) => e.event === 'SessionEnd' && e.sessionId === ctx.sessionId);
+  if (ended?.event === 'SessionEnd' && endedByEngine(ended.reason)) {
+    const reason = `the engine ended its session (${ended.reason})`;
+    return failed(
+      tuiOutcome({
+        ok: false,
+        endReason: 'error',
+        error: `${reason} before this turn; nothing was pasted`,
+        sessionGone: { status: 'ended', reason },
+      }),
+    );
+  }
+  await readTranscriptOnce(options, ctx);
+  ctx.turnEnded = false;
+  return READY;
+}
+
+/**
+ * Start the TUI and wait until it reports ready (SessionStart with our session id). The pane is
+ * kept after an early exit (`remain-on-exit` until ready) so the failure can be shown.
+ */
+async function spawn(options: TmuxRunnerOptions, ctx: TurnContext): Promise<Launch> {
+  const command = engineCommand(options, ctx);
+  if (!command.ok) return command;
+  const started = await startSession(options, ctx, command.argv, command.sandboxed);
+  if (!started.ok) return started;
+  if (!ctx.hooks) return READY;
+  return await awaitReady(options, ctx, started.envFile);
 }
 
 /** The engine's command line (wrapped in the sandbox if there is one), with its hook settings written. */
 function engineCommand(
   options: TmuxRunnerOptions,
   ctx: TurnContext,
-): { command: string[]; sandboxed: boolean } {
+): { ok: true; argv: string[]; sandboxed: boolean } | { ok: false; error: LoopError } {
   const { input, target, dir } = ctx;
   const { preset } = input;
   const binary = whichBinary(preset.binary, input.env.PATH, input.cwd);
-  if (!binary) throw new LoopError('binary-missing', `engine binary not found: ${preset.binary}`);
+  if (!binary) return refused(new LoopError('binary-missing', `engine binary not found: ${preset.binary}`));
   const eventsFile = join(dir, 'hooks.jsonl');
   const settingsFile =
     preset.interactive?.hooks === 'claude-settings'
@@ -80,15 +133,13 @@ function engineCommand(
   // tmux reads an argument that ends in `;` as the end of a command: none of ours may.
   const split = command.find((a) => a.endsWith(';'));
   if (split !== undefined) {
-    throw new LoopError(
-      'config-invalid',
-      `cannot start the engine in tmux: an argument ends in ";" (${split})`,
-      {
+    return refused(
+      new LoopError('config-invalid', `cannot start the engine in tmux: an argument ends in ";" (${split})`, {
         hint: 'Rename the path or argument so it does not end in a semicolon.',
-      },
+      }),
     );
   }
-  return { command, sandboxed: wrap !== undefined };
+  return { ok: true, argv: command, sandboxed: wrap !== undefined };
 }
 
 /** Create the detached tmux session running the launcher; returns the env file it was given. */
@@ -97,7 +148,7 @@ async function startSession(
   ctx: TurnContext,
   command: string[],
   sandboxed: boolean,
-): Promise<string> {
+): Promise<{ ok: true; envFile: string } | { ok: false; error: LoopError }> {
   const { input, target, dir, hooks } = ctx;
   // The environment travels in a 0600 file the launcher deletes: never argv, never typed.
   const envFile = join(dir, `env-${randomUUID()}.json`);
@@ -125,23 +176,21 @@ async function startSession(
   ]);
   if (!created.ok) {
     rmSync(envFile, { force: true });
-    throw new LoopError(
-      'internal',
-      `tmux could not start ${target}: ${created.stderr.trim() || `exit ${created.code}`}`,
+    return refused(
+      new LoopError(
+        'internal',
+        `tmux could not start ${target}: ${created.stderr.trim() || `exit ${created.code}`}`,
+      ),
     );
   }
   options.logger.info('tmux session started', { target });
   ctx.state.launchKey = input.launchKey;
   saveState(dir, ctx.state);
-  return envFile;
+  return { ok: true, envFile };
 }
 
 /** Wait for the engine's SessionStart while its pane is watched; a failed start is reported. */
-async function awaitReady(
-  options: TmuxRunnerOptions,
-  ctx: TurnContext,
-  envFile: string,
-): Promise<RunOutcome | undefined> {
+async function awaitReady(options: TmuxRunnerOptions, ctx: TurnContext, envFile: string): Promise<Launch> {
   const { input, target } = ctx;
   const hooks = ctx.hooks as NonNullable<TurnContext['hooks']>;
   const died = new AbortController();
@@ -162,14 +211,14 @@ async function awaitReady(
   }
   if (ready.ok) {
     await options.tmux.run(['set-option', '-w', '-u', '-t', `=${target}:`, 'remain-on-exit']);
-    return undefined;
+    return READY;
   }
   if (!exited && ready.reason === 'aborted' && input.signal?.reason === SHUTDOWN) {
     // The daemon is stopping while the TUI starts: leave it; the delivery runs again on the next
     // start and finds it (and keeps remain-on-exit until then: a failed start stays visible).
-    return tuiOutcome({ ok: false, endReason: 'cancel', error: null, detached: true });
+    return failed(tuiOutcome({ ok: false, endReason: 'cancel', error: null, detached: true }));
   }
-  return await failedStart(options, ctx, ready.reason === 'aborted', exited);
+  return failed(await failedStart(options, ctx, ready.reason === 'aborted', exited));
 }
 
 /** The engine exited or never got ready: its last screen is kept in the error, its session ended. */

@@ -1,15 +1,26 @@
 import { rmSync } from 'node:fs';
 import { LoopError } from '../../core/errors.js';
-import type { Meter } from '../../core/ports/sessions.js';
 import { capabilitiesOf, type EnginePreset } from '../../engines/preset.js';
-import type { Runner, RunOutcome, RunTurnInput, SessionProbe } from '../runner.js';
+import type { SentKey } from '../keys.js';
+import type {
+  Adopting,
+  Attachable,
+  Checking,
+  Keyed,
+  Probing,
+  Runner,
+  RunOutcome,
+  RunTurnInput,
+  Selective,
+  SessionHolding,
+  SessionProbe,
+} from '../runner.js';
 import { checkTarget } from './tmux.js';
 import { adoptTurn, probe } from './tmux-adopt.js';
 import { deliver } from './tmux-deliver.js';
 import { follow } from './tmux-follow.js';
-import { retire, spawn } from './tmux-launch.js';
+import { readyForTurn } from './tmux-launch.js';
 import {
-  endedByEngine,
   openTurn,
   releaseTurn,
   saveState,
@@ -17,7 +28,7 @@ import {
   type TmuxRunnerOptions,
   tuiOutcome,
 } from './tmux-session-state.js';
-import { readTranscriptOnce } from './tmux-transcript.js';
+import { attachCommand, pressKeys } from './tmux-terminal.js';
 
 export type { TmuxRunnerOptions } from './tmux-session-state.js';
 
@@ -32,8 +43,11 @@ export type { TmuxRunnerOptions } from './tmux-session-state.js';
  * whether the engine confirmed the prompt): a daemon that stops or dies mid-turn leaves the TUI
  * running, and the next one adopts the turn and follows it to its Stop instead of pasting it again.
  */
-export class TmuxRunner implements Runner {
+export class TmuxRunner
+  implements Runner, Checking, Selective, SessionHolding, Adopting, Probing, Keyed, Attachable
+{
   readonly name = 'tmux';
+  readonly mode = 'interactive';
 
   constructor(private readonly options: TmuxRunnerOptions) {}
 
@@ -63,43 +77,21 @@ export class TmuxRunner implements Runner {
     }
   }
 
-  /** A TUI's usage comes from its transcript (per request), or from nothing. */
-  meterFor(preset: EnginePreset): Meter {
-    return preset.interactive?.transcript === 'claude-jsonl' ? 'transcript' : 'none';
-  }
-
   targetFor(slug: string): string {
     return checkTarget(`loop-${slug}`);
   }
 
   async runTurn(input: RunTurnInput): Promise<RunOutcome> {
     const ctx = openTurn(this.options, input, 'last-turn');
-    const { state, hooks, target } = ctx;
+    const { state, hooks } = ctx;
     const interactive = input.preset.interactive as NonNullable<EnginePreset['interactive']>;
     let keepTurn = false;
     try {
-      if (!(await this.options.tmux.hasSession(target))) {
-        const failed = await spawn(this.options, ctx);
-        if (failed) return failed;
-      } else if ((state.launchKey ?? null) !== (input.launchKey ?? null)) {
-        return await retire(this.options, ctx);
-      }
-      if (hooks) {
-        // What happened since our last turn (a person typing in the TUI) is not this turn's start:
-        // its hook events are skipped, and its transcript records are counted now, markers ignored.
-        const since = await hooks.drain();
-        const ended = since.find((e) => e.event === 'SessionEnd' && e.sessionId === ctx.sessionId);
-        if (ended?.event === 'SessionEnd' && endedByEngine(ended.reason)) {
-          const reason = `the engine ended its session (${ended.reason})`;
-          return tuiOutcome({
-            ok: false,
-            endReason: 'error',
-            error: `${reason} before this turn; nothing was pasted`,
-            sessionGone: { status: 'ended', reason },
-          });
-        }
-        await readTranscriptOnce(this.options, ctx);
-        ctx.turnEnded = false;
+      const ready = await readyForTurn(this.options, ctx);
+      if (!ready.ok) {
+        // Nothing started: the caller is told, as with any turn that could not begin.
+        if ('error' in ready) throw ready.error;
+        return ready.outcome;
       }
       state.turn = {
         id: input.turnId ?? 0,
@@ -144,5 +136,26 @@ export class TmuxRunner implements Runner {
     return killed
       ? `tmux session ${session.tmuxTarget} ended`
       : `tmux session ${session.tmuxTarget} was already gone`;
+  }
+
+  async sendKeys(
+    session: { workItem: string; tmuxTarget: string | null },
+    _preset: EnginePreset | undefined,
+    keys: readonly string[],
+  ): Promise<{ target: string; sent: SentKey[] }> {
+    if (!session.tmuxTarget) {
+      throw new LoopError(
+        'usage',
+        `${session.workItem} runs on the ${this.name} runner: its engine has no terminal to type into`,
+      );
+    }
+    return { target: session.tmuxTarget, sent: await pressKeys(this.options.tmux, session.tmuxTarget, keys) };
+  }
+
+  attachCommand(
+    session: { tmuxTarget: string; status: string },
+    options: { readOnly?: boolean | undefined },
+  ): Promise<{ file: string; args: string[] }> {
+    return attachCommand(this.options.tmux, session, options);
   }
 }
