@@ -3,12 +3,11 @@ import { Command, CommanderError, Option } from 'commander';
 import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import type { App } from '../main.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
 import { intOption } from './options.js';
-import { addSessionsCommands } from './program-sessions.js';
+import { addSessionsCommands, type WithApp } from './program-sessions.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -38,6 +37,15 @@ function readVersion(): string {
   }
 }
 
+/** What each group of commands is given: the IO, the exit code's setter, and how to open the app. */
+interface ProgramContext {
+  io: Io;
+  setExit: (code: number) => void;
+  globals: (cmd: Command) => GlobalOptions;
+  withApp: WithApp;
+  withBase: (cmd: Command, fn: (base: Base) => Promise<number> | number) => Promise<void>;
+}
+
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('the-loop')
     .description(
@@ -52,11 +60,24 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride();
+  const context = programContext(io, setExit);
+  addRunCommand(program, context);
+  addSessionsCommands(program, io, context.withApp);
+  addEventsCommands(program, context);
+  addLedgerCommands(program, context);
+  addDoctorCommand(program, context);
+  addConfigCommands(program, context);
+  addServeCommand(program, context);
+  return program;
+}
 
+/**
+ * Command modules and the app are imported when a command runs, not when the CLI starts: each
+ * command loads what it uses (the ledger commands never load the runners or the server).
+ */
+function programContext(io: Io, setExit: (code: number) => void): ProgramContext {
   const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
-  // Command modules and the app are imported when a command runs, not when the CLI starts: each
-  // command loads what it uses (the ledger commands never load the runners or the server).
-  const withApp = async (cmd: Command, fn: (app: App) => Promise<number> | number) => {
+  const withApp: WithApp = async (cmd, fn) => {
     const g = globals(cmd);
     const { createApp } = await import('../main.js');
     const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
@@ -68,7 +89,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       app.dispose();
     }
   };
-  const withBase = async (cmd: Command, fn: (base: Base) => Promise<number> | number) => {
+  const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
     const g = globals(cmd);
     const { openBase } = await import('../base.js');
     const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
@@ -80,7 +101,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       base.dispose();
     }
   };
+  return { io, setExit, globals, withApp, withBase };
+}
 
+function addRunCommand(program: Command, { io, withApp }: ProgramContext): void {
   program
     .command('run')
     .description("run one turn of a work item's session by hand (creating the session on first use)")
@@ -109,9 +133,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         (await import('./run.js')).runCommand(app, io, workItem, prompt, opts),
       );
     });
+}
 
-  addSessionsCommands(program, io, withApp);
-
+function addEventsCommands(program: Command, { io, withApp }: ProgramContext): void {
   const events = program
     .command('events')
     .description('the inbox: every webhook delivery, its route and outcome');
@@ -160,7 +184,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   addPruneCommand(events, intOption('--retain-days', 1, 3650), (opts, cmd) =>
     withApp(cmd, (app) => pruneEvents(app, io, opts)),
   );
+}
 
+/** `usage`, `usage scan` and `acts`: they open the base only (config, log, database, ledger). */
+function addLedgerCommands(program: Command, { io, withBase }: ProgramContext): void {
   program
     .command('usage')
     .description('tokens and estimated cost from the usage ledger, with what the totals leave out')
@@ -194,7 +221,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         }),
       );
     });
-
   program
     .command('acts')
     .description(
@@ -210,7 +236,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (opts, cmd: Command) =>
       withBase(cmd, async (app) => (await import('./acts.js')).actsCommand(app, io, opts)),
     );
+}
 
+function addDoctorCommand(program: Command, { io, setExit, globals }: ProgramContext): void {
   program
     .command('doctor')
     .description('which engine binaries are installed, their versions, and how to install the missing ones')
@@ -230,7 +258,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         ),
       );
     });
+}
 
+function addConfigCommands(program: Command, { io, setExit, globals }: ProgramContext): void {
   const config = program.command('config').description('configuration: init, check, schema');
   config
     .command('init')
@@ -251,7 +281,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .command('schema')
     .description('print the JSON Schema of the config file')
     .action(async () => setExit((await import('./config.js')).configSchemaCommand(io)));
+}
 
+function addServeCommand(program: Command, { io, setExit, globals }: ProgramContext): void {
   program
     .command('serve')
     .description('the daemon: GitHub webhook ingress, durable inbox, dispatcher (runs until Ctrl-C)')
@@ -270,8 +302,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         }),
       );
     });
-
-  return program;
 }
 
 /** CLI entry: parse, run, and turn every error into a clear message and an exit code. */

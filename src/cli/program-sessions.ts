@@ -40,6 +40,11 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp):
     .action(async (ref: string, opts, cmd: Command) =>
       withApp(cmd, async (app) => (await import('./sessions.js')).sessionLogs(app.store, io, ref, opts)),
     );
+  addDriveCommands(sessions, io, withApp);
+}
+
+/** `sessions attach|keys|send|resume|close`: join, drive, release and end a session. */
+function addDriveCommands(sessions: Command, io: Io, withApp: WithApp): void {
   sessions
     .command('attach')
     .description('join a tmux-runner session in this terminal (tmux attach; detach with C-b d)')
