@@ -250,9 +250,14 @@ describe('tmux runner lifecycle: adoption after a restart, interrupts, vanished 
   it('ends a turn interrupted in the TUI (Escape) as interrupted, read from the transcript', async () => {
     const third = await comment();
     await until('the third model request', () => (mock.modelTurns().length >= 3 ? true : undefined));
-    // The mock has sent the first half of the answer; give the TUI a moment to take it in (the
-    // screen shows streamed text only when the message completes, so there is nothing to watch).
-    await new Promise((r) => setTimeout(r, 1500));
+    // The mock has sent the first half of the answer. Escape interrupts with a record only once the
+    // TUI has taken it in (before its first output, Claude Code 2.1.197 puts the prompt back in the
+    // input box instead). The screen shows streamed text only when the message completes, but the
+    // spinner counts the tokens streamed so far ("Whirring… (0s · ↓ 3 tokens)"): once it counts any,
+    // the TUI has the first half.
+    await until('the TUI to count streamed tokens', async () =>
+      /↓ [1-9]\d* tokens?\b/.test(await tmux.capturePane(TARGET)) ? true : undefined,
+    );
     const keys = await cli(['sessions', 'keys', WI, 'Escape']);
     expect(keys.code, keys.stderr).toBe(0);
     expect(await settled(third.id)).toBe('failed');

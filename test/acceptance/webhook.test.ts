@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -67,6 +67,24 @@ async function settled(dataDir: string, id: string, timeoutMs = 60_000): Promise
     await sleep(50);
   }
 }
+
+/** Wait (polling, bounded) until `probe` returns a value. */
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** The daemon's log lines (JSON, written synchronously). */
+const logLines = (dataDir: string): Array<Record<string, unknown>> =>
+  readFileSync(join(dataDir, 'the-loop.log'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe('webhooks end to end (real HTTP, signed fixtures, fake engine)', () => {
   let root: string;
@@ -377,12 +395,22 @@ describe('every routed fixture over HTTP, per-item worktrees, and the close grac
     const closed = fixture('issues.closed') as { issue: { number: number } };
     closed.issue.number = 17;
     const a = await sendDelivery(daemon.webhookUrl, SECRET, 'issue_comment', hang);
-    await sleep(500);
+    // The close must find the turn running (a close that finds the delivery still queued ignores it).
+    await until('the hanging turn to run', () => {
+      const inbox = openInbox(dataDir);
+      const running = inbox.turns('github:acme/widgets#17').some((t) => t.status === 'running');
+      inbox.close();
+      return running ? true : undefined;
+    });
     const b = await sendDelivery(daemon.webhookUrl, SECRET, 'issues', closed);
-    const started = Date.now();
     expect(await settled(dataDir, a.id, 30_000)).toMatchObject({ status: 'failed' });
     expect(await settled(dataDir, b.id, 30_000)).toMatchObject({ status: 'done', route: 'close' });
-    expect(Date.now() - started).toBeLessThan(20_000);
+    // Ended by the close's grace timer (closeGraceSeconds 1), not by the backstop (60 s): once.
+    expect(
+      logLines(dataDir).filter(
+        (l) => l.msg === 'work item closed; cancelling its running turn after the grace period',
+      ),
+    ).toEqual([expect.objectContaining({ workItem: 'github:acme/widgets#17' })]);
     const inbox = openInbox(dataDir);
     expect(inbox.turns('github:acme/widgets#17').map((t) => [t.status, t.end_reason])).toEqual([
       ['failed', 'cancel'],
