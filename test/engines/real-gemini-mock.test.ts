@@ -193,8 +193,8 @@ describe.skipIf(!existsSync(GEMINI))('real gemini CLI against the mock Gemini AP
     const result = resultEvent(r);
     expect(result.status).toBe('error');
     expect(result.error).toMatchObject({ message: expect.stringContaining('Internal error encountered.') });
+    // Fast: the one failed request is the end of it, no retry (general.maxAttempts 1).
     expect(mock.modelTurns()).toHaveLength(1);
     expect(mock.reported).toEqual([]);
-    expect(r.ms).toBeLessThan(30_000);
   });
 });
