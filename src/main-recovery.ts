@@ -1,6 +1,6 @@
 import type { App } from './main.js';
 import { pidAlive, processStartTime } from './os/proc.js';
-import { isAdopting } from './runners/runner.js';
+import { adoptingRunners } from './runners/runner.js';
 
 /**
  * What the dispatcher-lock holder does before it dispatches (part of the composition root, beside
@@ -49,10 +49,7 @@ export async function reconcile(app: App, only?: string): Promise<void> {
       app.logger.warn('could not check a session on start', { workItem: session.workItem, error });
     }
   }
-  const runners = Object.entries(app.runners)
-    .filter(([, runner]) => isAdopting(runner))
-    .map(([name]) => name);
-  for (const turn of app.store.orphanTurns(pidAlive, runners)) {
+  for (const turn of app.store.orphanTurns(pidAlive, adoptingRunners(app.runners))) {
     const delivery = turn.deliveryId ? app.inbox.get(turn.deliveryId) : undefined;
     if (delivery?.status === 'running') continue; // the dispatcher adopts it, or runs it again
     if (only !== undefined && delivery?.workItem !== only) continue;

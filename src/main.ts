@@ -25,7 +25,7 @@ import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 import { pidAlive } from './os/proc.js';
 import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
-import { isSessionHolding, type Runner } from './runners/runner.js';
+import { adoptingRunners, isSessionHolding, type Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
@@ -81,17 +81,19 @@ export function createApp(options: AppOptions): App {
   // Every path that ends a session revokes its capability tokens.
   const store = revokingStore(registry, guard.tokens, logger);
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
-  // A turn whose owning process died is lost. Its engine may still run (it leads its own process
-  // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
-  // Turns in tmux are left to the dispatcher-lock holder: their TUI runs on without us, and it adopts
-  // them (reconcile, then Dispatcher.recover).
-  const lostTurns: LostTurn[] = [];
-  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), { skipRunners: ['tmux'] });
-  if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const runners = createRunners(loaded, logger, {
     env: options.env,
     sessionStatus: (id) => registry.get(id)?.status,
   });
+  // A turn whose owning process died is lost. Its engine may still run (it leads its own process
+  // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
+  // Turns of runners that adopt (tmux) are left to the dispatcher-lock holder: their TUI runs on
+  // without us, and it adopts them (reconcile, then Dispatcher.recover).
+  const lostTurns: LostTurn[] = [];
+  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), {
+    skipRunners: adoptingRunners(runners),
+  });
+  if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const telemetry = new TelemetryReceiver({
     db,
     ledger,

@@ -164,3 +164,10 @@ export const isAdopting = (runner: Runner): runner is Runner & Adopting => has(r
 export const isProbing = (runner: Runner): runner is Runner & Probing => has(runner, 'probe');
 export const isKeyed = (runner: Runner): runner is Runner & Keyed => has(runner, 'sendKeys');
 export const isAttachable = (runner: Runner): runner is Runner & Attachable => has(runner, 'attachCommand');
+
+/** The names of the runners whose turns a later process can adopt (their engines outlive us). */
+export function adoptingRunners(runners: Readonly<Record<string, Runner>>): string[] {
+  return Object.entries(runners)
+    .filter(([, runner]) => isAdopting(runner))
+    .map(([name]) => name);
+}
