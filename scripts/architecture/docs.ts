@@ -55,11 +55,9 @@ function graphViolations(text: string, edges: readonly string[]): Violation[] {
     out.push({ rule: 'docs', message: `${DOC}'s folder graph lacks ${e} (an import makes it)` });
   for (const e of extra)
     out.push({ rule: 'docs', message: `${DOC}'s folder graph shows ${e}, which no import makes` });
-  if (out.length > 0)
-    out.push({
-      rule: 'docs',
-      message: `(node --import tsx scripts/check-architecture.ts --write-docs regenerates the block)`,
-    });
+  const last = out.at(-1);
+  if (last)
+    last.message += ' (node --import tsx scripts/check-architecture.ts --write-docs regenerates the block)';
   return out;
 }
 

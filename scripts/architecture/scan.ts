@@ -58,7 +58,14 @@ export function scanSources(root: string): Scan {
   const sql: SqlHit[] = [];
   for (const file of files) {
     const text = readFileSync(join(root, file), 'utf8');
-    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+    // JSDoc left unparsed: a comment is never an import nor SQL, and skipping it saves a fifth of the time.
+    const source = ts.createSourceFile(
+      file,
+      text,
+      { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone },
+      false,
+      ts.ScriptKind.TS,
+    );
     const lineOf = (node: TS.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
     const addImport = (specifier: string, typeOnly: boolean, node: TS.Node) =>
       imports.push({
