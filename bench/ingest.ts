@@ -7,8 +7,8 @@
  *
  * Two pairs, each compared with its own floor:
  *   in-process   the daemon's ingress built as the daemon builds it (openDb + SqliteInbox +
- *                createIngressHandler + startHttpServer, nullLogger, no dispatcher), served from this
- *                process, versus the floor served from this process;
+ *                createIngressHandler routing with routeEvent + startHttpServer, nullLogger, no
+ *                dispatcher), served from this process, versus the floor served from this process;
  *   child        the real daemon, `node bin/the-loop.js serve --port 0` (file logger, dispatcher,
  *                routing: every delivery is `issues.opened` without a mention, so it routes to
  *                `ignore` and no engine runs), versus the floor in a child process of its own.
@@ -226,8 +226,10 @@ async function main(): Promise<void> {
     const floorIn = await startFloor(secret);
     closers.push(() => new Promise<void>((r) => floorIn.close(() => r())));
     const { openDb } = await import('../src/store/db.js');
-    const { SqliteInbox } = await import('../src/inbox/sqlite-inbox.js');
+    const { SqliteInbox } = await import('../src/store/sqlite/inbox.js');
     const { createIngressHandler } = await import('../src/github/ingress.js');
+    const { routeEvent } = await import('../src/github/route.js');
+    const { configSchema } = await import('../src/config/schema.js');
     const { startHttpServer } = await import('../src/web/server.js');
     const { nullLogger } = await import('../src/log/logger.js');
     const db = openDb(join(tmp, 'in-process/the-loop.db'));
@@ -235,12 +237,15 @@ async function main(): Promise<void> {
       if (db.open) db.close();
     });
     const inbox = new SqliteInbox(db);
+    // Routed as the daemon routes (its config below): issues.opened without a mention → ignore.
+    const routing = configSchema.parse({ repos: { 'acme/widgets': { path: tmp } } });
     const handler = createIngressHandler({
       secret,
       maxBodyBytes: 25 * 1024 * 1024,
       inbox,
       logger: nullLogger,
       onAccepted: () => {},
+      route: (event, payload) => routeEvent(event, payload, routing),
     });
     const ingressIn = await startHttpServer({
       host: '127.0.0.1',

@@ -10,41 +10,40 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteInbox } from '../src/inbox/sqlite-inbox.js';
 import { openDb } from '../src/store/db.js';
+import { SqliteInbox } from '../src/store/sqlite/inbox.js';
 
 const ROWS = Number(process.env.BENCH_PRUNE_ROWS ?? 200_000);
 const NOW = new Date('2026-03-31T12:00:00.000Z');
 const OLD = new Date(NOW.getTime() - 40 * 24 * 60 * 60 * 1000);
 
-function seed(inbox: SqliteInbox, db: ReturnType<typeof openDb>, rows: number): void {
+async function seed(inbox: SqliteInbox, rows: number): Promise<void> {
   const body = JSON.stringify({ pad: 'x'.repeat(2000) });
-  db.transaction(() => {
-    for (let i = 0; i < rows; i++) {
-      const id = `d-${i}`;
-      inbox.accept({
-        id,
-        source: 'github',
-        event: 'issue_comment',
-        action: 'created',
-        body,
-        route: { action: 'ignore', workItem: 'github:octo/widgets#1', reason: 'ignored: bench' },
-      });
-    }
-  })();
+  await inbox.acceptMany(
+    Array.from({ length: rows }, (_, i) => ({
+      id: `d-${i}`,
+      source: 'github' as const,
+      event: 'issue_comment',
+      action: 'created',
+      body,
+      routed: { action: 'ignore' as const, workItem: 'github:octo/widgets#1', reason: 'ignored: bench' },
+    })),
+  );
 }
 
-function run(rows: number): { batches: number; maxMs: number; medianMs: number; totalMs: number } {
+async function run(
+  rows: number,
+): Promise<{ batches: number; maxMs: number; medianMs: number; totalMs: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-bench-prune-'));
   try {
     const db = openDb(join(dir, 'the-loop.db'));
     const inbox = new SqliteInbox(db, { now: () => OLD });
-    seed(inbox, db, rows);
+    await seed(inbox, rows);
     const times: number[] = [];
     const started = performance.now();
     for (;;) {
       const t = performance.now();
-      const report = inbox.prune({ retainDays: 30, now: NOW });
+      const report = await inbox.prune({ retainDays: 30, now: NOW });
       times.push(performance.now() - t);
       if (!report.more) break;
     }
@@ -62,8 +61,8 @@ function run(rows: number): { batches: number; maxMs: number; medianMs: number; 
   }
 }
 
-const small = run(Math.max(1000, Math.floor(ROWS / 10)));
-const large = run(ROWS);
+const small = await run(Math.max(1000, Math.floor(ROWS / 10)));
+const large = await run(ROWS);
 const fmt = (n: number) => n.toFixed(1);
 console.log(
   `inbox prune, ${ROWS / 10} and ${ROWS} finished old deliveries (2 KB bodies), 100 rows per batch`,

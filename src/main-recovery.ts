@@ -50,7 +50,7 @@ export async function reconcile(app: App, only?: string): Promise<void> {
     }
   }
   for (const turn of app.store.orphanTurns(pidAlive, adoptingRunners(app.runners))) {
-    const delivery = turn.deliveryId ? app.inbox.get(turn.deliveryId) : undefined;
+    const delivery = turn.deliveryId ? await app.inbox.get(turn.deliveryId) : undefined;
     if (delivery?.status === 'running') continue; // the dispatcher adopts it, or runs it again
     if (only !== undefined && delivery?.workItem !== only) continue;
     app.store.markTurnLost(

@@ -15,7 +15,6 @@ import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
-import { SqliteInbox } from './inbox/sqlite-inbox.js';
 import { holdIfOverBudget, workItemHeldReason } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
@@ -31,6 +30,7 @@ import { TmuxRunner } from './runners/tmux/tmux-runner.js';
 import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
+import { SqliteInbox } from './store/sqlite/inbox.js';
 import { serverLimits } from './web/limits.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
 import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
@@ -253,7 +253,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
       return session ? holdIfOverBudget(app, session)?.reason : workItemHeldReason(app, workItem);
     },
     checkSession: (session) => app.turns.checkSession(session),
-    route: (event, payload) => routeEvent(event, payload, config),
+    // Deliveries are routed on arrival; only rows an older version stored unrouted are routed here.
+    routeLegacy: (event, payload) => routeEvent(event, payload, config),
     logger: app.logger,
     concurrency: config.dispatch.concurrency,
     closeGraceMs: config.dispatch.closeGraceSeconds * 1000,
@@ -326,7 +327,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
     lock.release();
     throw error;
   }
-  dispatcher.start();
+  await dispatcher.start();
   const retention = startRetention({
     inbox: app.inbox,
     retainDays: config.inbox.retainDays,

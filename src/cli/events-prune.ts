@@ -11,13 +11,13 @@ export const formatSize = (bytes: number): string =>
   bytes < MIB ? `${formatInt(Math.ceil(bytes / 1024))} KiB` : `${(bytes / MIB).toFixed(1)} MiB`;
 
 /** Prune in batches (one transaction each) until nothing is left: the totals of all of them. */
-export function pruneAll(
+export async function pruneAll(
   inbox: Pick<Inbox, 'prune'>,
   options: { retainDays: number; dryRun: boolean },
-): { cutoff: string | null; pruned: number; bytes: number } {
+): Promise<{ cutoff: string | null; pruned: number; bytes: number }> {
   const total = { cutoff: null as string | null, pruned: 0, bytes: 0 };
   for (;;) {
-    const report = inbox.prune(options);
+    const report = await inbox.prune(options);
     total.cutoff = report.cutoff;
     total.pruned += report.pruned;
     total.bytes += report.bytes;
@@ -50,10 +50,10 @@ export function addPruneCommand(
  * `the-loop events prune`: retention on demand (the daemon also prunes at start and hourly). Drops
  * the bodies of finished deliveries older than `inbox.retainDays` (or `--retain-days`), keeps rows.
  */
-export function pruneEvents(app: App, io: Io, options: PruneFlags): number {
+export async function pruneEvents(app: App, io: Io, options: PruneFlags): Promise<number> {
   const retainDays = options.retainDays ?? app.loaded.config.inbox.retainDays;
   const dryRun = options.dryRun ?? false;
-  const total = pruneAll(app.inbox, { retainDays, dryRun });
+  const total = await pruneAll(app.inbox, { retainDays, dryRun });
   if (options.json) {
     io.out(`${JSON.stringify({ retainDays, dryRun, ...total })}\n`);
     return EXIT.ok;

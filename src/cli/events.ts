@@ -11,6 +11,15 @@ export function parseStatus(value: string): DeliveryStatus {
   return value as DeliveryStatus;
 }
 
+/**
+ * A delivery as the CLI shows it: a held one's reason reads `held: <why>`, as it always has (the
+ * hold is a field of its own in the inbox, `heldReason`).
+ */
+const shown = (d: DeliveryRecord): DeliveryRecord => ({
+  ...d,
+  reason: d.heldReason !== null ? `held: ${d.heldReason}` : d.reason,
+});
+
 const describe = (d: DeliveryRecord): string =>
   d.error
     ? `error: ${oneLine(d.error, 120)}`
@@ -21,16 +30,18 @@ const describe = (d: DeliveryRecord): string =>
         : '';
 
 /** `the-loop events list`: the inbox, newest first. */
-export function listEvents(
+export async function listEvents(
   app: App,
   io: Io,
   options: { status?: DeliveryStatus; workItem?: string; limit?: number; json?: boolean },
-): number {
-  const rows = app.inbox.list({
-    status: options.status,
-    workItem: options.workItem,
-    limit: options.limit ?? 50,
-  });
+): Promise<number> {
+  const rows = (
+    await app.inbox.list({
+      status: options.status,
+      workItem: options.workItem,
+      limit: options.limit ?? 50,
+    })
+  ).map(shown);
   if (options.json) {
     io.out(`${toJson(rows, 2)}\n`);
     return EXIT.ok;
@@ -56,14 +67,20 @@ export function listEvents(
   return EXIT.ok;
 }
 
-export function showEvent(app: App, io: Io, id: string, options: { json?: boolean; body?: boolean }): number {
-  const d = app.inbox.get(id);
-  if (!d) {
+export async function showEvent(
+  app: App,
+  io: Io,
+  id: string,
+  options: { json?: boolean; body?: boolean },
+): Promise<number> {
+  const found = await app.inbox.get(id);
+  if (!found) {
     io.err(`the-loop: no delivery ${id}\n  → See \`the-loop events list\`.\n`);
     return EXIT.failed;
   }
+  const d = shown(found);
   const turns = app.store.turnsForDelivery(id);
-  const body = options.body ? app.inbox.body(id) : undefined;
+  const body = options.body ? await app.inbox.body(id) : undefined;
   if (options.json) {
     // A pruned body (delivery.prunedAt) asked for with --body is null: gone, not empty.
     const withBody = body !== undefined ? { body: JSON.parse(body) } : options.body ? { body: null } : {};
@@ -91,8 +108,8 @@ export function showEvent(app: App, io: Io, id: string, options: { json?: boolea
   return EXIT.ok;
 }
 
-export function retryEvent(app: App, io: Io, id: string, options: { json?: boolean }): number {
-  const d = app.inbox.retry(id);
+export async function retryEvent(app: App, io: Io, id: string, options: { json?: boolean }): Promise<number> {
+  const d = shown(await app.inbox.retry(id));
   if (options.json) io.out(`${toJson(d)}\n`);
   else
     io.out(

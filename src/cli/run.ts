@@ -5,6 +5,7 @@ import type { TurnEvent } from '../core/events.js';
 import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { acquireLock, currentHolder } from '../dispatch/lock.js';
+import { manualPlan } from '../dispatch/manual-plan.js';
 import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
 import { serverLimits } from '../web/limits.js';
 import { type HttpServer, startHttpServer } from '../web/server.js';
@@ -99,12 +100,15 @@ export async function runCommand(
   };
 
   const deliveryId = `manual-${randomUUID()}`;
-  app.inbox.accept({
+  // Planned as it is queued, like a webhook routed on arrival: the dispatcher runs it as stored.
+  const body = { workItem, prompt, engine: options.engine, runner: options.runner, cwd };
+  await app.inbox.accept({
     id: deliveryId,
     source: 'manual',
     event: 'manual',
     action: null,
-    body: JSON.stringify({ workItem, prompt, engine: options.engine, runner: options.runner, cwd }),
+    body: JSON.stringify(body),
+    routed: manualPlan(body),
   });
 
   const controller = new AbortController();
@@ -129,7 +133,7 @@ export async function runCommand(
           controller.signal,
           lock.release,
         );
-        if (heldNote(app, deliveryId)) return reportHeld(app, io, deliveryId, options);
+        if (await heldNote(app, deliveryId)) return await reportHeld(app, io, deliveryId, options);
         break;
       }
       if (!announced && !options.json) {
@@ -141,7 +145,7 @@ export async function runCommand(
       // died): then take over and dispatch it here.
       const outcome = await follow(app, deliveryId, printSession, printEvent, controller.signal);
       if (outcome === 'settled') break;
-      if (outcome === 'held') return reportHeld(app, io, deliveryId, options);
+      if (outcome === 'held') return await reportHeld(app, io, deliveryId, options);
       if (outcome === 'aborted') {
         io.err(
           `the-loop: stopped following; ${deliveryId} stays queued (see \`the-loop events show ${deliveryId}\`)\n`,
@@ -149,7 +153,7 @@ export async function runCommand(
         return EXIT.failed;
       }
     }
-    return report(app, io, deliveryId, options, started);
+    return await report(app, io, deliveryId, options, started);
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
@@ -182,10 +186,11 @@ async function dispatchOwn(
       pollMs: 100,
     });
     dispatcher = running;
-    running.start();
+    await running.start();
     const onAbort = () => void running.stop(0);
     signal.addEventListener('abort', onAbort, { once: true });
-    while (!isSettled(app, deliveryId) && !heldNote(app, deliveryId) && !signal.aborted) await sleep(25);
+    while (!(await isSettled(app, deliveryId)) && !(await heldNote(app, deliveryId)) && !signal.aborted)
+      await sleep(25);
     signal.removeEventListener('abort', onAbort);
     await running.stop(0);
   } finally {
@@ -223,17 +228,15 @@ async function receiveTelemetry(app: App): Promise<HttpServer | undefined> {
 }
 
 /** Why a queued delivery waits (its session is held, e.g. over budget), if it does. */
-const heldNote = (app: App, id: string): string | undefined => {
-  const d = app.inbox.get(id);
-  return d?.status === 'queued' && d.reason?.startsWith('held: ')
-    ? d.reason.slice('held: '.length)
-    : undefined;
+const heldNote = async (app: App, id: string): Promise<string | undefined> => {
+  const d = await app.inbox.get(id);
+  return d?.status === 'queued' ? (d.heldReason ?? undefined) : undefined;
 };
 
 /** The delivery is queued behind a hold: say why and how to release it; it runs once resumed. */
-function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): number {
-  const reason = heldNote(app, deliveryId) ?? 'held';
-  const workItem = app.inbox.get(deliveryId)?.workItem ?? '<work-item>';
+async function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): Promise<number> {
+  const reason = (await heldNote(app, deliveryId)) ?? 'held';
+  const workItem = (await app.inbox.get(deliveryId))?.workItem ?? '<work-item>';
   // Only a budget hold needs a raise; a breach or an unaccounted session needs a person's resume.
   const kind = app.store.findActive(workItem)?.hold?.kind;
   const resume = `the-loop sessions resume ${workItem}${kind === 'over-budget' || kind === undefined ? ' --raise <amount>' : ''}`;
@@ -245,8 +248,8 @@ function reportHeld(app: App, io: Io, deliveryId: string, options: RunOptions): 
   return EXIT.failed;
 }
 
-const isSettled = (app: App, id: string) => {
-  const status = app.inbox.get(id)?.status;
+const isSettled = async (app: App, id: string) => {
+  const status = (await app.inbox.get(id))?.status;
   return status === 'done' || status === 'failed' || status === 'rejected' || status === 'ignored';
 };
 
@@ -260,7 +263,7 @@ async function follow(
   let turn: TurnRecord | undefined;
   let seen = 0;
   for (;;) {
-    const settled = isSettled(app, deliveryId);
+    const settled = await isSettled(app, deliveryId);
     const latest = app.store.turnsForDelivery(deliveryId).at(-1);
     if (latest && latest.id !== turn?.id) {
       turn = latest;
@@ -274,15 +277,21 @@ async function follow(
       seen = events.length;
     }
     if (settled) return 'settled';
-    if (heldNote(app, deliveryId)) return 'held';
+    if (await heldNote(app, deliveryId)) return 'held';
     if (signal.aborted) return 'aborted';
     if (!currentHolder(lockPath(app.loaded.dataDir))) return 'unlocked';
     await sleep(200);
   }
 }
 
-function report(app: App, io: Io, deliveryId: string, options: RunOptions, started: number): number {
-  const delivery = app.inbox.get(deliveryId);
+async function report(
+  app: App,
+  io: Io,
+  deliveryId: string,
+  options: RunOptions,
+  started: number,
+): Promise<number> {
+  const delivery = await app.inbox.get(deliveryId);
   const turn = app.store.turnsForDelivery(deliveryId).at(-1);
   if (!turn) {
     const error = delivery?.error ?? `the delivery ended ${delivery?.status ?? 'unknown'} without a turn`;

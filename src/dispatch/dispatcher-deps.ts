@@ -1,19 +1,11 @@
-import type { Inbox } from '../core/ports/inbox.js';
+import type { Inbox, RoutedDelivery, RoutedTurn } from '../core/ports/inbox.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
-import type { RouteResult } from '../github/route.js';
 import type { Logger } from '../log/logger.js';
 import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
 
 /** What the dispatcher is given: its ports (inbox, sessions, turns) and its settings. */
 
-/** What a manual delivery (`the-loop run`) carries in its body. */
-export interface ManualBody {
-  workItem: string;
-  prompt: string;
-  engine?: string | undefined;
-  runner?: string | undefined;
-  cwd?: string | undefined;
-}
+export type { ManualBody } from './manual-plan.js';
 
 export interface DispatcherDeps {
   inbox: Inbox;
@@ -31,17 +23,21 @@ export interface DispatcherDeps {
    * Why deliveries to this work item's active session must wait (its hold: over budget, …), or
    * undefined. Called before a delivery is claimed; it may put the hold on (a ceiling reached).
    */
-  heldReason?: (workItem: string) => string | undefined;
+  heldReason?: (workItem: string) => Promise<string | undefined> | string | undefined;
   /** Check an active session's runner resource before a turn; returns it updated (lost, ended). */
   checkSession?: (session: SessionRecord) => Promise<SessionRecord>;
-  /** Pure router for GitHub deliveries. */
-  route: (event: string, payload: unknown) => RouteResult;
+  /**
+   * The pure router, for rows an older version stored without their route or plan only: they are
+   * routed once, when first dispatched, and stored. Every other delivery was routed on arrival and
+   * runs as stored. Without it, such a row is rejected (unrouted) or fails (no plan).
+   */
+  routeLegacy?: ((event: string, payload: unknown) => RoutedDelivery) | undefined;
   logger: Logger;
   concurrency: number;
   closeGraceMs: number;
   pollMs: number;
   /** Resolve a session's working directory for a routed event (checkout, or a per-item worktree). */
-  workspace?: (route: Extract<RouteResult, { action: 'start' | 'deliver' }>) => Promise<string>;
+  workspace?: (route: RoutedTurn) => Promise<string>;
   /** Called when a session closes (remove its worktree...). Returns a note for the log. */
   onClose?: (workItem: string, session: SessionRecord | undefined) => Promise<string | undefined>;
   /** Observe turn events of running deliveries (`the-loop run` following its own). */

@@ -1,19 +1,13 @@
 import { describeError, LoopError } from '../core/errors.js';
-import type { DeliveryRecord } from '../core/ports/inbox.js';
+import type { Claim, DeliveryRecord, RoutedDelivery, RoutedTurn } from '../core/ports/inbox.js';
 import type { TurnRecord } from '../core/ports/sessions.js';
-import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
-import type { RouteResult } from '../github/route.js';
 import { SHUTDOWN } from '../runners/runner.js';
 import type { TurnResult } from '../sessions/turn-service.js';
-import type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
+import type { DispatcherDeps } from './dispatcher-deps.js';
+import { manualBodySchema, manualPlan } from './manual-plan.js';
+import { heldCandidates, planClaims } from './plan-claims.js';
 
 export type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
-
-interface Claim {
-  deliveryId: string;
-  workItem: string;
-  action: string;
-}
 
 interface Running {
   deliveryId: string;
@@ -22,10 +16,9 @@ interface Running {
 }
 
 /**
- * One FIFO per work item, a global concurrency limit, arrival order from the inbox's sequence.
- * A delivery runs only when no earlier delivery of the same work item is still pending, so turns of
- * one session run one at a time, in the order GitHub's events arrived. State lives in the inbox, so
- * a restart resumes where it stopped.
+ * Runs what the inbox holds, as it was routed on arrival: which delivery may run next is decided by
+ * `planClaims` (one FIFO per work item, a global concurrency limit, holds, closes), and the claims are
+ * taken in one write. State lives in the inbox, so a restart resumes where it stopped.
  */
 export class Dispatcher {
   private readonly running = new Map<string, Running>();
@@ -33,23 +26,30 @@ export class Dispatcher {
   private pumping = false;
   private again = false;
   private stopped = false;
+  /** The dispatch passes in progress (one at a time). */
+  private loop: Promise<void> | undefined;
+  /** Wake-ups scheduled by turns that ended (idle waits for them too). */
+  private nudged = 0;
   private poll: NodeJS.Timeout | undefined;
   private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly deps: DispatcherDeps) {}
 
-  /** Settle what a previous process left running, then start dispatching. */
-  start(): void {
-    this.recover();
-    this.poll = setInterval(() => this.notify(), this.deps.pollMs);
-    this.notify();
+  /** Settle what a previous process left running, then start dispatching. Resolves once recovered. */
+  start(): Promise<void> {
+    const recovered = this.recover();
+    this.loop = this.runLoop(recovered);
+    return recovered.then(() => {
+      if (!this.stopped) this.poll = setInterval(() => this.notify(), this.deps.pollMs);
+    });
   }
 
-  private recover(): void {
-    for (const d of this.deps.inbox.pending()) {
+  private async recover(): Promise<void> {
+    const { inbox, store, logger } = this.deps;
+    for (const d of await inbox.pending()) {
       if (d.status !== 'running') continue;
       if (this.deps.only && d.workItem !== this.deps.only) continue;
-      const turns = this.deps.store.turnsForDelivery(d.id);
+      const turns = store.turnsForDelivery(d.id);
       // Judge by the newest attempt only: an older finished attempt says nothing about the last one.
       const last = turns.at(-1);
       if (last?.status === 'running' && this.deps.adoptTurn && d.workItem) {
@@ -57,15 +57,15 @@ export class Dispatcher {
         this.launchAdoption(d.id, d.workItem, last);
       } else if (last && last.status !== 'running' && last.endReason !== 'lost') {
         // The turn ran to its end; only the bookkeeping was interrupted.
-        this.deps.inbox.finish(d.id, {
+        await inbox.finish(d.id, {
           status: last.status === 'succeeded' ? 'done' : 'failed',
           turnId: last.id,
           error: last.error,
         });
       } else {
         // Never started, or interrupted by the crash: run it again, in its original place.
-        this.deps.inbox.requeue(d.id);
-        this.deps.logger.warn('resuming a delivery interrupted by a restart', {
+        await inbox.requeue(d.id);
+        logger.warn('resuming a delivery interrupted by a restart', {
           delivery: d.id,
           interruptedTurns: turns.length,
         });
@@ -85,104 +85,103 @@ export class Dispatcher {
   }
 
   notify(): void {
-    if (this.stopped) return;
+    if (this.stopped) {
+      this.flushIdle();
+      return;
+    }
     if (this.pumping) {
       this.again = true;
       return;
     }
+    this.loop = this.runLoop();
+  }
+
+  private async runLoop(before?: Promise<void>): Promise<void> {
     this.pumping = true;
     try {
+      // A recovery that failed fails `start`, which says so; nothing is dispatched after it.
+      if (
+        before &&
+        !(await before.then(
+          () => true,
+          () => false,
+        ))
+      )
+        return;
       do {
         this.again = false;
-        // Claim inside one transaction; start engines only after it committed, so no engine ever
-        // runs for a claim that a crash could roll back.
-        const claims = this.deps.inbox.batch ? this.deps.inbox.batch(() => this.pump()) : this.pump();
-        for (const claim of claims) this.launch(claim);
+        await this.pass();
       } while (this.again && !this.stopped);
     } catch (error) {
       // Called from timers and I/O callbacks: an error here must not take the process down. The
-      // inbox is unchanged (the transaction rolled back); the next wake-up tries again.
+      // claims' write is one transaction (all or nothing); the next wake-up tries again.
       this.deps.logger.error('dispatch pass failed; will retry', { error });
     } finally {
       this.pumping = false;
     }
-    if (this.running.size === 0) this.flushIdle();
-  }
-
-  private pump(): Claim[] {
-    const claims: Claim[] = [];
-    const blocked = new Set(this.running.keys());
-    const pending = this.deps.inbox.pending();
-    const limit = this.deps.upTo ? pending.find((d) => d.id === this.deps.upTo)?.seq : undefined;
-    for (const d of pending) {
-      if (d.status === 'running') {
-        if (d.workItem) blocked.add(d.workItem);
-        continue;
-      }
-      const route = d.route ? null : this.routeDelivery(d);
-      const workItem = route ? ('workItem' in route ? route.workItem : null) : d.workItem;
-      const action = route?.action ?? d.route;
-      if (action === 'ignore' || action === 'reject' || !workItem) continue;
-      if (this.deps.only && workItem !== this.deps.only) continue;
-      if (limit !== undefined && d.seq > limit) continue;
-      if (blocked.has(workItem)) {
-        if (action === 'close') this.closeWhenFree(workItem, d.seq, pending);
-        continue;
-      }
-      blocked.add(workItem);
-      // A held session (over budget) gets nothing more until a person resumes it; a close still runs.
-      const held = action === 'close' ? undefined : this.deps.heldReason?.(workItem);
-      if (held !== undefined) {
-        // Every queued delivery of the work item waits behind the hold, and says so (a `run` waiting
-        // for a later one must see it too).
-        for (const q of pending) {
-          if (q.status === 'queued' && q.workItem === workItem && q.route !== 'close') {
-            this.deps.inbox.noteHeld(q.id, `held: ${held}`);
-          }
-        }
-        continue;
-      }
-      if (d.reason?.startsWith('held: ')) this.deps.inbox.noteHeld(d.id, null);
-      if (this.running.size + claims.length >= this.deps.concurrency) continue;
-      // Claim it: if another dispatcher already did, leave it.
-      if (this.deps.inbox.markRunning(d.id))
-        claims.push({ deliveryId: d.id, workItem, action: action ?? 'deliver' });
-    }
-    return claims;
-  }
-
-  private routeDelivery(d: DeliveryRecord): RouteResult {
-    let route: RouteResult;
-    try {
-      const payload = JSON.parse(this.deps.inbox.readBody(d.id)) as unknown;
-      route = d.source === 'manual' ? manualRoute(payload) : this.deps.route(d.event, payload);
-    } catch (error) {
-      route = { action: 'reject', reason: `unreadable delivery: ${describeError(error)}` };
-    }
-    const workItem = 'workItem' in route && route.workItem ? route.workItem : null;
-    const reason = 'reason' in route ? route.reason : null;
-    this.deps.inbox.setRoute(d.id, route.action, workItem, reason);
-    if (route.action === 'reject') this.deps.logger.warn('delivery rejected', { delivery: d.id, reason });
-    return route;
+    this.flushIdle();
   }
 
   /**
-   * A close is waiting behind this work item's turn: deliveries queued before the close will not
-   * start a new turn on a closing session (they are settled as ignored, with the reason), and the
-   * running turn gets the grace period before it is cancelled.
+   * One pass: read what is pending, plan the claims, take them in one write, and start engines only
+   * after it committed (no engine ever runs for a claim that was not written).
    */
-  private closeWhenFree(workItem: string, closeSeq: number, pending: DeliveryRecord[]): void {
-    for (const d of pending) {
-      if (
-        d.workItem === workItem &&
-        d.status === 'queued' &&
-        d.seq < closeSeq &&
-        (d.route === 'start' || d.route === 'deliver')
-      ) {
-        this.deps.inbox.setRoute(d.id, 'ignore', workItem, 'the work item closed before this delivery ran');
+  private async pass(): Promise<void> {
+    const { inbox } = this.deps;
+    const pending = await this.routeUnrouted(await inbox.pending());
+    const base = { pending, running: [...this.running.keys()], only: this.deps.only, upTo: this.deps.upTo };
+    // A held session (over budget…) gets nothing more until a person resumes it: asked of the first
+    // in line of each work item (asking may put the hold on: a ceiling reached).
+    const held = new Map<string, string>();
+    for (const workItem of heldCandidates(base)) {
+      const reason = await this.deps.heldReason?.(workItem);
+      if (reason !== undefined) held.set(workItem, reason);
+    }
+    const plan = planClaims({ ...base, concurrency: this.deps.concurrency, held });
+    if (plan.claims.length > 0 || plan.held.length > 0 || plan.ignored.length > 0) {
+      const won = await inbox.applyClaims(plan);
+      for (const claim of won) {
+        // Stopping meanwhile: the claim goes back to the queue, in its place, for the next dispatcher.
+        if (this.stopped) await inbox.requeue(claim.deliveryId);
+        else this.launch(claim);
       }
     }
-    this.armCloseGrace(workItem);
+    for (const workItem of plan.graceFor) this.armCloseGrace(workItem);
+  }
+
+  /**
+   * Rows an older version stored unrouted are routed once, now, and stored so (ignore and reject are
+   * settled by it). Every other delivery was routed on arrival.
+   */
+  private async routeUnrouted(pending: DeliveryRecord[]): Promise<DeliveryRecord[]> {
+    if (pending.every((d) => d.route !== null || d.status !== 'queued')) return pending;
+    const routed: DeliveryRecord[] = [];
+    for (const d of pending) {
+      if (d.route !== null || d.status !== 'queued') {
+        routed.push(d);
+        continue;
+      }
+      let route: RoutedDelivery;
+      try {
+        route = await this.routeLegacy(d);
+      } catch (error) {
+        route = { action: 'reject', reason: `unreadable delivery: ${describeError(error)}` };
+      }
+      await this.deps.inbox.setRoute(d.id, route);
+      const reason = 'reason' in route ? route.reason : null;
+      if (route.action === 'reject') this.deps.logger.warn('delivery rejected', { delivery: d.id, reason });
+      if (route.action === 'ignore' || route.action === 'reject') continue;
+      routed.push({ ...d, route: route.action, workItem: route.workItem, reason });
+    }
+    return routed;
+  }
+
+  /** The one routing of a row stored before deliveries were routed on arrival (its body is read). */
+  private async routeLegacy(d: Pick<DeliveryRecord, 'id' | 'event' | 'source'>): Promise<RoutedDelivery> {
+    const payload: unknown = JSON.parse(await this.deps.inbox.readBody(d.id));
+    if (d.source === 'manual') return manualPlan(manualBodySchema.parse(payload));
+    if (!this.deps.routeLegacy) throw new Error('it was stored unrouted and no router is given');
+    return this.deps.routeLegacy(d.event, payload);
   }
 
   private armCloseGrace(workItem: string): void {
@@ -206,28 +205,35 @@ export class Dispatcher {
         onSession: this.deps.onSession,
       });
       if (!result) {
-        inbox.requeue(deliveryId);
+        await inbox.requeue(deliveryId);
         logger.warn('resuming a delivery interrupted by a restart', {
           delivery: deliveryId,
           lostTurn: turn.id,
         });
         return;
       }
-      this.settle(deliveryId, result, signal);
+      await this.settle(deliveryId, result, signal);
     });
   }
 
-  private launch({ deliveryId, workItem, action }: Claim): void {
-    this.track(deliveryId, workItem, (signal) => this.execute(deliveryId, workItem, action, signal));
+  private launch(claim: Claim): void {
+    this.track(claim.deliveryId, claim.workItem, (signal) => this.execute(claim, signal));
   }
 
   private track(deliveryId: string, workItem: string, work: (signal: AbortSignal) => Promise<void>): void {
     const controller = new AbortController();
     this.running.set(workItem, { deliveryId, controller });
     const task = work(controller.signal)
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
         this.deps.logger.error('dispatch failed', { delivery: deliveryId, error });
-        this.deps.inbox.finish(deliveryId, { status: 'failed', turnId: null, error: describeError(error) });
+        await this.deps.inbox.finish(deliveryId, {
+          status: 'failed',
+          turnId: null,
+          error: describeError(error),
+        });
+      })
+      .catch((error: unknown) => {
+        this.deps.logger.error('could not record a failed delivery', { delivery: deliveryId, error });
       })
       .finally(() => {
         const entry = this.running.get(workItem);
@@ -235,67 +241,87 @@ export class Dispatcher {
         this.running.delete(workItem);
         this.tasks.delete(task);
         // Let the next delivery of this work item (or another) start.
-        setImmediate(() => this.notify());
+        this.nudged++;
+        setImmediate(() => {
+          this.nudged--;
+          this.notify();
+        });
       });
     this.tasks.add(task);
   }
 
-  private async execute(
-    deliveryId: string,
-    workItem: string,
-    action: string,
-    signal: AbortSignal,
-  ): Promise<void> {
+  private async execute(claim: Claim, signal: AbortSignal): Promise<void> {
     const { inbox, store, logger } = this.deps;
-    if (action === 'close') {
+    const { deliveryId, workItem } = claim;
+    if (claim.action === 'close') {
       const session = store.findActive(workItem);
       if (session) store.close(session.id, 'work item closed on GitHub');
       // Always: a worktree may outlive its session (closed by hand, or a crash after the close).
       const note = await this.deps.onClose?.(workItem, session);
       logger.info('work item closed', { workItem, session: session?.id, note });
-      inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
+      await inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
       return;
     }
-    const body = inbox.readBody(deliveryId);
-    const delivery = inbox.get(deliveryId) as DeliveryRecord;
-    const payload = JSON.parse(body) as unknown;
-    const route =
-      delivery.source === 'manual' ? manualRoute(payload) : this.deps.route(delivery.event, payload);
-    if (route.action !== 'start' && route.action !== 'deliver') {
-      inbox.finish(deliveryId, { status: 'failed', turnId: null, error: `routing changed: ${route.action}` });
-      return;
-    }
+    // As routed on arrival; a row from an older version is routed once here.
+    const plan = (await inbox.plan(deliveryId)) ?? (await this.planLegacy(claim));
+    if (!plan) return;
     try {
-      const manual = delivery.source === 'manual' ? (payload as ManualBody) : undefined;
+      const manual = claim.source === 'manual';
       // A session whose runner resource vanished (its tmux session killed) is marked lost first, so
       // this delivery starts a new session instead of failing on a dead one.
       let active = store.findActive(workItem);
       if (active && this.deps.checkSession)
         active = (await this.deps.checkSession(active)).status === 'active' ? active : undefined;
-      const cwd = manual ? manual.cwd : active ? undefined : await this.resolveWorkspace(route);
+      const cwd = manual
+        ? plan.repoPath || undefined
+        : active
+          ? undefined
+          : await this.resolveWorkspace(plan);
       const result = await this.deps.runTurn({
         workItem,
-        prompt: route.prompt,
-        engine: route.engine || undefined,
-        runner: route.runner || undefined,
+        prompt: plan.prompt,
+        engine: plan.engine || undefined,
+        runner: plan.runner || undefined,
         cwd,
-        strict: Boolean(manual),
+        strict: manual,
         deliveryId,
         signal,
         onEvent: this.deps.onEvent,
         onSession: this.deps.onSession,
       });
-      this.settle(deliveryId, result, signal);
+      await this.settle(deliveryId, result, signal);
     } catch (error) {
       const message =
         error instanceof LoopError && error.hint ? `${error.message} (${error.hint})` : describeError(error);
-      inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
+      await inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
       logger.warn('delivery failed before its turn ran', { delivery: deliveryId, error: message });
     }
   }
 
+  /**
+   * A start or deliver stored by an older version with its route but not its plan: routed once, from
+   * its body, and the plan stored (a retry or a restart runs it as stored). undefined: the routing
+   * changed since (the delivery failed, saying so).
+   */
+  private async planLegacy(claim: Claim): Promise<RoutedTurn | undefined> {
+    const { inbox } = this.deps;
+    const d = await inbox.get(claim.deliveryId);
+    if (!d) throw new LoopError('internal', `delivery ${claim.deliveryId} is gone`);
+    const routed = await this.routeLegacy(d);
+    if (routed.action !== 'start' && routed.action !== 'deliver') {
+      await inbox.finish(claim.deliveryId, {
+        status: 'failed',
+        turnId: null,
+        error: `routing changed: ${routed.action}`,
+      });
+      return undefined;
+    }
+    await inbox.setRoute(claim.deliveryId, routed);
+    return routed;
+  }
+
   /** Record how a delivery's turn went — or leave it for the next dispatcher when the turn goes on. */
-  private settle(deliveryId: string, result: TurnResult, signal: AbortSignal): void {
+  private async settle(deliveryId: string, result: TurnResult, signal: AbortSignal): Promise<void> {
     const { inbox, logger } = this.deps;
     if (result.outcome.detached) {
       // The engine goes on with the turn (a TUI in tmux): the delivery stays in flight, and the next
@@ -307,31 +333,33 @@ export class Dispatcher {
       // Cancelled because the dispatcher is stopping (a restart), not because of the work: it runs
       // again, in its place, when dispatching resumes. (A turn that ended on its own before the
       // abort landed is settled below: running it again would do the work twice.)
-      inbox.requeue(deliveryId);
+      await inbox.requeue(deliveryId);
       logger.info('delivery interrupted by shutdown; queued again', { delivery: deliveryId });
       return;
     }
-    inbox.finish(deliveryId, {
+    await inbox.finish(deliveryId, {
       status: result.turn.status === 'succeeded' ? 'done' : 'failed',
       turnId: result.turn.id,
       error: result.turn.error,
     });
   }
 
-  private async resolveWorkspace(
-    route: Extract<RouteResult, { action: 'start' | 'deliver' }>,
-  ): Promise<string> {
-    return this.deps.workspace ? this.deps.workspace(route) : route.repoPath;
+  private async resolveWorkspace(plan: RoutedTurn): Promise<string> {
+    return this.deps.workspace ? this.deps.workspace(plan) : plan.repoPath;
   }
 
   /** Resolves when nothing is running and nothing runnable is queued. */
   idle(): Promise<void> {
-    if (this.running.size === 0 && this.tasks.size === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  private isIdle(): boolean {
+    return !this.pumping && this.tasks.size === 0 && this.nudged === 0;
+  }
+
   private flushIdle(): void {
-    if (this.tasks.size > 0) return;
+    if (!this.isIdle()) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
@@ -341,31 +369,17 @@ export class Dispatcher {
   async stop(graceMs = 0): Promise<void> {
     this.stopped = true;
     if (this.poll) clearInterval(this.poll);
+    // A pass in progress ends first (a claim it takes from here on goes back to the queue).
+    await this.loop;
     const timer = setTimeout(() => {
       for (const r of this.running.values()) r.controller.abort(SHUTDOWN);
     }, graceMs);
     await Promise.allSettled([...this.tasks]);
     clearTimeout(timer);
+    this.flushIdle();
   }
 
   runningCount(): number {
     return this.running.size;
   }
-}
-
-function manualRoute(payload: unknown): RouteResult {
-  const body = payload as ManualBody;
-  const item = parseWorkItem(body.workItem);
-  return {
-    action: 'deliver',
-    workItem: formatWorkItem(item),
-    repo: `${item.owner}/${item.repo}`,
-    prompt: body.prompt,
-    engine: body.engine ?? '',
-    runner: body.runner ?? '',
-    repoPath: body.cwd ?? '',
-    workspace: 'checkout',
-    author: 'local',
-    trigger: `manual (${workItemSlug(item)})`,
-  };
 }

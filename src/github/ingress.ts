@@ -1,20 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Inbox, NewDelivery } from '../core/ports/inbox.js';
+import { describeError } from '../core/errors.js';
+import type { AcceptOutcome, Inbox, NewDelivery, RoutedDelivery } from '../core/ports/inbox.js';
 import type { Logger } from '../log/logger.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
 import { reply } from '../web/server.js';
-import type { RouteResult } from './route.js';
+import { sanitizeLine } from './prompt.js';
 import { verifySignature } from './verify.js';
 
 export interface IngressOptions {
   secret: string;
   maxBodyBytes: number;
-  inbox: Inbox;
+  inbox: Pick<Inbox, 'acceptMany' | 'known'>;
   logger: Logger;
   /** Called after a new delivery is committed (wakes the dispatcher). */
   onAccepted: (deliveryId: string) => void;
-  /** The pure router: when given, deliveries are stored already routed. */
-  route?: (event: string, payload: unknown) => RouteResult;
+  /** The pure router: each delivery is routed once, here, and stored with what it made of it. */
+  route: (event: string, payload: object) => RoutedDelivery;
 }
 
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
@@ -22,61 +23,18 @@ const EVENT_NAME = /^[a-z_]{1,64}$/;
 
 /**
  * `POST /gh-webhook`: check method, content type and headers; read the raw body within the limit;
- * verify the HMAC over those exact bytes in constant time; then parse; then commit the delivery to the
- * inbox and only then answer 202 (a redelivered id: 200 duplicate). Every refusal has its own status
- * and a one-line reason. The work happens after the answer (invariant 5).
+ * verify the HMAC over those exact bytes in constant time; then parse; route; then commit the
+ * delivery with its route to the inbox and only then answer 202 (a redelivered id: 200 duplicate).
+ * Every refusal has its own status and a one-line reason. The work happens after the answer
+ * (invariant 5).
  */
 export function createIngressHandler(options: IngressOptions) {
-  const { logger, inbox } = options;
-  // Group commit: deliveries whose bodies completed in the same turn of the event loop are committed
-  // in one transaction (one WAL commit), then each is answered. Nothing is answered before its commit.
-  type Pending = {
-    d: NewDelivery;
-    resolve: (v: 'accepted' | 'duplicate') => void;
-    reject: (e: unknown) => void;
-  };
-  let queue: Pending[] = [];
-  const flush = () => {
-    const items = queue;
-    queue = [];
-    try {
-      const out = (inbox.batch as NonNullable<Inbox['batch']>)(() => items.map((i) => inbox.accept(i.d)));
-      for (const [k, item] of items.entries()) item.resolve(out[k] as 'accepted' | 'duplicate');
-    } catch (error) {
-      for (const i of items) i.reject(error);
-    }
-  };
-  const accept = (d: NewDelivery): Promise<'accepted' | 'duplicate'> =>
-    inbox.batch
-      ? new Promise((resolve, reject) => {
-          queue.push({ d, resolve, reject });
-          if (queue.length === 1) setImmediate(flush);
-        })
-      : Promise.resolve(inbox.accept(d));
+  const { logger } = options;
+  const store = storeOnce(options);
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (req.method !== 'POST') return reply(res, 405, 'method not allowed: use POST', { allow: 'POST' });
-    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-    const form = type === 'application/x-www-form-urlencoded';
-    if (type !== 'application/json' && !form) {
-      return reply(res, 415, 'unsupported content type: send application/json (or form-encoded payload=)');
-    }
-    const event = req.headers['x-github-event'];
-    const delivery = req.headers['x-github-delivery'];
-    const signature = req.headers['x-hub-signature-256'];
-    if (typeof event !== 'string' || !EVENT_NAME.test(event))
-      return reply(res, 400, 'missing or invalid X-GitHub-Event header');
-    if (typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) {
-      return reply(res, 400, 'missing or invalid X-GitHub-Delivery header');
-    }
-    if (typeof signature !== 'string')
-      return reply(res, 401, 'missing X-Hub-Signature-256 header (is a secret set on the webhook?)');
-    // Checked here before a byte is read (readBodyWithin refuses it too, this says how big it was).
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
-      return reply(res, 413, `body of ${declared} bytes is over the limit of ${options.maxBodyBytes}`, {
-        connection: 'close',
-      });
-    }
+    const head = checkHead(req, options.maxBodyBytes);
+    if ('status' in head) return reply(res, head.status, head.text, head.headers);
+    const { event, delivery, signature } = head;
     const read = await readBodyWithin(req, options.maxBodyBytes);
     if (!read.ok)
       return refuseBody(res, read.why, {
@@ -85,42 +43,19 @@ export function createIngressHandler(options: IngressOptions) {
         maxBodyBytes: options.maxBodyBytes,
         logger,
       });
-    const body = read.body;
-    if (!verifySignature(options.secret, body, signature)) {
+    if (!verifySignature(options.secret, read.body, signature)) {
       logger.warn('webhook signature mismatch', { delivery, event });
       return reply(res, 401, 'signature does not match (check the webhook secret)');
     }
-    let json: string;
-    let payload: unknown;
-    try {
-      json = form ? (new URLSearchParams(body.toString('utf8')).get('payload') ?? '') : body.toString('utf8');
-      payload = JSON.parse(json);
-    } catch {
-      return reply(res, 400, 'body is not valid JSON');
-    }
-    if (!payload || typeof payload !== 'object' || Array.isArray(payload))
-      return reply(res, 400, 'payload is not a JSON object');
+    const parsed = parseBody(read.body, head.form);
+    if (typeof parsed === 'string') return reply(res, 400, parsed);
     if (event === 'ping') return reply(res, 200, 'pong');
+    const { json, payload } = parsed;
     const action =
-      typeof (payload as { action?: unknown }).action === 'string'
-        ? (payload as { action: string }).action.slice(0, 64)
-        : null;
-    let outcome: 'accepted' | 'duplicate';
+      'action' in payload && typeof payload.action === 'string' ? payload.action.slice(0, 64) : null;
+    let outcome: AcceptOutcome;
     try {
-      let route: NewDelivery['route'];
-      if (options.route) {
-        try {
-          const r = options.route(event, payload);
-          route = {
-            action: r.action,
-            workItem: ('workItem' in r && r.workItem) || null,
-            reason: 'reason' in r ? r.reason : null,
-          };
-        } catch {
-          route = undefined; // the dispatcher routes it later, as before
-        }
-      }
-      outcome = await accept({ id: delivery, source: 'github', event, action, body: json, route });
+      outcome = await store({ id: delivery, source: 'github', event, action, body: json }, payload);
     } catch (error) {
       // Not stored, so not acknowledged: GitHub will show the failure and can redeliver.
       logger.error('could not store a delivery', { delivery, error });
@@ -131,6 +66,132 @@ export function createIngressHandler(options: IngressOptions) {
     logger.debug('delivery accepted', { delivery, event, action });
     options.onAccepted(delivery);
   };
+}
+
+/**
+ * Each delivery id is routed and stored once: a redelivery of a stored one, or one that arrives while
+ * the first is being stored, is a duplicate, answered without routing it again.
+ */
+function storeOnce(
+  options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
+): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<AcceptOutcome> {
+  const accept = groupCommit(options.inbox);
+  const inflight = new Map<string, Promise<AcceptOutcome>>();
+  return async (d, payload) => {
+    const first = inflight.get(d.id);
+    if (first) {
+      await first;
+      return 'duplicate';
+    }
+    const stored = (async (): Promise<AcceptOutcome> => {
+      if (await options.inbox.known(d.id)) return 'duplicate';
+      return accept({ ...d, routed: routeOnce(options, d.event, payload, d.id) });
+    })();
+    inflight.set(d.id, stored);
+    try {
+      return await stored;
+    } finally {
+      inflight.delete(d.id);
+    }
+  };
+}
+
+/**
+ * Group commit: deliveries whose bodies completed in the same turn of the event loop are committed
+ * in one transaction (one WAL commit), then each is answered. Nothing is answered before its commit.
+ */
+function groupCommit(inbox: Pick<Inbox, 'acceptMany'>): (d: NewDelivery) => Promise<AcceptOutcome> {
+  type Pending = { d: NewDelivery; resolve: (v: AcceptOutcome) => void; reject: (e: unknown) => void };
+  let queue: Pending[] = [];
+  const flush = async () => {
+    const items = queue;
+    queue = [];
+    try {
+      const out = await inbox.acceptMany(items.map((i) => i.d));
+      for (const [k, item] of items.entries()) {
+        const outcome = out[k];
+        if (outcome) item.resolve(outcome);
+        else item.reject(new Error('the inbox did not answer for every delivery'));
+      }
+    } catch (error) {
+      for (const i of items) i.reject(error);
+    }
+  };
+  return (d) =>
+    new Promise((resolve, reject) => {
+      queue.push({ d, resolve, reject });
+      if (queue.length === 1) setImmediate(() => void flush());
+    });
+}
+
+type Head = { event: string; delivery: string; signature: string; form: boolean };
+type Refusal = { status: number; text: string; headers?: Record<string, string> };
+
+/** Method, content type, the GitHub headers and the declared size: all before a byte is read. */
+function checkHead(req: IncomingMessage, maxBodyBytes: number): Head | Refusal {
+  if (req.method !== 'POST')
+    return { status: 405, text: 'method not allowed: use POST', headers: { allow: 'POST' } };
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  const form = type === 'application/x-www-form-urlencoded';
+  if (type !== 'application/json' && !form) {
+    return {
+      status: 415,
+      text: 'unsupported content type: send application/json (or form-encoded payload=)',
+    };
+  }
+  const event = req.headers['x-github-event'];
+  const delivery = req.headers['x-github-delivery'];
+  const signature = req.headers['x-hub-signature-256'];
+  if (typeof event !== 'string' || !EVENT_NAME.test(event))
+    return { status: 400, text: 'missing or invalid X-GitHub-Event header' };
+  if (typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) {
+    return { status: 400, text: 'missing or invalid X-GitHub-Delivery header' };
+  }
+  if (typeof signature !== 'string')
+    return { status: 401, text: 'missing X-Hub-Signature-256 header (is a secret set on the webhook?)' };
+  // Checked here before a byte is read (readBodyWithin refuses it too, this says how big it was).
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBodyBytes) {
+    return {
+      status: 413,
+      text: `body of ${declared} bytes is over the limit of ${maxBodyBytes}`,
+      headers: { connection: 'close' },
+    };
+  }
+  return { event, delivery, signature, form };
+}
+
+/** The JSON object a verified body holds (a form's payload= field), or why it is not one. */
+function parseBody(body: Buffer, form: boolean): { json: string; payload: object } | string {
+  let json: string;
+  let payload: unknown;
+  try {
+    json = form ? (new URLSearchParams(body.toString('utf8')).get('payload') ?? '') : body.toString('utf8');
+    payload = JSON.parse(json);
+  } catch {
+    return 'body is not valid JSON';
+  }
+  if (!payload || typeof payload !== 'object' || Array.isArray(payload))
+    return 'payload is not a JSON object';
+  return { json, payload };
+}
+
+/**
+ * The one routing of a delivery. The router is pure and answers every payload; should it throw all
+ * the same, the delivery is stored rejected with the reason (never routed again later).
+ */
+function routeOnce(
+  options: Pick<IngressOptions, 'route' | 'logger'>,
+  event: string,
+  payload: object,
+  delivery: string,
+): RoutedDelivery {
+  try {
+    return options.route(event, payload);
+  } catch (error) {
+    options.logger.error('the router failed on a delivery; stored rejected', { delivery, event, error });
+    return { action: 'reject', reason: `routing failed: ${sanitizeLine(describeError(error), 300)}` };
+  }
 }
 
 /** The answer to a body that was not read whole: each cause its own status and reason. */

@@ -14,7 +14,7 @@ export interface RetentionTimer {
 /**
  * The daemon's retention: one pass at start, then one every `intervalMs`. A pass prunes in small
  * transactions and yields to the event loop between them, so webhooks keep being accepted while a
- * large backlog goes (better-sqlite3 blocks the loop while a statement runs). A failed pass is logged
+ * large backlog goes (a SQLite inbox blocks the loop while a statement runs). A failed pass is logged
  * and the next one tries again; it never takes the daemon down.
  */
 export function startRetention(deps: {
@@ -55,7 +55,7 @@ async function prunePass(
   let report: PruneReport | undefined;
   try {
     do {
-      report = deps.inbox.prune({ retainDays: deps.retainDays, now: deps.now?.() });
+      report = await deps.inbox.prune({ retainDays: deps.retainDays, now: deps.now?.() });
       total.pruned += report.pruned;
       total.bytes += report.bytes;
       await yieldToLoop();

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { routeEvent } from '../../src/github/route.js';
 import { createApp, createDispatcher } from '../../src/main.js';
 import type { Runner, RunOutcome } from '../../src/runners/runner.js';
 import { pidAlive } from '../helpers/cli.js';
@@ -403,10 +404,27 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
       for (let n = 1; n <= 3; n++) {
         const id = randomUUID();
         const body = payloadFor(7, n, id, 5_000_000_000 + n);
-        app.inbox.accept({ id, source: 'github', event: 'issue_comment', action: 'created', body });
+        // Routed on arrival, as ingress stores it.
+        const routed = routeEvent('issue_comment', JSON.parse(body), app.loaded.config);
+        await app.inbox.accept({
+          id,
+          source: 'github',
+          event: 'issue_comment',
+          action: 'created',
+          body,
+          routed,
+        });
       }
-      dispatcher.start();
-      await waitFor(() => app.inbox.pending().length === 0, 30_000, 'three turns to run');
+      await dispatcher.start();
+      const pending = () =>
+        (
+          other
+            .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status IN ('queued', 'running')")
+            .get() as {
+            n: number;
+          }
+        ).n;
+      await waitFor(() => pending() === 0, 30_000, 'three turns to run');
       expect(seenAtStart).toEqual([
         { runningTurns: 1, runningDeliveries: 1 },
         { runningTurns: 1, runningDeliveries: 1 },

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { openDb } from '../../src/store/db.js';
+import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 import { fakeEngineConfig, runCli } from '../helpers/cli.js';
 import { startDaemonProcess } from '../helpers/daemon.js';
 
@@ -47,10 +47,10 @@ const showJson = async (id: string, ...more: string[]) => {
 };
 
 /** Deliveries received (and settled) `days` ago, through the real inbox and registry. */
-function seed(
+async function seed(
   days: number,
   ids: { done?: string; failed?: string; queued?: string; ignored?: string },
-): void {
+): Promise<void> {
   const db = openDb(join(dataDir, 'the-loop.db'));
   const at = new Date(Date.now() - days * DAY);
   const inbox = new SqliteInbox(db, { now: () => at });
@@ -61,11 +61,32 @@ function seed(
       event: 'issue_comment',
       action: 'created',
       body: JSON.stringify({ comment: { body: `@the-loop please (${id})` }, pad: 'x'.repeat(10_000) }),
-      route: { action, workItem: WI, reason: action === 'ignore' ? 'no trigger in the comment' : null },
+      routed:
+        action === 'ignore'
+          ? { action, workItem: WI, reason: 'no trigger in the comment' }
+          : {
+              action,
+              workItem: WI,
+              repo: 'octo/widgets',
+              prompt: `please (${id})`,
+              engine: '',
+              runner: '',
+              // A queued one the daemon runs later fails at once (no such directory): no engine runs.
+              repoPath: join(root, 'no-such-checkout'),
+              workspace: 'checkout',
+              author: 'octocat',
+              trigger: 'mention @the-loop',
+            },
+    });
+  const claim = async (id: string) =>
+    inbox.applyClaims({
+      claims: [{ deliveryId: id, workItem: WI, action: 'deliver', source: 'github' }],
+      held: [],
+      ignored: [],
     });
   if (ids.done) {
-    accept(ids.done);
-    inbox.markRunning(ids.done);
+    await accept(ids.done);
+    await claim(ids.done);
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
     const session = store.create({
       workItem: WI,
@@ -96,25 +117,25 @@ function seed(
     });
     store.close(session.id, 'test over');
     turnId = turn.id;
-    inbox.finish(ids.done, { status: 'done', turnId: turn.id, error: null });
+    await inbox.finish(ids.done, { status: 'done', turnId: turn.id, error: null });
   }
   if (ids.failed) {
-    accept(ids.failed);
-    inbox.markRunning(ids.failed);
-    inbox.finish(ids.failed, { status: 'failed', turnId: null, error: 'engine exited with code 1' });
+    await accept(ids.failed);
+    await claim(ids.failed);
+    await inbox.finish(ids.failed, { status: 'failed', turnId: null, error: 'engine exited with code 1' });
   }
-  if (ids.queued) accept(ids.queued);
-  if (ids.ignored) accept(ids.ignored, 'ignore');
+  if (ids.queued) await accept(ids.queued);
+  if (ids.ignored) await accept(ids.ignored, 'ignore');
   db.close();
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'the-loop-prune-'));
   dataDir = join(root, 'data');
   mkdirSync(join(root, 'engine-state'));
   writeConfig();
-  seed(40, { done: 'old-done', failed: 'old-failed', queued: 'old-queued' });
-  seed(2, { ignored: 'new-ignored' });
+  await seed(40, { done: 'old-done', failed: 'old-failed', queued: 'old-queued' });
+  await seed(2, { ignored: 'new-ignored' });
 });
 
 afterAll(() => {
@@ -234,7 +255,7 @@ describe('the-loop events prune / show / list', () => {
   });
 
   it('the daemon prunes when it starts, and logs it', async () => {
-    seed(45, { ignored: 'daemon-old' });
+    await seed(45, { ignored: 'daemon-old' });
     expect((await showJson('daemon-old')).delivery.prunedAt).toBeNull();
     const daemon = await startDaemonProcess({
       cwd: root,

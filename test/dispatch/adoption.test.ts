@@ -1,23 +1,23 @@
 /**
  * The dispatcher over a real SQLite inbox and registry: adopting a turn an earlier daemon left
  * running, leaving a detached turn in flight, stopping with SHUTDOWN, and checking a session before a
- * turn. Its collaborators (runTurn, adoptTurn, route, checkSession, workspace) are injected, so they
- * are stubs here that record what they were asked and write to the real registry as the turn service
- * would.
+ * turn. Its collaborators (runTurn, adoptTurn, checkSession, workspace) are injected, so they are
+ * stubs here that record what they were asked and write to the real registry as the turn service
+ * would. Deliveries are stored routed, as ingress stores them: the dispatcher is given no router.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RoutedTurn } from '../../src/core/ports/inbox.js';
 import type { NewSession, SessionRecord, TurnRecord } from '../../src/core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from '../../src/dispatch/dispatcher.js';
-import type { RouteResult } from '../../src/github/route.js';
-import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
 import { type RunOutcome, SHUTDOWN } from '../../src/runners/runner.js';
 import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { TurnRequest, TurnResult } from '../../src/sessions/turn-service.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 
 const WI = 'github:octo/widgets#7';
 const REPO_PATH = '/repos/widgets';
@@ -56,24 +56,36 @@ const newSession = (extra: Partial<NewSession> = {}): NewSession => ({
   ...extra,
 });
 
-/** A routed GitHub delivery for the work item, queued (its prompt travels in the body). */
-function accept(id: string, prompt = `prompt of ${id}`): void {
+/** A GitHub delivery for the work item, queued with its route and rendered prompt, as ingress stores it. */
+async function accept(id: string, prompt = `prompt of ${id}`): Promise<void> {
   expect(
-    inbox.accept({
+    await inbox.accept({
       id,
       source: 'github',
       event: 'issue_comment',
       action: 'created',
-      body: JSON.stringify({ prompt }),
-      route: { action: 'deliver', workItem: WI, reason: null },
+      body: JSON.stringify({ comment: { body: 'the payload is not read again' } }),
+      routed: {
+        action: 'deliver',
+        workItem: WI,
+        repo: 'octo/widgets',
+        prompt,
+        engine: '',
+        runner: '',
+        repoPath: REPO_PATH,
+        workspace: 'checkout',
+        author: 'octocat',
+        trigger: 'comment',
+      },
     }),
   ).toBe('accepted');
 }
 
 /** What an earlier daemon left: a delivery in flight whose turn was begun (its owner pid now dead). */
-function leftRunning(id: string): { session: SessionRecord; turn: TurnRecord } {
-  accept(id);
-  expect(inbox.markRunning(id)).toBe(true);
+async function leftRunning(id: string): Promise<{ session: SessionRecord; turn: TurnRecord }> {
+  await accept(id);
+  const claims = [{ deliveryId: id, workItem: WI, action: 'deliver' as const, source: 'github' as const }];
+  expect(await inbox.applyClaims({ claims, held: [], ignored: [] })).toEqual(claims);
   const earlier = new SqliteSessionStore(db, { scrub: (t) => t, ownerPid: 2_000_000 });
   const session = earlier.findActive(WI) ?? earlier.create(newSession());
   const turn = earlier.beginTurn(session.id, {
@@ -84,19 +96,6 @@ function leftRunning(id: string): { session: SessionRecord; turn: TurnRecord } {
   });
   return { session, turn };
 }
-
-const route = (_event: string, payload: unknown): RouteResult => ({
-  action: 'deliver',
-  workItem: WI,
-  repo: 'octo/widgets',
-  prompt: (payload as { prompt: string }).prompt,
-  engine: '',
-  runner: '',
-  repoPath: REPO_PATH,
-  workspace: 'checkout',
-  author: 'octocat',
-  trigger: 'comment',
-});
 
 const outcome = (fields: Partial<RunOutcome> = {}): RunOutcome => ({
   ok: true,
@@ -163,7 +162,6 @@ function dispatcher(deps: Partial<DispatcherDeps>): Dispatcher {
     runTurn: async () => {
       throw new Error('runTurn not expected');
     },
-    route,
     logger: createLogger({ level: 'debug', sinks: [sink] }),
     concurrency: 4,
     closeGraceMs: 60_000,
@@ -187,8 +185,8 @@ const logged = (msg: string) => sink.lines.some((l) => (JSON.parse(l) as { msg: 
 
 describe('recover: adopting a turn left running', () => {
   it('adopts the running turn once; its result settles the delivery; later deliveries wait for it', async () => {
-    const { turn } = leftRunning('d-1');
-    accept('d-2');
+    const { turn } = await leftRunning('d-1');
+    await accept('d-2');
     const adoption = deferred<TurnResult | undefined>();
     const adopted: Array<{ turn: TurnRecord; signal: AbortSignal | undefined }> = [];
     const { requests, runTurn } = recordingRunTurn();
@@ -205,32 +203,37 @@ describe('recover: adopting a turn left running', () => {
     expect(adopted[0]?.turn).toEqual(turn);
     expect(adopted[0]?.signal).toBeInstanceOf(AbortSignal);
     // While it is followed: still in flight, and the next delivery of the work item waits behind it.
-    expect(inbox.get('d-1')?.status).toBe('running');
-    expect(inbox.get('d-2')?.status).toBe('queued');
+    expect((await inbox.get('d-1'))?.status).toBe('running');
+    expect((await inbox.get('d-2'))?.status).toBe('queued');
     expect(requests).toEqual([]);
     expect(d.runningCount()).toBe(1);
 
     adoption.resolve(finish(turn));
     await d.idle();
-    expect(inbox.get('d-1')).toMatchObject({ status: 'done', turnId: turn.id, error: null, attempts: 1 });
+    expect(await inbox.get('d-1')).toMatchObject({
+      status: 'done',
+      turnId: turn.id,
+      error: null,
+      attempts: 1,
+    });
     expect(adopted).toHaveLength(1);
     // runTurn never ran d-1 again; only d-2, after it.
     expect(requests.map((r) => r.deliveryId)).toEqual(['d-2']);
-    expect(inbox.get('d-2')?.status).toBe('done');
+    expect((await inbox.get('d-2'))?.status).toBe('done');
     expect(store.turnsForDelivery('d-1').map((t) => t.status)).toEqual(['succeeded']);
   });
 
   it('an adopted turn that failed fails its delivery, with the turn’s error', async () => {
-    const { turn } = leftRunning('d-1');
+    const { turn } = await leftRunning('d-1');
     const d = dispatcher({ adoptTurn: async (t) => finish(t, false) });
     d.start();
     await d.idle();
-    expect(inbox.get('d-1')).toMatchObject({ status: 'failed', turnId: turn.id, error: 'cancelled' });
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'failed', turnId: turn.id, error: 'cancelled' });
   });
 
   it('an adoption that returns undefined requeues the delivery, which then runs in its original order', async () => {
-    const { turn } = leftRunning('d-1');
-    accept('d-2');
+    const { turn } = await leftRunning('d-1');
+    await accept('d-2');
     const order: string[] = [];
     const { requests, runTurn } = recordingRunTurn();
     const d = dispatcher({
@@ -255,13 +258,13 @@ describe('recover: adopting a turn left running', () => {
       [false, 'succeeded', 'result'],
     ]);
     // Claimed twice: once by the earlier daemon, once again after the failed adoption.
-    expect(inbox.get('d-1')).toMatchObject({ status: 'done', turnId: rerun[1]?.id, attempts: 2 });
-    expect(inbox.get('d-2')?.status).toBe('done');
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'done', turnId: rerun[1]?.id, attempts: 2 });
+    expect((await inbox.get('d-2'))?.status).toBe('done');
     expect(logged('resuming a delivery interrupted by a restart')).toBe(true);
   });
 
   it('without an adoptTurn dep, a delivery whose last turn is running is requeued (old behaviour)', async () => {
-    const { turn } = leftRunning('d-1');
+    const { turn } = await leftRunning('d-1');
     const { requests, runTurn } = recordingRunTurn();
     const d = dispatcher({
       runTurn: (request) => {
@@ -273,12 +276,12 @@ describe('recover: adopting a turn left running', () => {
     d.start();
     await d.idle();
     expect(requests.map((r) => r.deliveryId)).toEqual(['d-1']);
-    expect(inbox.get('d-1')).toMatchObject({ status: 'done', attempts: 2 });
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'done', attempts: 2 });
     expect(logged('resuming a delivery interrupted by a restart')).toBe(true);
   });
 
   it('a running delivery whose last turn already ended is settled from it, without adopting or running', async () => {
-    const { turn } = leftRunning('d-1');
+    const { turn } = await leftRunning('d-1');
     finish(turn);
     let adoptions = 0;
     const d = dispatcher({
@@ -290,14 +293,14 @@ describe('recover: adopting a turn left running', () => {
     d.start();
     await d.idle();
     expect(adoptions).toBe(0);
-    expect(inbox.get('d-1')).toMatchObject({ status: 'done', turnId: turn.id, attempts: 1 });
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'done', turnId: turn.id, attempts: 1 });
   });
 });
 
 describe('a detached turn', () => {
   it('leaves its delivery running (not done, not requeued); the next dispatcher adopts it', async () => {
-    accept('d-1');
-    accept('d-2');
+    await accept('d-1');
+    await accept('d-2');
     let begun: TurnRecord | undefined;
     let runs = 0;
     const first = dispatcher({
@@ -317,14 +320,14 @@ describe('a detached turn', () => {
     first.start();
     await first.idle();
     expect(runs).toBe(1);
-    expect(inbox.get('d-1')).toMatchObject({ status: 'running', turnId: null, attempts: 1 });
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'running', turnId: null, attempts: 1 });
     expect(store.turnsForDelivery('d-1').map((t) => t.status)).toEqual(['running']);
     // The delivery in flight still holds its work item: d-2 does not start on a wake-up either.
     first.notify();
     await tick();
     await first.idle();
     expect(runs).toBe(1);
-    expect(inbox.get('d-2')?.status).toBe('queued');
+    expect((await inbox.get('d-2'))?.status).toBe('queued');
     expect(logged('delivery left in flight for the next daemon to adopt')).toBe(true);
     await first.stop(0);
 
@@ -341,14 +344,14 @@ describe('a detached turn', () => {
     next.start();
     await next.idle();
     expect(adopted).toEqual([begun?.id]);
-    expect(inbox.get('d-1')).toMatchObject({ status: 'done', turnId: begun?.id });
+    expect(await inbox.get('d-1')).toMatchObject({ status: 'done', turnId: begun?.id });
     expect(requests.map((r) => r.deliveryId)).toEqual(['d-2']);
   });
 });
 
 describe('stop', () => {
   it('stop(0) aborts a running turn with the reason SHUTDOWN; a cancelled turn is queued again', async () => {
-    accept('d-1');
+    await accept('d-1');
     const reasons: unknown[] = [];
     const started = deferred<void>();
     const d = dispatcher({
@@ -365,15 +368,15 @@ describe('stop', () => {
     });
     d.start();
     await started.promise;
-    expect(inbox.get('d-1')?.status).toBe('running');
+    expect((await inbox.get('d-1'))?.status).toBe('running');
     await d.stop(0);
     expect(reasons).toEqual([SHUTDOWN]);
     // Interrupted by the shutdown, not failed by its work: it runs again when dispatching resumes.
-    expect(inbox.get('d-1')?.status).toBe('queued');
+    expect((await inbox.get('d-1'))?.status).toBe('queued');
   });
 
   it('a turn that ended on its own when the shutdown abort landed is settled, not queued again', async () => {
-    accept('d-1');
+    await accept('d-1');
     const started = deferred<void>();
     const d = dispatcher({
       runTurn: (request) => {
@@ -389,11 +392,11 @@ describe('stop', () => {
     await started.promise;
     await d.stop(0);
     // Running it again would do the work twice.
-    expect(inbox.get('d-1')?.status).toBe('done');
+    expect((await inbox.get('d-1'))?.status).toBe('done');
   });
 
   it('stop(0) aborts an adoption with SHUTDOWN too; a detached result keeps the delivery in flight', async () => {
-    leftRunning('d-1');
+    await leftRunning('d-1');
     const reasons: unknown[] = [];
     const d = dispatcher({
       adoptTurn: (t, request) =>
@@ -414,17 +417,17 @@ describe('stop', () => {
     expect(d.runningCount()).toBe(1);
     await d.stop(0);
     expect(reasons).toEqual([SHUTDOWN]);
-    expect(inbox.get('d-1')?.status).toBe('running');
+    expect((await inbox.get('d-1'))?.status).toBe('running');
   });
 });
 
 describe('checkSession before a turn', () => {
   it('a session found lost gets a new one: the turn is asked for in the resolved workspace', async () => {
     const active = store.create(newSession());
-    accept('d-1');
+    await accept('d-1');
     const calls: string[] = [];
     const checked: SessionRecord[] = [];
-    const routes: RouteResult[] = [];
+    const routes: RoutedTurn[] = [];
     const { requests, runTurn } = recordingRunTurn();
     const d = dispatcher({
       checkSession: async (session) => {
@@ -457,12 +460,12 @@ describe('checkSession before a turn', () => {
     const fresh = store.findActive(WI);
     expect(fresh?.id).not.toBe(active.id);
     expect(fresh?.cwd).toBe('/worktrees/github-octo-widgets-7');
-    expect(inbox.get('d-1')?.status).toBe('done');
+    expect((await inbox.get('d-1'))?.status).toBe('done');
   });
 
   it('a session still active keeps its own cwd: no workspace resolved', async () => {
     const active = store.create(newSession());
-    accept('d-1');
+    await accept('d-1');
     const checked: SessionRecord[] = [];
     let workspaces = 0;
     const { requests, runTurn } = recordingRunTurn();

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createIngressHandler } from '../../src/github/ingress.js';
 import { signBody } from '../../src/github/verify.js';
-import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
 import { nullLogger } from '../../src/log/logger.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 import type { ListenerLimits } from '../../src/web/limits.js';
 import { type HttpServer, startHttpServer } from '../../src/web/server.js';
 
@@ -53,6 +53,7 @@ async function start(limits: Partial<ListenerLimits>): Promise<HttpServer> {
         inbox: new SqliteInbox(db),
         logger: nullLogger,
         onAccepted: () => {},
+        route: () => ({ action: 'ignore', reason: 'what is stored is all this test counts' }),
       }),
     },
   });

@@ -4,11 +4,12 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RoutedDelivery } from '../../src/core/ports/inbox.js';
 import { createIngressHandler } from '../../src/github/ingress.js';
 import { signBody } from '../../src/github/verify.js';
-import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
 import { createLogger, memorySink, nullLogger } from '../../src/log/logger.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 import { type HttpServer, startHttpServer } from '../../src/web/server.js';
 
 const SECRET = 'ingress-test-secret-4f1c9a7e2b';
@@ -28,6 +29,25 @@ let inbox: SqliteInbox;
 let server: HttpServer;
 const sink = memorySink();
 const accepted: string[] = [];
+/** Every call of the router, by delivery event: a delivery is routed once, on arrival. */
+const routedCalls: string[] = [];
+/** The router stands in for routeEvent: every delivery runs a turn (queued); `explode` throws. */
+const route = (event: string, payload: object): RoutedDelivery => {
+  routedCalls.push(event);
+  if ('explode' in payload) throw new Error('the router broke');
+  return {
+    action: event === 'issues' ? 'start' : 'deliver',
+    workItem: 'github:octo/widgets#15',
+    repo: 'octo/widgets',
+    prompt: `a prompt for ${event}`,
+    engine: '',
+    runner: '',
+    repoPath: '/repos/widgets',
+    workspace: 'checkout',
+    author: 'octocat',
+    trigger: 'mention @the-loop',
+  };
+};
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'the-loop-ingress-'));
@@ -45,6 +65,7 @@ beforeAll(async () => {
         inbox,
         logger,
         onAccepted: (id) => accepted.push(id),
+        route,
       }),
     },
   });
@@ -133,7 +154,7 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     const before = totalRows();
     const r = await send({ delivery: id });
     expect(r).toMatchObject({ status: 202, text: 'accepted' });
-    const record = inbox.get(id);
+    const record = await inbox.get(id);
     expect(record).toMatchObject({
       id,
       source: 'github',
@@ -141,7 +162,7 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
       action: 'opened',
       status: 'queued',
     });
-    expect(inbox.body(id)).toBe(ISSUE_OPENED);
+    expect(await inbox.body(id)).toBe(ISSUE_OPENED);
     expect(totalRows()).toBe(before + 1);
     expect(timesAccepted(id)).toBe(1);
   });
@@ -150,8 +171,8 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     const id = randomUUID();
     expect(COMMENT).toContain('—');
     expect((await send({ delivery: id, event: 'issue_comment', body: COMMENT })).status).toBe(202);
-    expect(inbox.body(id)).toBe(COMMENT);
-    expect(inbox.get(id)).toMatchObject({ event: 'issue_comment', action: 'created' });
+    expect(await inbox.body(id)).toBe(COMMENT);
+    expect(await inbox.get(id)).toMatchObject({ event: 'issue_comment', action: 'created' });
   });
 
   it('a content type with parameters is accepted', async () => {
@@ -170,7 +191,7 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     const other = await send({ delivery: id, event: 'issue_comment', body: COMMENT });
     expect(other).toMatchObject({ status: 200, text: 'duplicate' });
     expect(rows(id)).toBe(1);
-    expect(inbox.body(id)).toBe(ISSUE_OPENED);
+    expect(await inbox.body(id)).toBe(ISSUE_OPENED);
     expect(timesAccepted(id)).toBe(1);
   });
 
@@ -205,9 +226,9 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
       contentType: 'application/x-www-form-urlencoded',
     });
     expect(r.status).toBe(202);
-    expect(inbox.body(id)).toBe(COMMENT);
-    expect(JSON.parse(inbox.body(id) ?? 'null')).toEqual(JSON.parse(COMMENT));
-    expect(inbox.get(id)).toMatchObject({ event: 'issue_comment', action: 'created' });
+    expect(await inbox.body(id)).toBe(COMMENT);
+    expect(JSON.parse((await inbox.body(id)) ?? 'null')).toEqual(JSON.parse(COMMENT));
+    expect(await inbox.get(id)).toMatchObject({ event: 'issue_comment', action: 'created' });
   });
 
   it('a form signed over its JSON instead of the form bytes is 401', async () => {
@@ -238,7 +259,7 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     const body = JSON.stringify(payload);
     expect(Buffer.byteLength(body)).toBe(LIMIT);
     expect((await send({ delivery: id, event: 'issue_comment', body })).status).toBe(202);
-    expect(inbox.body(id)).toBe(body);
+    expect(await inbox.body(id)).toBe(body);
   });
 
   it('ping is answered 200 pong and not stored', async () => {
@@ -249,6 +270,49 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     expect(rows(id)).toBe(0);
     expect(totalRows()).toBe(before);
     expect(timesAccepted(id)).toBe(0);
+  });
+});
+
+describe('ingress: each delivery is routed once, on arrival, and stored with its route', () => {
+  it('stores the route, work item and plan (the rendered prompt) with the body', async () => {
+    const id = randomUUID();
+    expect((await send({ delivery: id, event: 'issue_comment', body: COMMENT })).status).toBe(202);
+    expect(await inbox.get(id)).toMatchObject({
+      status: 'queued',
+      route: 'deliver',
+      workItem: 'github:octo/widgets#15',
+      reason: null,
+      heldReason: null,
+    });
+    expect(await inbox.plan(id)).toMatchObject({
+      action: 'deliver',
+      workItem: 'github:octo/widgets#15',
+      prompt: 'a prompt for issue_comment',
+      repoPath: '/repos/widgets',
+    });
+  });
+
+  it('a redelivery, one after the other or twenty at once, is not routed again', async () => {
+    const id = randomUUID();
+    const before = routedCalls.length;
+    expect((await send({ delivery: id })).status).toBe(202);
+    expect(routedCalls.length).toBe(before + 1);
+    expect((await send({ delivery: id })).status).toBe(200);
+    const other = randomUUID();
+    const twenty = await Promise.all(Array.from({ length: 20 }, () => send({ delivery: other })));
+    expect(twenty.map((a) => a.status).sort()).toEqual([...Array(19).fill(200), 202]);
+    // One call for the first delivery, one for the twenty copies of the other.
+    expect(routedCalls.length).toBe(before + 2);
+  });
+
+  it('a router that throws: the delivery is stored rejected, with the reason, and answered 202', async () => {
+    const id = randomUUID();
+    const body = JSON.stringify({ ...(JSON.parse(COMMENT) as object), explode: true });
+    expect((await send({ delivery: id, event: 'issue_comment', body })).status).toBe(202);
+    expect(await inbox.get(id)).toMatchObject({ status: 'rejected', route: 'reject' });
+    expect((await inbox.get(id))?.reason).toBe('routing failed: the router broke');
+    expect(await inbox.body(id)).toBe(body);
+    expect(await inbox.plan(id)).toBeUndefined();
   });
 });
 
@@ -435,7 +499,7 @@ describe('ingress: refusals, each with its status, nothing stored', () => {
       'wait',
     );
     expect(statusOf(response)).toBe(202);
-    expect(inbox.body(id)).toBe(ISSUE_OPENED);
+    expect(await inbox.body(id)).toBe(ISSUE_OPENED);
   });
 
   it.each([['end' as const], ['destroy' as const]])(
@@ -462,7 +526,7 @@ describe('ingress: refusals, each with its status, nothing stored', () => {
       expect(timesAccepted(id)).toBe(0);
       // GitHub redelivers with the same id: that must not be mistaken for a duplicate.
       expect((await send({ delivery: id })).status).toBe(202);
-      expect(inbox.body(id)).toBe(ISSUE_OPENED);
+      expect(await inbox.body(id)).toBe(ISSUE_OPENED);
       expect(timesAccepted(id)).toBe(1);
     },
   );
@@ -498,6 +562,7 @@ describe('ingress: an inbox that cannot store', () => {
           inbox: brokenInbox,
           logger: nullLogger,
           onAccepted: (id) => handedOn.push(id),
+          route,
         }),
       },
     });

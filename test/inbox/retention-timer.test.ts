@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Inbox } from '../../src/core/ports/inbox.js';
 import { startRetention } from '../../src/inbox/retention-timer.js';
-import { SqliteInbox } from '../../src/inbox/sqlite-inbox.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 
 const NOW = new Date('2026-03-31T12:00:00.000Z');
 const FORTY_DAYS_AGO = new Date(NOW.getTime() - 40 * 24 * 60 * 60 * 1000);
@@ -35,26 +35,38 @@ afterEach(() => {
 const logger = () => createLogger({ level: 'debug', sinks: [sink] });
 const logs = () => sink.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 
-function seed(n: number): void {
+async function seed(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    inbox.accept({
+    await inbox.accept({
       id: `d-${i}`,
       source: 'github',
       event: 'issues',
       action: 'opened',
       body: JSON.stringify({ i }),
-      route: { action: 'ignore', workItem: null, reason: 'no trigger' },
+      routed: { action: 'ignore', reason: 'no trigger' },
     });
   }
-  inbox.accept({ id: 'waiting', source: 'github', event: 'issues', action: 'opened', body: '{"w":1}' });
+  await inbox.accept({
+    id: 'waiting',
+    source: 'github',
+    event: 'issues',
+    action: 'opened',
+    body: '{"w":1}',
+    routed: {
+      action: 'close',
+      workItem: 'github:octo/widgets#1',
+      repo: 'octo/widgets',
+      reason: 'issue closed',
+    },
+  });
 }
 
 describe('startRetention', () => {
   it('prunes at start, every batch until done, and logs the total', async () => {
-    seed(250);
+    await seed(250);
     const retention = startRetention({ inbox, retainDays: 30, logger: logger(), now: () => NOW });
-    await vi.waitFor(() =>
-      expect(inbox.list({ status: 'ignored', limit: 1000 }).every((d) => d.prunedAt)).toBe(true),
+    await vi.waitFor(async () =>
+      expect((await inbox.list({ status: 'ignored', limit: 1000 })).every((d) => d.prunedAt)).toBe(true),
     );
     await vi.waitFor(() =>
       expect(logs().some((l) => l.msg?.toString().startsWith('inbox retention'))).toBe(true),
@@ -63,8 +75,8 @@ describe('startRetention', () => {
     const done = logs().find((l) => l.msg === 'inbox retention: dropped the bodies of finished deliveries');
     // 250 rows in batches of 100: one log line for the whole pass.
     expect(done).toMatchObject({ deliveries: 250, retainDays: 30, cutoff: '2026-03-01T12:00:00.000Z' });
-    expect(inbox.get('waiting')?.prunedAt).toBeNull();
-    expect(inbox.body('waiting')).toBe('{"w":1}');
+    expect((await inbox.get('waiting'))?.prunedAt).toBeNull();
+    expect(await inbox.body('waiting')).toBe('{"w":1}');
   });
 
   it('runs again every interval; stop() clears the timer', async () => {
@@ -86,7 +98,7 @@ describe('startRetention', () => {
   it('stop() ends a pass in progress between two batches and waits for it', async () => {
     let calls = 0;
     const endless: Pick<Inbox, 'prune'> = {
-      prune: () => {
+      prune: async () => {
         calls++;
         return { cutoff: 'x', pruned: 1, bytes: 10, more: true, dryRun: false };
       },
@@ -107,7 +119,7 @@ describe('startRetention', () => {
 
   it('a failing pass is logged and the daemon goes on; 0 days never prunes', async () => {
     const failing: Pick<Inbox, 'prune'> = {
-      prune: () => {
+      prune: async () => {
         throw new Error('disk I/O error');
       },
     };
@@ -119,7 +131,7 @@ describe('startRetention', () => {
     );
     await retention.stop();
 
-    seed(3);
+    await seed(3);
     let called = false;
     const never = startRetention({
       inbox: {
@@ -135,6 +147,6 @@ describe('startRetention', () => {
     await new Promise((r) => setTimeout(r, 30));
     await never.stop();
     expect(called).toBe(false);
-    expect(inbox.list().every((d) => d.prunedAt === null)).toBe(true);
+    expect((await inbox.list()).every((d) => d.prunedAt === null)).toBe(true);
   });
 });

@@ -1,6 +1,33 @@
 export type DeliveryStatus = 'queued' | 'running' | 'done' | 'failed' | 'rejected' | 'ignored';
 export type RouteAction = 'start' | 'deliver' | 'close' | 'ignore' | 'reject';
 
+/**
+ * How a turn of a routed delivery runs: what the router decided once, at arrival, stored with the
+ * delivery and executed as stored (never routed again).
+ */
+export interface TurnPlan {
+  repo: string;
+  /** The rendered prompt (outside text, sanitized and fenced). */
+  prompt: string;
+  /** '' for the configured default. */
+  engine: string;
+  runner: string;
+  repoPath: string;
+  workspace: 'checkout' | 'worktree';
+  author: string;
+  trigger: string;
+}
+
+/** What the router made of a delivery: run a turn, close the work item, or nothing (with why). */
+export type RoutedDelivery =
+  | ({ action: 'start' | 'deliver'; workItem: string } & TurnPlan)
+  | { action: 'close'; workItem: string; repo: string; reason: string }
+  | { action: 'ignore'; reason: string; workItem?: string | undefined }
+  | { action: 'reject'; reason: string; workItem?: string | undefined };
+
+/** A delivery that runs a turn, with its plan. */
+export type RoutedTurn = Extract<RoutedDelivery, { action: 'start' | 'deliver' }>;
+
 export interface DeliveryRecord {
   seq: number;
   id: string;
@@ -9,14 +36,18 @@ export interface DeliveryRecord {
   action: string | null;
   receivedAt: string;
   status: DeliveryStatus;
+  /** null: stored unrouted (by a version before routing at arrival); routed once when first seen. */
   route: RouteAction | null;
   workItem: string | null;
+  /** Why it was ignored or rejected, or why the work item closed. */
   reason: string | null;
+  /** Why this queued delivery waits (its session is held: over budget, a breach…); null when it does not. */
+  heldReason: string | null;
   attempts: number;
   turnId: number | null;
   error: string | null;
   updatedAt: string;
-  /** When retention (`inbox.retainDays`) dropped the body; the row itself is kept. */
+  /** When retention (`inbox.retainDays`) dropped the body (and the stored plan); the row itself is kept. */
   prunedAt: string | null;
 }
 
@@ -26,48 +57,83 @@ export interface NewDelivery {
   event: string;
   action: string | null;
   body: string;
-  /** Routed on arrival (the router is pure): stored with the row, so no second write. */
-  route?: { action: RouteAction; workItem: string | null; reason: string | null } | undefined;
+  /** Routed on arrival (the router is pure): stored with the row, in the same write. */
+  routed: RoutedDelivery;
 }
 
-/** The durable inbox as the core sees it. */
+export type AcceptOutcome = 'accepted' | 'duplicate';
+
+/** A queued delivery to take: it runs (or closes) its work item. */
+export interface Claim {
+  deliveryId: string;
+  workItem: string;
+  action: 'start' | 'deliver' | 'close';
+  source: 'github' | 'manual';
+}
+
+/** The writes of one dispatch pass, made in one transaction (`Inbox.applyClaims`). */
+export interface ClaimWrites {
+  /** Queued → running, each only while it is still queued and first in its work item's line. */
+  claims: Claim[];
+  /** Held notes to set (a reason) or clear (null), on queued deliveries only. */
+  held: Array<{ deliveryId: string; reason: string | null }>;
+  /** Queued deliveries settled as ignored, with why (a close waits behind a running turn). */
+  ignored: Array<{ deliveryId: string; reason: string }>;
+}
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus | undefined;
+  workItem?: string | undefined;
+  limit?: number | undefined;
+}
+
+/**
+ * The durable inbox as the core sees it. Asynchronous, so that a store other than SQLite can
+ * implement it; a write that must be one transaction is one method.
+ */
 export interface Inbox {
-  /** Store a delivery unless its id is known. Returns whether it was new. */
-  accept(delivery: NewDelivery): 'accepted' | 'duplicate';
-  get(id: string): DeliveryRecord | undefined;
+  /** Store deliveries (one transaction) unless their id is known: for each, whether it was new. */
+  acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]>;
+  /** One delivery: `acceptMany([delivery])`. */
+  accept(delivery: NewDelivery): Promise<AcceptOutcome>;
+  /** Whether a delivery with this id is stored (a redelivery is answered without routing it again). */
+  known(id: string): Promise<boolean>;
+  get(id: string): Promise<DeliveryRecord | undefined>;
   /** The payload as received; undefined for an unknown delivery or one whose body was pruned. */
-  body(id: string): string | undefined;
-  /** The payload to route or run: a LoopError that says why when it is unknown or was pruned. */
-  readBody(id: string): string;
-  list(filter?: { status?: DeliveryStatus; workItem?: string; limit?: number }): DeliveryRecord[];
+  body(id: string): Promise<string | undefined>;
+  /** The payload (of a row stored unrouted): a LoopError that says why when it is unknown or pruned. */
+  readBody(id: string): Promise<string>;
+  /** The turn plan stored with a start/deliver delivery; undefined when none was stored (or pruned). */
+  plan(id: string): Promise<RoutedTurn | undefined>;
+  list(filter?: DeliveryFilter): Promise<DeliveryRecord[]>;
   /** Queued and running deliveries in arrival order. */
-  pending(): DeliveryRecord[];
-  /** Run fn in one transaction (one commit for many small writes). */
-  batch?<T>(fn: () => T): T;
-  setRoute(id: string, route: RouteAction, workItem: string | null, reason: string | null): void;
-  /** Note why a queued delivery waits (`held: …`), or clear the note (null). */
-  noteHeld(id: string, reason: string | null): void;
-  /** queued → running; false when it was not queued (someone else took it). */
-  markRunning(id: string): boolean;
+  pending(): Promise<DeliveryRecord[]>;
+  /**
+   * Store what the router made of a delivery stored without it (a row from an older version), once:
+   * ignore and reject settle it; start and deliver keep its status and store the plan.
+   */
+  setRoute(id: string, routed: RoutedDelivery): Promise<void>;
+  /** One dispatch pass's writes, in one transaction: the claims it won, in the order asked. */
+  applyClaims(writes: ClaimWrites): Promise<Claim[]>;
   finish(
     id: string,
     result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },
-  ): void;
+  ): Promise<void>;
   /** A failed delivery goes back to the queue (at its original place in arrival order). */
-  retry(id: string): DeliveryRecord;
+  retry(id: string): Promise<DeliveryRecord>;
   /** Back to queued: for running deliveries whose turn never started (after a crash). */
-  requeue(id: string): void;
+  requeue(id: string): Promise<void>;
   /**
-   * Retention: drop the bodies of up to `limit` finished deliveries older than `retainDays` (one
-   * transaction), keeping their rows. `more` says another call has work left.
+   * Retention: drop the bodies (and stored plans) of up to `limit` finished deliveries older than
+   * `retainDays` (one transaction), keeping their rows. `more` says another call has work left.
    */
-  prune(options: PruneOptions): PruneReport;
+  prune(options: PruneOptions): Promise<PruneReport>;
 }
 
 export interface PruneOptions {
   retainDays: number;
   /** The clock (injected by tests); the inbox's own by default. */
-  now?: Date;
+  now?: Date | undefined;
   /** Bodies dropped per call (one transaction); default 100… */
   limit?: number;
   /** …and it stops once this many bytes of them went (default 64 MiB). */

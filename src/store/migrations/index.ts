@@ -1,5 +1,6 @@
 import { workItemIdentity } from './v12-work-item-identity.js';
 import { inboxRetention } from './v13-inbox-retention.js';
+import { routeOnce } from './v14-route-once.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -345,4 +346,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   },
   workItemIdentity,
   inboxRetention,
+  routeOnce,
 ];

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import type { RoutedTurn } from '../core/ports/inbox.js';
+import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
+
+/** What a manual delivery (`the-loop run`) carries in its body. */
+export const manualBodySchema = z.object({
+  workItem: z.string(),
+  prompt: z.string(),
+  engine: z.string().optional(),
+  runner: z.string().optional(),
+  cwd: z.string().optional(),
+});
+
+export type ManualBody = z.infer<typeof manualBodySchema>;
+
+/**
+ * The plan of a manual delivery, made when `the-loop run` queues it (and stored with it, as a
+ * webhook's route is): a turn on the work item with the prompt as given. '' leaves engine, runner and
+ * directory to the session or the defaults.
+ */
+export function manualPlan(body: ManualBody): RoutedTurn {
+  const item = parseWorkItem(body.workItem);
+  return {
+    action: 'deliver',
+    workItem: formatWorkItem(item),
+    repo: `${item.owner}/${item.repo}`,
+    prompt: body.prompt,
+    engine: body.engine ?? '',
+    runner: body.runner ?? '',
+    repoPath: body.cwd ?? '',
+    workspace: 'checkout',
+    author: 'local',
+    trigger: `manual (${workItemSlug(item)})`,
+  };
+}

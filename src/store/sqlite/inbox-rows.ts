@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import type {
+  DeliveryRecord,
+  DeliveryStatus,
+  RouteAction,
+  RoutedDelivery,
+  RoutedTurn,
+} from '../../core/ports/inbox.js';
+
+/** A `deliveries` row as the inbox reads it (never the body or the plan: those are read by id). */
+export interface Row {
+  seq: number;
+  id: string;
+  source: 'github' | 'manual';
+  event: string;
+  action: string | null;
+  received_at: string;
+  status: DeliveryStatus;
+  route: RouteAction | null;
+  work_item: string | null;
+  reason: string | null;
+  held_reason: string | null;
+  attempts: number;
+  turn_id: number | null;
+  error: string | null;
+  updated_at: string;
+  pruned_at: string | null;
+}
+
+export const COLUMNS =
+  'seq, id, source, event, action, received_at, status, route, work_item, reason, held_reason, attempts, turn_id, error, updated_at, pruned_at';
+
+export const toRecord = (r: Row): DeliveryRecord => ({
+  seq: r.seq,
+  id: r.id,
+  source: r.source,
+  event: r.event,
+  action: r.action,
+  receivedAt: r.received_at,
+  status: r.status,
+  route: r.route,
+  workItem: r.work_item,
+  reason: r.reason,
+  heldReason: r.held_reason,
+  attempts: r.attempts,
+  turnId: r.turn_id,
+  error: r.error,
+  updatedAt: r.updated_at,
+  prunedAt: r.pruned_at,
+});
+
+/** ignore and reject are final: the delivery is settled when routed; the others wait in the queue. */
+export const statusOf = (action: RouteAction): DeliveryStatus | null =>
+  action === 'ignore' ? 'ignored' : action === 'reject' ? 'rejected' : null;
+
+/**
+ * The `plan` column: what the routed result holds beyond its action, work item and reason (the
+ * columns of their own). A start or deliver's turn plan (the rendered prompt…), a close's repository;
+ * nothing for ignore and reject.
+ */
+export function planOf(routed: RoutedDelivery): string | null {
+  if (routed.action === 'start' || routed.action === 'deliver') {
+    const { action: _action, workItem: _workItem, ...plan } = routed;
+    return JSON.stringify(plan);
+  }
+  return routed.action === 'close' ? JSON.stringify({ repo: routed.repo }) : null;
+}
+
+const turnPlanSchema = z.object({
+  repo: z.string(),
+  prompt: z.string(),
+  engine: z.string(),
+  runner: z.string(),
+  repoPath: z.string(),
+  workspace: z.enum(['checkout', 'worktree']),
+  author: z.string(),
+  trigger: z.string(),
+});
+
+/** A stored turn plan back as the router returned it; undefined when the column does not hold one. */
+export function parsePlan(
+  action: 'start' | 'deliver',
+  workItem: string,
+  plan: string,
+): RoutedTurn | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(plan);
+  } catch {
+    return undefined;
+  }
+  const parsed = turnPlanSchema.safeParse(json);
+  return parsed.success ? { action, workItem, ...parsed.data } : undefined;
+}
+
+/**
+ * JSON from outside (a payload, a plan with a prompt in it) that holds a secret — an agent that
+ * posted a key to GitHub gets it back in the webhook — is stored with it masked in its string values,
+ * re-serialized so that it stays the JSON it was; JSON without one is stored byte for byte. (The
+ * signature was checked on the bytes as they came.)
+ */
+export function scrubJson(text: string, scrub: ((text: string) => string) | undefined): string {
+  if (!scrub || scrub(text) === text) return text;
+  try {
+    return JSON.stringify(
+      JSON.parse(text, (_key, value) => (typeof value === 'string' ? scrub(value) : value)),
+    );
+  } catch {
+    return scrub(text);
+  }
+}
