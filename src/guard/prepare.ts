@@ -18,7 +18,7 @@ import { operatorGitIdentity, writeSessionFiles } from '../gateway/session-files
 import type { GatewayTokens } from '../gateway/tokens.js';
 import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-types.js';
 import { sessionHome } from './engine-home.js';
-import { sandboxPlan } from './sandbox-plan.js';
+import { sandboxPlan } from './sandbox-view.js';
 
 /**
  * What guards an engine, prepared before each turn: a capability token minted for the session,

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { gatewaySocketPath } from '../../src/gateway/listen.js';
-import { sandboxPlan } from '../../src/guard/sandbox-plan.js';
+import { sandboxPlan } from '../../src/guard/sandbox-view.js';
 import {
   currentUid,
   ensurePrivateDirs,

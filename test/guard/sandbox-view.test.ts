@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { gitJail } from '../../src/guard/git-jail.js';
-import { sandboxPlan } from '../../src/guard/sandbox-plan.js';
+import { sandboxPlan } from '../../src/guard/sandbox-view.js';
 import { detectBwrap } from '../../src/sandbox/detect.js';
 import { gitRunner } from '../../src/workspaces/git-runner.js';
 import { ensureWorktree, removeWorktree } from '../../src/workspaces/worktree.js';
