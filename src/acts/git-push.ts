@@ -47,17 +47,7 @@ export function push(run: Run): void {
   const repo = value(o, '--repo');
   const remote = repo ?? o.positionals[0]?.text;
   const refArgs = repo === undefined ? o.positionals.slice(1) : o.positionals;
-  const dests: Destination[] = [];
-  for (let k = 0; k < refArgs.length; k++) {
-    const ref = refArgs[k] as Arg;
-    const next = refArgs[k + 1];
-    if (ref.f === 'tag' && next) {
-      dests.push({ type: next.dynamic ? 'unknown' : 'tag', name: next.text, plus: false, del });
-      k++;
-      continue;
-    }
-    dests.push(destination(ref, del, run.state.repo.branch));
-  }
+  const dests = destinations(refArgs, del, run.state.repo.branch);
   // A dynamic argument may be a refspec or an option (`$FLAGS` could be --force): destinations are unsure.
   const dynamic = args.some((a) => a.dynamic);
   const common: ActDetail = compact({
@@ -124,6 +114,22 @@ export function push(run: Run): void {
   );
   if (tags && !globalForce && plain.every((d) => d.type !== 'tag'))
     run.emit('git-push-tags', { ...common, allTags: true });
+}
+
+/** What each ref argument pushes to (`tag <name>` is one destination). */
+function destinations(refArgs: Arg[], del: boolean, current: string | undefined): Destination[] {
+  const dests: Destination[] = [];
+  for (let k = 0; k < refArgs.length; k++) {
+    const ref = refArgs[k] as Arg;
+    const next = refArgs[k + 1];
+    if (ref.f === 'tag' && next) {
+      dests.push({ type: next.dynamic ? 'unknown' : 'tag', name: next.text, plus: false, del });
+      k++;
+      continue;
+    }
+    dests.push(destination(ref, del, current));
+  }
+  return dests;
 }
 
 function destination(ref: Arg, del: boolean, current: string | undefined): Destination {
