@@ -2,14 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
-import {
-  GROUP_BY,
-  type GroupBy,
-  parseWhen,
-  type ReportGroup,
-  type UsageReport,
-  usageReport,
-} from '../ledger/report.js';
+import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, type UsageReport } from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
 import { formatInt, formatUsd, oneLine, table, toJson } from './format.js';
@@ -51,9 +44,13 @@ export async function usageScanCommand(
   for (const d of dirs) {
     if (!existsSync(d)) throw new LoopError('usage', `not a directory: ${d}`);
   }
-  const summary = await scanTranscripts(app.db, app.ledger, dirs, { workers: options.workers });
+  const summary = await scanTranscripts(
+    { ledger: app.ledger, cursors: app.scanCursors, sessions: app.sessions },
+    dirs,
+    { workers: options.workers },
+  );
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
-  const report = query ? usageReport(app.db, query) : undefined;
+  const report = query ? await app.ledger.store.report(query) : undefined;
   if (options.json) {
     io.out(`${toJson(report ? { scan: summary, report } : summary, 2)}\n`);
     return EXIT.ok;
@@ -95,9 +92,13 @@ function reportQuery(options: UsageOptions): { since: Date; until: Date; by: Gro
 }
 
 /** `the-loop usage`: totals of the usage ledger, grouped, with what they leave out. */
-export function usageCommand(app: Pick<Base, 'db'>, io: Io, options: UsageOptions): number {
+export async function usageCommand(
+  app: Pick<Base, 'ledger'>,
+  io: Io,
+  options: UsageOptions,
+): Promise<number> {
   const query = reportQuery(options);
-  const report = usageReport(app.db, query);
+  const report = await app.ledger.store.report(query);
   if (options.json) {
     io.out(`${toJson(report, 2)}\n`);
     return EXIT.ok;

@@ -1,12 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
-import type { Db } from '../store/db.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
 import { type Handler, reply } from '../web/server.js';
-import type { Ledger, LedgerEntry } from './ledger.js';
+import { type Ledger, type LedgerEntry, NO_TELEMETRY_YET } from './ledger.js';
 import { type OtelParse, parseOtlpLogs, parseOtlpMetrics } from './otel.js';
 import { loadKeyFile, sessionPayer } from './payer.js';
 
@@ -16,7 +16,8 @@ export const OTLP_MAX_BODY_BYTES = 4 * 1024 * 1024;
 const TOKEN = /^tl1\.([A-Za-z0-9-]{1,64})\.([0-9a-f]{32})$/;
 
 export interface TelemetryReceiverDeps {
-  db: Db;
+  /** The sessions a token names, and their turns (what a record is attributed to). */
+  store: Pick<SessionStore, 'get' | 'turnAt'>;
   ledger: Ledger;
   logger: Logger;
   dataDir: string;
@@ -24,17 +25,6 @@ export interface TelemetryReceiverDeps {
   /** Registers the per-session tokens with the scrubber (they authorize writes to the ledger). */
   addSecret: (value: string) => void;
   maxBodyBytes?: number;
-}
-
-interface SessionRow {
-  id: string;
-  work_item: string;
-  engine: string;
-  runner: string;
-  engine_session_id: string | null;
-  credential_kind: string | null;
-  payer_id: string | null;
-  status: string;
 }
 
 /**
@@ -47,22 +37,8 @@ interface SessionRow {
 export class TelemetryReceiver {
   private key: Buffer | undefined;
   private url: string | undefined;
-  private readonly session;
-  private readonly turnAt;
 
-  constructor(private readonly deps: TelemetryReceiverDeps) {
-    this.session = deps.db.prepare(
-      `SELECT id, work_item, engine, runner, engine_session_id, credential_kind, payer_id, status
-       FROM sessions WHERE id = ?`,
-    );
-    // The turn running when the record was made: the last one started before it (else the latest).
-    this.turnAt = deps.db
-      .prepare(
-        `SELECT id FROM turns WHERE session_id = @session
-         ORDER BY (started_at <= @at) DESC, seq DESC LIMIT 1`,
-      )
-      .pluck();
-  }
+  constructor(private readonly deps: TelemetryReceiverDeps) {}
 
   /** Where engines send their telemetry, once a server listens (undefined: not listening). */
   get endpoint(): string | undefined {
@@ -168,7 +144,7 @@ export class TelemetryReceiver {
           : parseOtlpMetrics(body)
         : // The other signal is not this session's meter: counting it too would count twice.
           { records: [], rejected: 0, warnings: [] };
-    const accepted = this.record(session, parsed);
+    const accepted = await this.record(session, parsed);
     if (parsed.warnings.length > 0) {
       logger.warn('OTLP post partly unreadable', {
         signal,
@@ -191,21 +167,21 @@ export class TelemetryReceiver {
    * active: a token lives as long as its session, so one that ended (closed, lost, ended by its
    * engine) adds nothing more to the ledger.
    */
-  private authorize(sessionId: string, token: string): SessionRow | undefined {
+  private authorize(sessionId: string, token: string): SessionRecord | undefined {
     const expected = Buffer.from(this.tokenFor(sessionId));
     const given = Buffer.from(token);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    const session = this.session.get(sessionId) as SessionRow | undefined;
+    const session = this.deps.store.get(sessionId);
     return session?.status === 'active' ? session : undefined;
   }
 
   /** The parsed records as ledger rows of `session`; returns how many rows were added or corrected. */
-  private record(session: SessionRow, parsed: OtelParse): number {
-    const payer = sessionPayer(session.credential_kind, session.payer_id);
+  private async record(session: SessionRecord, parsed: OtelParse): Promise<number> {
+    const payer = sessionPayer(session.credentialKind, session.payerId);
     const entries: LedgerEntry[] = [];
     let foreign = 0;
     for (const r of parsed.records) {
-      if (r.engineSessionId && session.engine_session_id && r.engineSessionId !== session.engine_session_id) {
+      if (r.engineSessionId && session.engineSessionId && r.engineSessionId !== session.engineSessionId) {
         foreign += 1;
         continue;
       }
@@ -215,8 +191,9 @@ export class TelemetryReceiver {
         sourceId: `${session.id}:${r.sourceId}`,
         at: r.at,
         sessionId: session.id,
-        workItem: session.work_item,
-        turnId: (this.turnAt.get({ session: session.id, at: r.at }) as number | undefined) ?? null,
+        workItem: session.workItem,
+        // The turn running when the record was made: the last one started before it (else the latest).
+        turnId: this.deps.store.turnAt(session.id, r.at)?.id ?? null,
         engine: session.engine,
         runner: session.runner,
         model: r.model,
@@ -230,11 +207,8 @@ export class TelemetryReceiver {
       parsed.warnings.push(`${foreign} × records of another engine session than the token's (not counted)`);
     }
     if (entries.length === 0) return 0;
-    const added = this.deps.db.transaction(() => {
-      const result = this.deps.ledger.add(entries);
-      this.deps.ledger.telemetryArrived(entries.flatMap((e) => (e.turnId === null ? [] : [e.turnId])));
-      return result;
-    })();
+    // The rows and their turns' waiting drives, in one write.
+    const added = await this.deps.ledger.add(entries, NO_TELEMETRY_YET);
     for (const warning of added.warnings) this.deps.logger.warn(warning, { session: session.id });
     return added.inserted;
   }

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Payer, PayerKind } from '../core/ports/ledger.js';
 import type { ResolvedCredential } from '../engines/env.js';
 
 /**
@@ -9,13 +10,7 @@ import type { ResolvedCredential } from '../engines/env.js';
  * the data dir (0600), so the fingerprint is stable for this installation and reveals nothing of the
  * key (not even to someone holding a list of candidate keys, without the salt).
  */
-export type PayerKind = 'api-key' | 'subscription' | 'cloud' | 'unknown';
-
-export interface Payer {
-  kind: PayerKind;
-  /** `key:<12 hex>` for an API key, `bedrock` / `vertex` for a cloud account, null otherwise. */
-  id: string | null;
-}
+export type { Payer, PayerKind } from '../core/ports/ledger.js';
 
 /** Cloud-provider switches of the engines we know: the account of that provider pays. */
 const CLOUD_SWITCHES: ReadonlyArray<{ env: string; id: string }> = [

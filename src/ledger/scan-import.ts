@@ -1,5 +1,4 @@
-import type { Db } from '../store/db.js';
-import type { Ledger, LedgerEntry } from './ledger.js';
+import type { LedgerEntry, LedgerImport, Pricer } from '../core/ports/ledger.js';
 import { type Payer, sessionPayer } from './payer.js';
 import type { FileScan, ScannedRecord, ScanResult } from './scan-file.js';
 import { type OwnSession, PER_TURN_METERS, type SizedJob } from './scan-jobs.js';
@@ -60,34 +59,29 @@ export class TranscriptImport {
   private readonly countedMetered = new Set<string>();
   readonly cursors: Array<{ path: string; scan: FileScan }> = [];
   private readonly startedAt: Map<string, SizedJob>;
-  private readonly importStarted = new Date().toISOString();
-  private readonly unimport;
 
   constructor(
-    private readonly db: Db,
-    private readonly ledger: Ledger,
+    private readonly writes: LedgerImport,
+    private readonly price: (warnings: Set<string>) => Pricer,
     private readonly sessions: ReadonlyMap<string, OwnSession>,
     jobs: readonly SizedJob[],
     readonly summary: ScanSummary,
   ) {
     this.startedAt = new Map(jobs.map((j) => [j.path, j]));
-    this.unimport = db.prepare(
-      `DELETE FROM usage_ledger WHERE meter = 'transcript' AND source_id = ? AND turn_id IS NULL
-       RETURNING recorded_at`,
-    );
   }
 
-  /** One piece of results: tallied, then written in the caller's (batched) transaction. */
-  take(results: readonly ScanResult[]): void {
+  /** One piece of results: tallied, then written in the import's (batched) transaction. */
+  async take(results: readonly ScanResult[]): Promise<void> {
     const nowMetered = this.markMetered(results);
     const { fresh, grown } = this.tally(results);
-    this.db.transaction(() => {
-      const added = this.ledger.add(this.entries(fresh));
-      this.summary.added += added.inserted;
-      this.summary.warnings.push(...added.warnings);
-      if (grown.length > 0) this.ledger.add(this.entries(grown));
-      for (const key of nowMetered) this.unimportMetered(key);
-    })();
+    for (const key of nowMetered) this.unimportMetered(key);
+    const warnings = new Set<string>();
+    const written = await this.writes.write(
+      { add: this.entries(fresh), correct: this.entries(grown), remove: nowMetered },
+      this.price(warnings),
+    );
+    this.summary.added += written.added - written.removedOwn;
+    this.summary.warnings.push(...warnings);
   }
 
   /** Keys of per-turn-metered sessions; those already imported (from a fork's copy) are returned. */
@@ -97,7 +91,7 @@ export class TranscriptImport {
       if ('error' in r) continue;
       for (const record of r.scan.records) {
         const key = record[0];
-        if (!PER_TURN_METERS.has(this.sessions.get(record[1])?.meter ?? '') || this.meteredKeys.has(key))
+        if (!PER_TURN_METERS.has(this.sessions.get(record[1])?.lastMeter ?? '') || this.meteredKeys.has(key))
           continue;
         this.meteredKeys.add(key);
         if (this.unique.has(key)) nowMetered.push(key);
@@ -156,12 +150,11 @@ export class TranscriptImport {
     fresh.push(record);
   }
 
+  /** A key imported earlier that turns out to be metered per turn: counted as such, its row taken out. */
   private unimportMetered(key: string): void {
     this.unique.delete(key);
     this.countedMetered.add(key);
     this.summary.alreadyMetered += 1;
-    const removed = this.unimport.get(key) as { recorded_at: string } | undefined;
-    if (removed && removed.recorded_at >= this.importStarted) this.summary.added -= 1;
   }
 
   /** Ledger entries are made one at a time as they are inserted, not all held at once. */
@@ -185,7 +178,7 @@ export class TranscriptImport {
       sourceId: key,
       at,
       sessionId: ours?.id ?? null,
-      workItem: ours?.work_item ?? null,
+      workItem: ours?.workItem ?? null,
       turnId: null,
       engine: ours?.engine ?? 'claude',
       runner: ours?.runner ?? null,
@@ -197,7 +190,7 @@ export class TranscriptImport {
         cacheCreationTokens: cacheCreation,
         reasoningTokens: 0,
       },
-      payer: ours ? sessionPayer(ours.credential_kind, ours.payer_id) : UNKNOWN_PAYER,
+      payer: ours ? sessionPayer(ours.credentialKind, ours.payerId) : UNKNOWN_PAYER,
     };
   }
 }

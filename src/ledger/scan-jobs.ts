@@ -1,7 +1,8 @@
 import { type Dirent, existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import type { Db } from '../store/db.js';
+import type { ScanCursor } from '../core/ports/ledger.js';
+import type { Meter, SessionRecord } from '../core/ports/sessions.js';
 import type { ScanJob } from './scan-file.js';
 
 /** Sessions metered from result events or telemetry: their requests are in the ledger already. */
@@ -10,17 +11,14 @@ export const PER_TURN_METERS = new Set(['stream-json', 'codex-json', 'gemini-jso
 /** A file to read, from where the last scan stopped, and how many bytes that is. */
 export type SizedJob = ScanJob & { bytes: number };
 
-/** One of this installation's sessions, by the engine's session id. */
-export interface OwnSession {
-  id: string;
-  work_item: string;
-  engine: string;
-  runner: string;
-  engine_session_id: string;
-  credential_kind: string | null;
-  payer_id: string | null;
-  meter: string | null;
-}
+/** One of this installation's sessions, by the engine's session id, with its last turn's meter. */
+export type OwnSession = Pick<
+  SessionRecord,
+  'id' | 'workItem' | 'engine' | 'runner' | 'credentialKind' | 'payerId'
+> & {
+  engineSessionId: string;
+  lastMeter: Meter | null;
+};
 
 /** Where Claude Code keeps transcripts for this environment. */
 export function defaultTranscriptDirs(env: Readonly<Record<string, string | undefined>>): string[] {
@@ -51,18 +49,8 @@ export function listFiles(dirs: readonly string[]): string[] {
   return out.sort();
 }
 
-/** The files that changed since the last scan, each from where that scan stopped. */
-export function changedFiles(db: Db, files: readonly string[]): SizedJob[] {
-  const known = new Map(
-    (
-      db.prepare('SELECT path, inode, size, offset FROM scan_files').all() as Array<{
-        path: string;
-        inode: number;
-        size: number;
-        offset: number;
-      }>
-    ).map((r) => [r.path, r]),
-  );
+/** The files that changed since the last scan (its cursors: `known`), each from where that scan stopped. */
+export function changedFiles(known: ReadonlyMap<string, ScanCursor>, files: readonly string[]): SizedJob[] {
   const jobs: SizedJob[] = [];
   for (const path of files) {
     let size: number;
@@ -83,39 +71,16 @@ export function changedFiles(db: Db, files: readonly string[]): SizedJob[] {
   return jobs;
 }
 
-/** Sessions of this installation by engine session id, with the meter of their last turn. */
-export function ownSessions(db: Db): Map<string, OwnSession> {
-  const rows = db
-    .prepare(
-      `SELECT s.id, s.work_item, s.engine, s.runner, s.engine_session_id, s.credential_kind, s.payer_id,
-         (SELECT meter FROM turns t WHERE t.session_id = s.id ORDER BY t.id DESC LIMIT 1) AS meter
-       FROM sessions s WHERE s.engine_session_id IS NOT NULL`,
-    )
-    .all() as OwnSession[];
-  return new Map(rows.map((s) => [s.engine_session_id, s]));
+/** Sessions of this installation by engine session id. */
+export function ownSessions(sessions: readonly OwnSession[]): Map<string, OwnSession> {
+  return new Map(sessions.map((s) => [s.engineSessionId, s]));
 }
 
 /** Engine session ids whose requests are metered per turn (not imported again). */
 export function meteredPerTurn(sessions: ReadonlyMap<string, OwnSession>): Set<string> {
   return new Set(
     [...sessions]
-      .filter(([, v]) => PER_TURN_METERS.has(v.meter ?? ''))
+      .filter(([, v]) => PER_TURN_METERS.has(v.lastMeter ?? ''))
       .map(([engineSessionId]) => engineSessionId),
   );
-}
-
-/** The cursor saved for each file read: where the next scan starts. */
-export function saveCursors(
-  db: Db,
-  cursors: ReadonlyArray<{ path: string; scan: { inode: number; size: number; offset: number } }>,
-): void {
-  const save = db.prepare(
-    `INSERT INTO scan_files (path, inode, size, offset, scanned_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (path) DO UPDATE SET inode = excluded.inode, size = excluded.size, offset = excluded.offset,
-         scanned_at = excluded.scanned_at`,
-  );
-  const now = new Date().toISOString();
-  db.transaction(() => {
-    for (const { path, scan } of cursors) save.run(path, scan.inode, scan.size, scan.offset, now);
-  })();
 }

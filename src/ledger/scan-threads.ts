@@ -1,6 +1,5 @@
 import { Worker } from 'node:worker_threads';
 import { describeError, LoopError } from '../core/errors.js';
-import type { Db } from '../store/db.js';
 import { pieces, type ScanJob, type ScannedJob, type ScanResult, scanFiles } from './scan-file.js';
 
 /**
@@ -8,32 +7,6 @@ import { pieces, type ScanJob, type ScannedJob, type ScanResult, scanFiles } fro
  * it about as much as scanning half the bytes (measured on the bench corpus, two threads).
  */
 const OWN_SHARE_WEIGHT = 0.3;
-
-/**
- * One write transaction across several pieces, committed about every `everyMs`: each commit writes
- * the index pages it touched again (a commit per piece doubled the insert time), while a
- * transaction held for the whole import would keep the daemon from writing for that long.
- */
-export function batchedWrites(db: Db, everyMs: number) {
-  let since = 0;
-  return {
-    begin(): void {
-      if (db.inTransaction) return;
-      db.exec('BEGIN IMMEDIATE');
-      since = Date.now();
-    },
-    commitIfDue(): void {
-      if (db.inTransaction && Date.now() - since >= everyMs) db.exec('COMMIT');
-    },
-    commit(): void {
-      if (db.inTransaction) db.exec('COMMIT');
-    },
-    /** After a failure: what was not committed is dropped (the next scan reads it again). */
-    rollback(): void {
-      if (db.inTransaction) db.exec('ROLLBACK');
-    },
-  };
-}
 
 type Share = { load: number; weight: number; jobs: ScannedJob[] };
 
@@ -57,7 +30,7 @@ function startWorker(
   share: Share,
   metered: ReadonlySet<string>,
   pieceBytes: number,
-  take: (results: readonly ScanResult[]) => void,
+  take: (results: readonly ScanResult[]) => Promise<void>,
   workers: Worker[],
 ): Promise<void> {
   const url = new URL('./scan-worker.js', import.meta.url);
@@ -71,13 +44,9 @@ function startWorker(
     workers.push(worker);
     let done = false;
     worker.on('message', (m: { piece: ScanResult[] } | { done: true }) => {
-      if ('piece' in m) {
-        try {
-          take(m.piece);
-        } catch (error) {
-          reject(error);
-        }
-      } else done = true;
+      // Written in the order they come (take queues them); a failed write fails the scan.
+      if ('piece' in m) take(m.piece).catch(reject);
+      else done = true;
     });
     worker.once('error', reject);
     // A worker that ends without saying it is done is an error too.
@@ -98,13 +67,13 @@ export async function scanInWorkers(
   jobs: ReadonlyArray<ScanJob & { bytes: number }>,
   n: number,
   metered: ReadonlySet<string>,
-  take: (results: readonly ScanResult[]) => void,
+  take: (results: readonly ScanResult[]) => Promise<void>,
   pieceBytes: number,
   /**
    * Called before this thread scans a piece (commit if the lock was held long enough) and before it
    * only waits (commit): the write lock is never held much longer than the batch interval.
    */
-  pause: (waiting: boolean) => void,
+  pause: (waiting: boolean) => Promise<void>,
 ): Promise<void> {
   const [own, ...others] = shareOut(jobs, n);
   const workers: Worker[] = [];
@@ -116,13 +85,15 @@ export async function scanInWorkers(
     for (const p of started) p.catch((error: unknown) => (failed ??= error));
     for (const piece of pieces(own?.jobs ?? [], pieceBytes)) {
       if (failed !== undefined) throw failed;
-      pause(false);
-      take(scanFiles(piece, metered));
+      await pause(false);
+      await take(scanFiles(piece, metered));
       // Let the other threads' pieces in (their messages are taken between two of ours).
       await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));
     }
-    pause(true);
+    await pause(true);
     await Promise.all(started);
+    // The last pieces the workers sent, written (a failure there is the scan's too).
+    await pause(true);
   } catch (cause) {
     // One thread failed: the others' work is wasted anyway; stop them instead of waiting.
     await Promise.all(workers.map((w) => w.terminate()));

@@ -1,11 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import type { Db } from '../store/db.js';
+import type { ScanCursorStore } from '../core/ports/ledger.js';
+import type { SessionStore } from '../core/ports/sessions.js';
 import type { Ledger } from './ledger.js';
-import { scanFiles } from './scan-file.js';
+import { type ScanResult, scanFiles } from './scan-file.js';
 import { emptySummary, type ScanSummary, TranscriptImport } from './scan-import.js';
-import { changedFiles, listFiles, meteredPerTurn, ownSessions, saveCursors } from './scan-jobs.js';
-import { batchedWrites, scanInWorkers } from './scan-threads.js';
+import { changedFiles, listFiles, meteredPerTurn, ownSessions } from './scan-jobs.js';
+import { scanInWorkers } from './scan-threads.js';
 
 export type { ScanSummary } from './scan-import.js';
 export { defaultTranscriptDirs } from './scan-jobs.js';
@@ -26,9 +27,15 @@ const PIECE_BYTES = 48 * 1024 * 1024;
 /** Below this much to read, threads cost more than they save. */
 const THREAD_THRESHOLD_BYTES = 32 * 1024 * 1024;
 
+/** What a scan reads and writes: the ledger, the scan cursors, this installation's sessions. */
+export interface ScanDeps {
+  ledger: Ledger;
+  cursors: ScanCursorStore;
+  sessions: Pick<SessionStore, 'engineSessions'>;
+}
+
 export async function scanTranscripts(
-  db: Db,
-  ledger: Ledger,
+  deps: ScanDeps,
   dirsIn: readonly string[],
   options: {
     workers?: number;
@@ -41,9 +48,9 @@ export async function scanTranscripts(
   const started = Date.now();
   const dirs = dirsIn.map((d) => resolve(d));
   const files = listFiles(dirs);
-  const jobs = changedFiles(db, files);
+  const jobs = changedFiles(await deps.cursors.all(), files);
   // Requests of our own sessions: attributed to them; those metered per turn are not added again.
-  const sessions = ownSessions(db);
+  const sessions = ownSessions(deps.sessions.engineSessions());
   const metered = meteredPerTurn(sessions);
   const total = jobs.reduce((n, j) => n + j.bytes, 0);
   const threads =
@@ -51,37 +58,40 @@ export async function scanTranscripts(
       ? 0
       : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
   const summary = emptySummary(dirs, files.length, threads);
-  const imported = new TranscriptImport(db, ledger, sessions, jobs, summary);
-  const writes = batchedWrites(db, COMMIT_EVERY_MS);
-  const take: Parameters<typeof scanInWorkers>[3] = (results) => {
-    writes.begin();
-    imported.take(results);
-    writes.commitIfDue();
+  const writes = await deps.ledger.store.beginImport({ commitEveryMs: COMMIT_EVERY_MS });
+  const imported = new TranscriptImport(writes, (w) => deps.ledger.pricer(w), sessions, jobs, summary);
+  // Pieces are written one after another, in the order they come (a worker's arrive as messages).
+  let queue: Promise<void> = Promise.resolve();
+  const take = (results: readonly ScanResult[]): Promise<void> => {
+    queue = queue.then(async () => {
+      await imported.take(results);
+      await writes.commit(false);
+    });
+    return queue;
   };
-  // For the import, on this connection: a smaller page cache than its default (16 MB) — the rows are
-  // written once, and what the cache would hold is the import's own pages; and no fsync at each
-  // piece's commit (WAL, synchronous NORMAL) — imported rows can always be read again from the
-  // transcripts, and the cursors that say they were read are committed last, with an fsync.
-  const cacheSize = db.pragma('cache_size', { simple: true }) as number;
-  const synchronous = db.pragma('synchronous', { simple: true }) as number;
-  db.pragma('cache_size = -4000');
-  db.pragma('synchronous = NORMAL');
   try {
-    if (threads === 0) take(scanFiles(jobs, metered));
+    if (threads === 0) await take(scanFiles(jobs, metered));
     else
       await scanInWorkers(jobs, threads, metered, take, options.pieceBytes ?? PIECE_BYTES, (waiting) =>
-        waiting ? writes.commit() : writes.commitIfDue(),
+        queue.then(() => writes.commit(waiting)),
       );
-    writes.commit();
+    await queue;
+    await writes.finish();
   } finally {
-    writes.rollback();
-    db.pragma(`cache_size = ${Number(cacheSize)}`);
-    db.pragma(`synchronous = ${Number(synchronous)}`);
+    await writes.abort();
   }
   // The size is what the file had when read: an unchanged file is not opened next time, and a
   // partial last line (the offset stops before it) is read once the file grows. Saved only once
   // every thread is done: a failed scan reads the same bytes again next time (adding nothing twice).
-  saveCursors(db, imported.cursors);
+  await deps.cursors.save(
+    imported.cursors.map(({ path, scan }) => ({
+      path,
+      inode: scan.inode,
+      size: scan.size,
+      offset: scan.offset,
+    })),
+    new Date().toISOString(),
+  );
   summary.duplicates = summary.records - summary.alreadyMetered - summary.added;
   summary.ms = Date.now() - started;
   return summary;

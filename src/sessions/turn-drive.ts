@@ -5,7 +5,6 @@ import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import { isSessionHolding, type Runner, type RunOutcome, type RunTurnInput } from '../runners/runner.js';
-import { recordUnmeteredTurn } from './registry.js';
 import type { TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
 
 const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -74,7 +73,7 @@ export class TurnDriver {
       outcome = await input.start(this.runInput(input, (event) => this.onEvent(input, events, event)));
     } catch (error) {
       // A runner bug must still leave a consistent registry: the turn is recorded failed.
-      this.failTurn(turn.id, error);
+      await this.failTurn(session, turn.id, error);
       throw error;
     } finally {
       // The engine is gone (release is given for the process runner only: a TUI keeps its token).
@@ -85,8 +84,8 @@ export class TurnDriver {
       log.info('turn left running for the next daemon to adopt');
       return { session: store.get(session.id) ?? session, turn, created, outcome };
     }
-    const { finished, usage, fresh } = this.finish(input, events, outcome);
-    this.afterFinish(input, finished, events, usage, outcome);
+    const { finished, usage, fresh } = await this.finish(input, events, outcome);
+    await this.afterFinish(input, finished, events, usage, outcome);
     if (outcome.sessionGone)
       await this.markGone(session, outcome.sessionGone.status, outcome.sessionGone.reason);
     return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
@@ -156,11 +155,11 @@ export class TurnDriver {
   }
 
   /** The turn's end, usage and warnings, recorded. */
-  private finish(
+  private async finish(
     input: DriveInput,
     events: readonly TurnEvent[],
     outcome: RunOutcome,
-  ): { finished: TurnRecord; usage: ReturnType<typeof turnUsageFrom>; fresh: SessionRecord } {
+  ): Promise<{ finished: TurnRecord; usage: ReturnType<typeof turnUsageFrom>; fresh: SessionRecord }> {
     const { store } = this.deps;
     const { session, turn, preset, log } = input;
     try {
@@ -168,7 +167,7 @@ export class TurnDriver {
       let usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
       // Metered at the wire, the turn's figures are what the gateway saw (also when the engine
       // reported none, as when a budget refusal ended it).
-      if (turn.meter === 'wire') usage = withWireTotals(usage, this.deps.ledger?.turnTotals(turn.id));
+      if (turn.meter === 'wire') usage = withWireTotals(usage, await this.deps.ledger?.turnTotals(turn.id));
       for (const warning of usage.warnings) log.warn(warning);
       if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
       const finished = store.finishTurn(turn.id, {
@@ -186,19 +185,19 @@ export class TurnDriver {
       return { finished, usage, fresh };
     } catch (error) {
       // Never leave a turn `running` with a live owner: that would wedge its session.
-      this.failTurn(turn.id, error);
+      await this.failTurn(session, turn.id, error);
       throw error;
     }
   }
 
   /** What follows a recorded turn: the ledger, the acts audit, the session's holds. */
-  private afterFinish(
+  private async afterFinish(
     input: DriveInput,
     finished: TurnRecord,
     events: readonly TurnEvent[],
     usage: ReturnType<typeof turnUsageFrom>,
     outcome: RunOutcome,
-  ): void {
+  ): Promise<void> {
     const { store } = this.deps;
     const { session, log } = input;
     this.clearWaiting(session.id, log);
@@ -210,15 +209,15 @@ export class TurnDriver {
       stoppedBy: outcome.stoppedBy,
       metered: finished.usage !== null,
     });
-    this.record(input, finished, events, usage, outcome);
+    await this.record(input, finished, events, usage, outcome);
     try {
-      this.deps.auditTurn?.(store.get(session.id) ?? session, finished, events);
+      await this.deps.auditTurn?.(store.get(session.id) ?? session, finished, events);
     } catch (error) {
       log.error('could not record the acts of the turn', { error });
     }
     try {
       const now = store.get(session.id);
-      if (now) this.deps.afterTurn?.(now);
+      if (now) await this.deps.afterTurn?.(now);
     } catch (error) {
       log.error('could not check the session after its turn', { error });
     }
@@ -246,13 +245,13 @@ export class TurnDriver {
   }
 
   /** The turn in the usage ledger: its rows, or an unmetered drive saying why nothing measured it. */
-  private record(
+  private async record(
     input: { session: SessionRecord; payer: Payer; log: Logger },
     turn: TurnRecord,
     events: readonly TurnEvent[],
     usage: ReturnType<typeof turnUsageFrom>,
     outcome: RunOutcome,
-  ): void {
+  ): Promise<void> {
     const { ledger } = this.deps;
     if (!ledger) return;
     const { session } = input;
@@ -263,7 +262,7 @@ export class TurnDriver {
           ? 'nothing reports this TUI turn (no hooks or transcript)'
           : 'the engine reported no usage for this turn';
     try {
-      const recorded = ledger.recordTurn(
+      const recorded = await ledger.recordTurn(
         {
           sessionId: session.id,
           workItem: session.workItem,
@@ -285,7 +284,7 @@ export class TurnDriver {
   }
 
   /** Best-effort: record a turn as failed after an unexpected error. */
-  private failTurn(turnId: number, error: unknown): void {
+  private async failTurn(session: SessionRecord, turnId: number, error: unknown): Promise<void> {
     try {
       this.deps.store.finishTurn(turnId, {
         status: 'failed',
@@ -299,16 +298,17 @@ export class TurnDriver {
         error: error instanceof Error ? error.message : String(error),
       });
       // Nothing measured what it may have used.
-      if (this.deps.ledger) {
-        recordUnmeteredTurn(
-          this.deps.ledger.db,
-          turnId,
-          new Date().toISOString(),
-          this.deps.scrub(
-            `failed before its usage was recorded: ${error instanceof Error ? error.message : String(error)}`,
-          ),
-        );
-      }
+      await this.deps.ledger?.recordUnmetered({
+        at: new Date().toISOString(),
+        sessionId: session.id,
+        workItem: session.workItem,
+        turnId,
+        engine: session.engine,
+        runner: session.runner,
+        reason: this.deps.scrub(
+          `failed before its usage was recorded: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      });
     } catch (inner) {
       this.deps.logger.error('could not record a failed turn', { turn: turnId, error: inner });
     }

@@ -71,7 +71,7 @@ export interface TurnServiceDeps {
   scrub: (text: string) => string;
   logger: Logger;
   /** After each recorded turn, with the session as it is now (budgets are checked there). */
-  afterTurn?: ((session: SessionRecord) => void) | undefined;
+  afterTurn?: ((session: SessionRecord) => Promise<void> | void) | undefined;
   /**
    * The merge policy's pre-tool hook for a session whose engine has one (written before each turn);
    * undefined: none. Headless turns get its settings file in argv; the tmux runner registers it.
@@ -82,8 +82,10 @@ export interface TurnServiceDeps {
         preset: EnginePreset,
       ) => { command: string; matcher: string; settingsFile: string } | undefined)
     | undefined;
-  /** The acts audit: the turn's consequential acts, recorded (a breach holds the session). */
-  auditTurn?: ((session: SessionRecord, turn: TurnRecord, events: readonly TurnEvent[]) => void) | undefined;
+  /** The acts audit: the turn's consequential acts, recorded (a breach holds the session); awaited. */
+  auditTurn?:
+    | ((session: SessionRecord, turn: TurnRecord, events: readonly TurnEvent[]) => unknown)
+    | undefined;
   /** The usage ledger: every finished turn is recorded there (rows, or an unmetered drive). */
   ledger?: Ledger | undefined;
   /** Who pays for an engine environment's requests (by credential kind and fingerprint). */

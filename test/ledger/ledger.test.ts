@@ -6,9 +6,9 @@ import type { TurnEvent, Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
 import { type Payer, payerOf } from '../../src/ledger/payer.js';
 import { pricesFromConfig, priceTable } from '../../src/ledger/pricing.js';
-import { usageReport } from '../../src/ledger/report.js';
 import type { TurnUsage } from '../../src/ledger/usage.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
 
 let dir: string;
 let db: Db;
@@ -24,7 +24,8 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const newLedger = (overrides = {}) => new Ledger(db, priceTable(overrides), () => NOW);
+const newLedger = (overrides = {}) =>
+  new Ledger(new SqliteLedgerStore(db, { now: () => NOW }), priceTable(overrides));
 
 const u = (input: number, output: number, cacheRead = 0, cacheCreation = 0, reasoning = 0): Usage => ({
   inputTokens: input,
@@ -153,7 +154,7 @@ describe('Ledger.price', () => {
 
   it('uses config prices, with their date in the price key', () => {
     const ledger = new Ledger(
-      db,
+      new SqliteLedgerStore(db),
       priceTable(pricesFromConfig({ 'llama-3': { input: 1, output: 2, asOf: '2026-02-01', source: 'ops' } })),
     );
     expect(ledger.price({ usage: u(1_000_000, 1_000_000), model: 'llama-3' })).toEqual({
@@ -165,10 +166,10 @@ describe('Ledger.price', () => {
 });
 
 describe('Ledger.add', () => {
-  it('stores every field, with the cost basis and payer, and is idempotent per (meter, source id)', () => {
+  it('stores every field, with the cost basis and payer, and is idempotent per (meter, source id)', async () => {
     const ledger = newLedger();
     const e = entry({ usage: u(1_000_000, 2, 3, 4, 5) });
-    expect(ledger.add([e])).toEqual({ inserted: 1, warnings: [] });
+    expect(await ledger.add([e])).toEqual({ inserted: 1, warnings: [] });
     expect(rows()).toEqual([
       {
         meter: 'stream-json',
@@ -196,17 +197,19 @@ describe('Ledger.add', () => {
       },
     ]);
     // Again: nothing changes. A copy with a smaller output count changes nothing either.
-    expect(ledger.add([e])).toEqual({ inserted: 0, warnings: [] });
-    expect(ledger.add([{ ...e, usage: { ...e.usage, outputTokens: 0 } }]).inserted).toBe(0);
+    expect(await ledger.add([e])).toEqual({ inserted: 0, warnings: [] });
+    expect((await ledger.add([{ ...e, usage: { ...e.usage, outputTokens: 0 } }])).inserted).toBe(0);
     expect(rows()).toHaveLength(1);
     expect(rows()[0]?.cost_basis).toBe('list-price');
     // A later copy with a larger output count (Claude Code's streamed copies carry placeholders)
     // corrects the output and its cost — and nothing else (the input stays the first record's).
     const before = rows()[0] as { input_tokens: number; output_tokens: number; cost_usd: number };
     expect(
-      ledger.add([
-        { ...e, usage: { ...e.usage, inputTokens: 999, outputTokens: before.output_tokens + 100 } },
-      ]).inserted,
+      (
+        await ledger.add([
+          { ...e, usage: { ...e.usage, inputTokens: 999, outputTokens: before.output_tokens + 100 } },
+        ])
+      ).inserted,
     ).toBe(1);
     const after = rows()[0] as { input_tokens: number; output_tokens: number; cost_usd: number };
     expect(after.input_tokens).toBe(before.input_tokens);
@@ -214,13 +217,13 @@ describe('Ledger.add', () => {
     expect(after.cost_usd).toBeGreaterThan(before.cost_usd);
     expect(rows()).toHaveLength(1);
     // The same source id under another meter is another row.
-    expect(ledger.add([{ ...e, meter: 'otel' }]).inserted).toBe(1);
+    expect((await ledger.add([{ ...e, meter: 'otel' }])).inserted).toBe(1);
     expect(rows()).toHaveLength(2);
   });
 
-  it('an unknown model is stored with cost NULL and basis NULL, never 0; warnings are deduplicated', () => {
+  it('an unknown model is stored with cost NULL and basis NULL, never 0; warnings are deduplicated', async () => {
     const ledger = newLedger();
-    const result = ledger.add([
+    const result = await ledger.add([
       entry({ sourceId: 'a', model: 'mystery-model-9' }),
       entry({ sourceId: 'b', model: 'mystery-model-9' }),
     ]);
@@ -234,8 +237,8 @@ describe('Ledger.add', () => {
     expect(db.prepare('SELECT COUNT(*) AS n FROM usage_ledger WHERE cost_usd = 0').get()).toEqual({ n: 0 });
   });
 
-  it('a negative engine figure is never stored as a cost', () => {
-    newLedger().add([
+  it('a negative engine figure is never stored as a cost', async () => {
+    await newLedger().add([
       entry({ engineCostUsd: -2 }),
       entry({ sourceId: 'x', model: 'mystery', engineCostUsd: -2 }),
     ]);
@@ -269,9 +272,9 @@ describe('Ledger.recordTurn', () => {
     { type: 'turn-end', ok: true },
   ];
 
-  it('transcript meter: one row per usage event, keyed by its source id', () => {
+  it('transcript meter: one row per usage event, keyed by its source id', async () => {
     const ledger = newLedger();
-    const result = ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused');
+    const result = await ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused');
     expect(result).toEqual({ inserted: 3, warnings: [], unmetered: false });
     expect(
       rows().map((r) => [
@@ -321,10 +324,10 @@ describe('Ledger.recordTurn', () => {
     expect(drives()).toEqual([]);
   });
 
-  it('transcript meter: recording the same events again inserts nothing; a new request only adds itself', () => {
+  it('transcript meter: recording the same events again inserts nothing; a new request only adds itself', async () => {
     const ledger = newLedger();
-    ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused');
-    expect(ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused')).toEqual({
+    await ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused');
+    expect(await ledger.recordTurn(turn(), transcriptEvents, NO_USAGE, 'unused')).toEqual({
       inserted: 0,
       warnings: [],
       unmetered: false,
@@ -334,11 +337,11 @@ describe('Ledger.recordTurn', () => {
       ...transcriptEvents.slice(0, 4),
       { type: 'usage', usage: u(2, 2), model: 'claude-sonnet-4-5', sourceId: 'req_03' },
     ];
-    expect(ledger.recordTurn(turn(), more, NO_USAGE, 'unused').inserted).toBe(1);
+    expect((await ledger.recordTurn(turn(), more, NO_USAGE, 'unused')).inserted).toBe(1);
     expect(rows().map((r) => r.source_id)).toEqual(['req_01', 'req_02', 'turn:7:3', 'req_03']);
   });
 
-  it("transcript meter: a request's later events (the rest of a placeholder output) add into its row", () => {
+  it("transcript meter: a request's later events (the rest of a placeholder output) add into its row", async () => {
     const ledger = newLedger();
     const events: TurnEvent[] = [
       {
@@ -357,7 +360,7 @@ describe('Ledger.recordTurn', () => {
         at: '2026-03-01T10:00:02.000Z',
       },
     ];
-    expect(ledger.recordTurn(turn(), events, NO_USAGE, 'unused').inserted).toBe(1);
+    expect((await ledger.recordTurn(turn(), events, NO_USAGE, 'unused')).inserted).toBe(1);
     expect(rows().map((r) => [r.source_id, r.input_tokens, r.output_tokens, r.at])).toEqual([
       ['msg_9', 100, 48, '2026-03-01T10:00:00.000Z'],
     ]);
@@ -365,9 +368,9 @@ describe('Ledger.recordTurn', () => {
     expect(rows()[0]?.cost_usd).toBeCloseTo((100 * 3 + 48 * 15) / 1e6, 12);
   });
 
-  it('transcript meter: a correction that arrives in a later turn sets the total, not the difference', () => {
+  it('transcript meter: a correction that arrives in a later turn sets the total, not the difference', async () => {
     const ledger = newLedger();
-    ledger.recordTurn(
+    await ledger.recordTurn(
       turn(),
       [
         {
@@ -381,7 +384,7 @@ describe('Ledger.recordTurn', () => {
       NO_USAGE,
       'unused',
     );
-    ledger.recordTurn(
+    await ledger.recordTurn(
       turn({ turnId: 8 }),
       [
         {
@@ -401,11 +404,11 @@ describe('Ledger.recordTurn', () => {
     ]);
   });
 
-  it('result meter: one row turn:<id> from the turn usage, engine-reported cost kept', () => {
+  it('result meter: one row turn:<id> from the turn usage, engine-reported cost kept', async () => {
     const ledger = newLedger();
     const context = turn({ meter: 'stream-json', turnId: 12, endedAt: '2026-03-02T08:00:00.000Z' });
     // Result meters ignore per-event figures: the turn usage is the figure.
-    const result = ledger.recordTurn(
+    const result = await ledger.recordTurn(
       context,
       transcriptEvents,
       turnUsage(u(3, 12, 0, 5120), 'claude-sonnet-4-5', 0.032315),
@@ -428,13 +431,14 @@ describe('Ledger.recordTurn', () => {
       }),
     ]);
     expect(
-      ledger.recordTurn(context, [], turnUsage(u(3, 12), 'claude-sonnet-4-5', 0.5), 'unused').inserted,
+      (await ledger.recordTurn(context, [], turnUsage(u(3, 12), 'claude-sonnet-4-5', 0.5), 'unused'))
+        .inserted,
     ).toBe(0);
     expect(rows()).toHaveLength(1);
   });
 
-  it('result meter without an engine figure: list price', () => {
-    newLedger().recordTurn(
+  it('result meter without an engine figure: list price', async () => {
+    await newLedger().recordTurn(
       turn({ meter: 'codex-json', engine: 'codex' }),
       [],
       turnUsage(u(1_000_000, 100_000, 0, 0, 100_000), 'gpt-5-codex', null),
@@ -447,8 +451,8 @@ describe('Ledger.recordTurn', () => {
     expect(row?.cost_usd).toBeCloseTo(3.25, 10);
   });
 
-  it('an unknown model: cost NULL, basis NULL, and a warning naming the model', () => {
-    const result = newLedger().recordTurn(
+  it('an unknown model: cost NULL, basis NULL, and a warning naming the model', async () => {
+    const result = await newLedger().recordTurn(
       turn({ meter: 'gemini-json', engine: 'gemini' }),
       [],
       turnUsage(u(100, 10), 'gemini-9-ultra', null),
@@ -461,16 +465,16 @@ describe('Ledger.recordTurn', () => {
     expect(rows()[0]).toMatchObject({ cost_usd: null, cost_basis: null, price_key: null, input_tokens: 100 });
   });
 
-  it("meter 'none' → one unmetered drive with the reason, once per turn id, and no ledger row", () => {
+  it("meter 'none' → one unmetered drive with the reason, once per turn id, and no ledger row", async () => {
     const ledger = newLedger();
     const context = turn({ meter: 'none', engine: 'ollama', runner: 'tmux', turnId: 21 });
     const usage = turnUsage(u(5, 5), 'claude-sonnet-4-5', 1);
-    expect(ledger.recordTurn(context, transcriptEvents, usage, 'ollama has no meter')).toEqual({
+    expect(await ledger.recordTurn(context, transcriptEvents, usage, 'ollama has no meter')).toEqual({
       inserted: 0,
       warnings: [],
       unmetered: true,
     });
-    ledger.recordTurn(context, transcriptEvents, usage, 'ollama has no meter');
+    await ledger.recordTurn(context, transcriptEvents, usage, 'ollama has no meter');
     expect(drives()).toEqual([
       {
         at: '2026-03-01T10:05:00.000Z',
@@ -485,19 +489,19 @@ describe('Ledger.recordTurn', () => {
     expect(rows()).toEqual([]);
   });
 
-  it('a metered turn that reported no usage is an unmetered drive too', () => {
+  it('a metered turn that reported no usage is an unmetered drive too', async () => {
     const ledger = newLedger();
     expect(
-      ledger.recordTurn(turn({ meter: 'stream-json', turnId: 31 }), [], NO_USAGE, 'no result event'),
+      await ledger.recordTurn(turn({ meter: 'stream-json', turnId: 31 }), [], NO_USAGE, 'no result event'),
     ).toEqual({
       inserted: 0,
       warnings: [],
       unmetered: true,
     });
     const noUsageEvents: TurnEvent[] = [{ type: 'text', text: 'hi' }];
-    expect(ledger.recordTurn(turn({ turnId: 32 }), noUsageEvents, NO_USAGE, 'no transcript').unmetered).toBe(
-      true,
-    );
+    expect(
+      (await ledger.recordTurn(turn({ turnId: 32 }), noUsageEvents, NO_USAGE, 'no transcript')).unmetered,
+    ).toBe(true);
     expect(drives()).toEqual([
       expect.objectContaining({ turn_id: 31, reason: 'no result event' }),
       expect.objectContaining({ turn_id: 32, reason: 'no transcript' }),
@@ -505,19 +509,19 @@ describe('Ledger.recordTurn', () => {
     expect(rows()).toEqual([]);
   });
 
-  it('rows carry the payer of the turn, and the registry never holds the API key itself', () => {
+  it('rows carry the payer of the turn, and the registry never holds the API key itself', async () => {
     const canary = 'sk-ant-api03-LEDGERCANARY-0123456789abcdef-zz';
     const salt = Buffer.alloc(32, 7);
     const payer = payerOf({ env: 'ANTHROPIC_API_KEY', kind: 'api-key' }, { ANTHROPIC_API_KEY: canary }, salt);
     const ledger = newLedger();
-    ledger.recordTurn(turn({ payer }), transcriptEvents, NO_USAGE, 'unused');
-    ledger.recordTurn(
+    await ledger.recordTurn(turn({ payer }), transcriptEvents, NO_USAGE, 'unused');
+    await ledger.recordTurn(
       turn({ meter: 'stream-json', turnId: 8, payer: { kind: 'cloud', id: 'bedrock' } }),
       [],
       turnUsage(u(1, 1), 'claude-sonnet-4-5', null),
       'unused',
     );
-    ledger.recordTurn(
+    await ledger.recordTurn(
       turn({ meter: 'stream-json', turnId: 9, payer: { kind: 'subscription', id: null } }),
       [],
       turnUsage(u(1, 1), 'claude-sonnet-4-5', null),
@@ -547,9 +551,9 @@ describe('hostile input', () => {
     '%_*?[]\\',
   ];
 
-  it('model names and reasons are stored and reported back verbatim (bound parameters, not SQL)', () => {
+  it('model names and reasons are stored and reported back verbatim (bound parameters, not SQL)', async () => {
     const ledger = newLedger();
-    const result = ledger.add(
+    const result = await ledger.add(
       hostile.map((model, i) =>
         entry({ sourceId: `hostile-${i}`, model, workItem: model, sessionId: model }),
       ),
@@ -557,7 +561,7 @@ describe('hostile input', () => {
     expect(result.inserted).toBe(hostile.length);
     // Each unpriced model is named in a warning, verbatim.
     for (const model of hostile) expect(result.warnings.some((w) => w.includes(model))).toBe(true);
-    ledger.recordTurn(
+    await ledger.recordTurn(
       turn({ meter: 'none', turnId: 99, engine: hostile[2] ?? '' }),
       [],
       NO_USAGE,
@@ -572,11 +576,11 @@ describe('hostile input', () => {
 
     const window = { since: new Date('2026-01-01T00:00:00Z'), until: new Date('2027-01-01T00:00:00Z') };
     for (const by of ['model', 'work-item', 'session'] as const) {
-      const report = usageReport(db, { ...window, by });
+      const report = await ledger.store.report({ ...window, by });
       expect(report.groups.map((g) => g.key).sort()).toEqual([...hostile].sort());
       expect(report.groups.every((g) => g.rows === 1 && g.costUsd === null)).toBe(true);
     }
-    const report = usageReport(db, { ...window, by: 'model' });
+    const report = await ledger.store.report({ ...window, by: 'model' });
     expect(report.notIncluded.unpricedModels.sort()).toEqual([...hostile].sort());
     expect(report.notIncluded.unmetered).toEqual([
       {

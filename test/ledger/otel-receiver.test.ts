@@ -14,8 +14,9 @@ import { Ledger, NO_TELEMETRY_YET } from '../../src/ledger/ledger.js';
 import { TelemetryReceiver } from '../../src/ledger/otel-receiver.js';
 import { priceTable } from '../../src/ledger/pricing.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
-import { recordUnmeteredTurn, SqliteSessionStore } from '../../src/sessions/registry.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { type HttpServer, startHttpServer } from '../../src/web/server.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'otlp');
@@ -99,13 +100,13 @@ async function start(
   });
   const clock = { now: options.startedAt ?? new Date('2026-12-02T23:40:00.000Z') };
   const store = new SqliteSessionStore(db, { scrub: (t) => t, now: () => clock.now });
-  const ledger = new Ledger(db, priceTable());
+  const ledger = new Ledger(new SqliteLedgerStore(db), priceTable());
   const sink = memorySink();
   // No scrubber: the receiver itself must keep tokens out of the log, not rely on redaction.
   const logger = createLogger({ level: 'debug', sinks: [sink] });
   const secrets: string[] = [];
   const receiver = new TelemetryReceiver({
-    db,
+    store,
     ledger,
     logger,
     dataDir: dir,
@@ -218,6 +219,17 @@ interface Row {
   payer_id: string | null;
 }
 
+/** A turn's unmetered drive, as the ledger records one. */
+const unmetered = (h: Harness, turnId: number, reason: string) =>
+  h.ledger.recordUnmetered({
+    at: FIXTURE_AT,
+    sessionId: h.session.id,
+    workItem: h.session.workItem,
+    turnId,
+    engine: 'claude',
+    runner: 'process',
+    reason,
+  });
 const rows = (h: Harness): Row[] => h.db.prepare('SELECT * FROM usage_ledger ORDER BY id').all() as Row[];
 const drives = (h: Harness) =>
   h.db.prepare('SELECT turn_id, reason FROM unmetered_drives ORDER BY turn_id').all() as Array<{
@@ -290,8 +302,8 @@ describe('TelemetryReceiver.envFor', () => {
     });
     const secrets: string[] = [];
     const idle = new TelemetryReceiver({
-      db,
-      ledger: new Ledger(db, priceTable()),
+      store: new SqliteSessionStore(db, { scrub: (t) => t }),
+      ledger: new Ledger(new SqliteLedgerStore(db), priceTable()),
       logger: createLogger({ level: 'debug', sinks: [memorySink()] }),
       dataDir: dir,
       engines: { claude: preset('logs') },
@@ -348,7 +360,7 @@ describe('TelemetryReceiver.envFor', () => {
     // Another receiver on the same data dir (a restarted daemon) hands out, and accepts, the same token.
     const secrets: string[] = [];
     const restarted = new TelemetryReceiver({
-      db: h.db,
+      store: h.store,
       ledger: h.ledger,
       logger: createLogger({ level: 'debug', sinks: [memorySink()] }),
       dataDir: h.dir,
@@ -439,7 +451,7 @@ describe('POST /v1/logs', () => {
       costUsd: null,
       error: null,
     });
-    const result = h.ledger.recordTurn(
+    const result = await h.ledger.recordTurn(
       {
         sessionId: h.session.id,
         workItem: h.session.workItem,
@@ -464,10 +476,10 @@ describe('POST /v1/logs', () => {
 
   it('leaves a drive with another reason, and the drives of other turns', async () => {
     const h = await start();
-    recordUnmeteredTurn(h.db, h.turn.id, FIXTURE_AT, 'lost: the owner died');
+    await unmetered(h, h.turn.id, 'lost: the owner died');
     const other = newSession(h.store, randomUUID());
     const otherTurn = h.store.beginTurn(other.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
-    recordUnmeteredTurn(h.db, otherTurn.id, FIXTURE_AT, NO_TELEMETRY_YET);
+    await unmetered(h, otherTurn.id, NO_TELEMETRY_YET);
 
     expect((await post(h, '/v1/logs', LOGS)).status).toBe(200);
     expect(rows(h)).toHaveLength(1);

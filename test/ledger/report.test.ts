@@ -8,8 +8,10 @@ import type { Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
 import type { Payer } from '../../src/ledger/payer.js';
 import { priceTable } from '../../src/ledger/pricing.js';
-import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, usageReport } from '../../src/ledger/report.js';
+import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup } from '../../src/ledger/report.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { usageReport } from '../../src/store/sqlite/ledger-report.js';
 import { thrown } from '../helpers/check.js';
 
 const u = (input: number, output: number): Usage => ({
@@ -95,11 +97,14 @@ const UNTIL = new Date('2026-03-03T00:00:00.000Z');
 let dir: string;
 let db: Db;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'the-loop-report-'));
   db = openDb(join(dir, 'registry.sqlite'));
-  const ledger = new Ledger(db, priceTable(), () => new Date('2026-03-10T00:00:00.000Z'));
-  expect(ledger.add(FIXTURE).inserted).toBe(FIXTURE.length);
+  const ledger = new Ledger(
+    new SqliteLedgerStore(db, { now: () => new Date('2026-03-10T00:00:00.000Z') }),
+    priceTable(),
+  );
+  expect((await ledger.add(FIXTURE)).inserted).toBe(FIXTURE.length);
   const unmetered = (turnId: number, endedAt: string, reason: string, extra: Partial<TurnContext> = {}) =>
     ledger.recordTurn(
       {
@@ -117,11 +122,11 @@ beforeEach(() => {
       { usage: null, model: null, costUsd: null, nextBaseline: null, warnings: [] },
       reason,
     );
-  unmetered(50, '2026-03-02T15:00:00.000Z', 'engine has no meter');
-  unmetered(51, '2026-03-02T16:00:00.000Z', 'engine has no meter');
-  unmetered(51, '2026-03-02T16:30:00.000Z', 'engine has no meter'); // the same turn again: not counted
-  unmetered(52, '2026-03-01T08:00:00.000Z', 'no result event', { engine: 'claude', runner: 'process' });
-  unmetered(53, '2026-03-05T08:00:00.000Z', 'engine has no meter'); // outside the window
+  await unmetered(50, '2026-03-02T15:00:00.000Z', 'engine has no meter');
+  await unmetered(51, '2026-03-02T16:00:00.000Z', 'engine has no meter');
+  await unmetered(51, '2026-03-02T16:30:00.000Z', 'engine has no meter'); // the same turn again: not counted
+  await unmetered(52, '2026-03-01T08:00:00.000Z', 'no result event', { engine: 'claude', runner: 'process' });
+  await unmetered(53, '2026-03-05T08:00:00.000Z', 'engine has no meter'); // outside the window
 });
 
 afterEach(() => {
@@ -292,9 +297,9 @@ describe('usageReport', () => {
     expect(formatGroupCost(empty.total)).toBe('-');
   });
 
-  it('rows without engine, model, work item, session or payer id get placeholder keys', () => {
-    const ledger = new Ledger(db, priceTable());
-    const warnings = ledger.add([
+  it('rows without engine, model, work item, session or payer id get placeholder keys', async () => {
+    const ledger = new Ledger(new SqliteLedgerStore(db), priceTable());
+    const { warnings } = await ledger.add([
       {
         meter: 'otel',
         sourceId: 'imported-1',
@@ -308,7 +313,7 @@ describe('usageReport', () => {
         usage: u(1, 1),
         payer: { kind: 'unknown', id: null },
       },
-    ]).warnings;
+    ]);
     expect(warnings).toEqual(['the usage names no model: its cost is unknown']);
     const keys = (by: GroupBy) => report(by).groups.map((g) => g.key);
     expect(keys('engine')).toContain('(imported)');

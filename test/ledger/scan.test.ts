@@ -13,10 +13,13 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { priceTable } from '../../src/ledger/pricing.js';
-import { usageReport } from '../../src/ledger/report.js';
 import { scanTranscripts } from '../../src/ledger/scan.js';
 import { recordOf, scanFile } from '../../src/ledger/scan-file.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { usageReport } from '../../src/store/sqlite/ledger-report.js';
+import { SqliteScanCursors } from '../../src/store/sqlite/scan-files.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 let dir: string;
 let db: Db;
@@ -77,7 +80,13 @@ const user = (text: string) =>
   });
 
 const file = (name = 'a.jsonl') => join(dir, 'projects', '-repo', name);
-const ledger = () => new Ledger(db, priceTable());
+const ledger = () => new Ledger(new SqliteLedgerStore(db), priceTable());
+/** What a scan reads and writes, on the test's database. */
+const deps = () => ({
+  ledger: ledger(),
+  cursors: new SqliteScanCursors(db),
+  sessions: new SqliteSessionStore(db, { scrub: (t: string) => t }),
+});
 const total = () =>
   usageReport(db, { since: new Date('2020-01-01'), until: new Date('2030-01-01'), by: 'day' }).total;
 
@@ -200,7 +209,7 @@ describe('scanTranscripts (into the ledger)', () => {
       `${user('go')}\n${a}\n${a.replace('hello', 'more')}\n${a.replace('hello', 'end')}\n`,
     );
     writeFileSync(file('b.jsonl'), `${assistant({ id: 'msg_b', input: 50, output: 5 })}\n`);
-    const first = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const first = await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(first).toMatchObject({ files: 2, filesRead: 2, records: 4, added: 2, duplicates: 2 });
     expect(total().usage).toMatchObject({
       inputTokens: 150,
@@ -209,19 +218,19 @@ describe('scanTranscripts (into the ledger)', () => {
       cacheCreationTokens: 4,
     });
 
-    const again = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const again = await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(again).toMatchObject({ filesRead: 0, records: 0, added: 0 });
 
     // Only the new bytes are read.
     appendFileSync(file('b.jsonl'), `${assistant({ id: 'msg_c', input: 1, output: 1 })}\n`);
-    const incremental = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const incremental = await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(incremental).toMatchObject({ filesRead: 1, records: 1, added: 1 });
     expect(incremental.bytesRead).toBeLessThan(1000);
 
     // A file rewritten (same records): read again from the start, nothing counted twice.
     writeFileSync(file('c.jsonl'), readFileSync(file()));
     renameSync(file('c.jsonl'), file());
-    const rewritten = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const rewritten = await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(rewritten).toMatchObject({ records: 3, added: 0, duplicates: 3 });
     expect(total().usage.inputTokens).toBe(151);
     expect(total().rows).toBe(3);
@@ -235,11 +244,11 @@ describe('scanTranscripts (into the ledger)', () => {
     // The other message's final copy is in another file (read after: it must still win).
     writeFileSync(file('b.jsonl'), `${b}\n`);
     writeFileSync(file('c.jsonl'), `${b.replace('"output_tokens":1', '"output_tokens":40')}\n`);
-    await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(total().usage).toMatchObject({ inputTokens: 105, outputTokens: 300 });
     // A copy that arrives in a later scan corrects the row too (never lowers it).
     appendFileSync(file('b.jsonl'), `${b.replace('"output_tokens":1', '"output_tokens":41')}\n`);
-    await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(total().usage).toMatchObject({ inputTokens: 105, outputTokens: 301 });
     expect(total().rows).toBe(2);
   });
@@ -266,7 +275,7 @@ describe('scanTranscripts (into the ledger)', () => {
       file('c.jsonl'),
       `${assistant({ session: 'elsewhere' }).replace('claude-sonnet-4-5-20250929', '<synthetic>')}\n`,
     );
-    const summary = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const summary = await scanTranscripts(deps(), [join(dir, 'projects')]);
     // The fork's copy and the metered one are one message: metered once, the other a duplicate.
     expect(summary).toMatchObject({ records: 4, added: 2, alreadyMetered: 1, duplicates: 1 });
     const rows = db
@@ -320,7 +329,7 @@ describe('scanTranscripts (into the ledger)', () => {
       alreadyMetered: x.alreadyMetered,
       duplicates: x.duplicates,
     });
-    const one = await scanTranscripts(db, ledger(), [join(dir, 'projects')], {
+    const one = await scanTranscripts(deps(), [join(dir, 'projects')], {
       workers: 1,
       threadThresholdBytes: 0,
     });
@@ -329,7 +338,7 @@ describe('scanTranscripts (into the ledger)', () => {
     expect(oneRows.map((r) => (r as { source_id: string }).source_id)).not.toContain('msg_metered');
     for (const pieceBytes of [1, 4000, 1 << 20]) {
       db.exec('DELETE FROM usage_ledger; DELETE FROM scan_files');
-      const many = await scanBuilt(db, ledger(), [join(dir, 'projects')], {
+      const many = await scanBuilt(deps(), [join(dir, 'projects')], {
         workers: 2,
         threadThresholdBytes: 0,
         pieceBytes,
@@ -343,7 +352,7 @@ describe('scanTranscripts (into the ledger)', () => {
   it('a directory named like a transcript is passed over, not an error', async () => {
     writeFileSync(file(), `${assistant()}\n`);
     mkdirSync(file('dir.jsonl'));
-    const summary = await scanTranscripts(db, ledger(), [join(dir, 'projects')]);
+    const summary = await scanTranscripts(deps(), [join(dir, 'projects')]);
     expect(summary.added).toBe(1);
   });
 });

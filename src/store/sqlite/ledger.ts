@@ -1,0 +1,261 @@
+import type Database from 'better-sqlite3';
+import type { Usage } from '../../core/events.js';
+import type {
+  GroupBy,
+  ImportPiece,
+  LedgerEntry,
+  LedgerImport,
+  LedgerStore,
+  Pricer,
+  UnmeteredDrive,
+  UsageReport,
+} from '../../core/ports/ledger.js';
+import type { Db } from '../db.js';
+import { usageReport } from './ledger-report.js';
+
+/**
+ * The usage ledger's tables (`usage_ledger`, `unmetered_drives`): their only reader and writer. The
+ * session store records a lost turn's drive through `insertUnmeteredDrive` (in its own transaction);
+ * the budgets read the sums through `ledgerSums`.
+ */
+
+type Statement = Database.Statement<unknown[]>;
+
+const INSERT_ROW = `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner,
+     model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
+     cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at, partial)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+   ON CONFLICT (meter, source_id) DO UPDATE SET
+     -- Claude Code writes a message once per content block while it streams: early copies can
+     -- carry a placeholder output count; the largest one seen is the message's.
+     output_tokens = MAX(output_tokens, excluded.output_tokens),
+     -- Repriced for the extra output only (the last parameter: the list price of one output
+     -- token), so the first record's input figures keep their cost.
+     cost_usd = CASE WHEN excluded.output_tokens <= output_tokens THEN cost_usd
+       WHEN cost_basis = 'list-price' AND ? IS NOT NULL
+         THEN cost_usd + (excluded.output_tokens - output_tokens) * ?
+       ELSE excluded.cost_usd END,
+     -- A row imported by a scan first gets its turn when the turn records it.
+     turn_id = COALESCE(turn_id, excluded.turn_id),
+     session_id = COALESCE(session_id, excluded.session_id),
+     work_item = COALESCE(work_item, excluded.work_item)
+   WHERE excluded.output_tokens > output_tokens OR (turn_id IS NULL AND excluded.turn_id IS NOT NULL)`;
+
+const INSERT_DRIVE = `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
+   VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING`;
+
+/**
+ * Insert rows with the prepared INSERT_ROW; returns the rows added or corrected. Positional
+ * parameters, in the statement's order: binding an object per row costs a sixth of a large import.
+ */
+function insertRows(
+  insert: Statement,
+  entries: Iterable<LedgerEntry>,
+  price: Pricer,
+  recordedAt: string,
+  turns?: Set<number>,
+): number {
+  let inserted = 0;
+  for (const e of entries) {
+    const p = price(e);
+    const u = e.usage;
+    if (turns && e.turnId !== null) turns.add(e.turnId);
+    inserted += insert.run(
+      e.meter,
+      e.sourceId,
+      e.at,
+      e.sessionId,
+      e.workItem,
+      e.turnId,
+      e.engine,
+      e.runner,
+      e.model,
+      u.inputTokens,
+      u.outputTokens,
+      u.cacheReadTokens,
+      u.cacheCreationTokens,
+      u.reasoningTokens,
+      p.costUsd,
+      p.basis,
+      p.priceKey,
+      e.payer.kind,
+      e.payer.id,
+      recordedAt,
+      e.partial ? 1 : 0,
+      p.outputUnit,
+      p.outputUnit,
+    ).changes;
+  }
+  return inserted;
+}
+
+/** A turn nothing measured, in the unmetered drives (once per turn). For the session store's transactions. */
+export function insertUnmeteredDrive(db: Db, d: UnmeteredDrive): void {
+  db.prepare(INSERT_DRIVE).run(d.at, d.sessionId, d.workItem, d.turnId, d.engine, d.runner, d.reason);
+}
+
+/** What a session's (or a work item's) rows add up to: all tokens, and the priced rows' dollars. */
+export function ledgerSums(
+  db: Db,
+  scope: 'session' | 'work-item',
+  key: string,
+): { tokens: number; usd: number } {
+  const column = scope === 'session' ? 'session_id' : 'work_item';
+  return db
+    .prepare(
+      `SELECT COALESCE(SUM(input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens + reasoning_tokens), 0) AS tokens,
+         COALESCE(SUM(cost_usd), 0) AS usd
+       FROM usage_ledger WHERE ${column} = ?`,
+    )
+    .get(key) as { tokens: number; usd: number };
+}
+
+export class SqliteLedgerStore implements LedgerStore {
+  private readonly insert: Statement;
+  private readonly insertDrive: Statement;
+  private readonly hasRows: Statement;
+  private readonly settleDrive: Statement;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { now?: () => Date } = {},
+  ) {
+    this.insert = db.prepare(INSERT_ROW);
+    this.insertDrive = db.prepare(INSERT_DRIVE);
+    this.hasRows = db.prepare('SELECT 1 FROM usage_ledger WHERE turn_id = ? LIMIT 1').pluck();
+    this.settleDrive = db.prepare('DELETE FROM unmetered_drives WHERE turn_id = ? AND reason = ?');
+  }
+
+  private now(): string {
+    return (this.options.now?.() ?? new Date()).toISOString();
+  }
+
+  async add(entries: Iterable<LedgerEntry>, price: Pricer, settle?: string): Promise<number> {
+    const recordedAt = this.now();
+    return this.db.transaction(() => {
+      const turns = settle === undefined ? undefined : new Set<number>();
+      const inserted = insertRows(this.insert, entries, price, recordedAt, turns);
+      for (const id of turns ?? []) this.settleDrive.run(id, settle);
+      return inserted;
+    })();
+  }
+
+  async recordUnmetered(d: UnmeteredDrive): Promise<void> {
+    this.insertDrive.run(d.at, d.sessionId, d.workItem, d.turnId, d.engine, d.runner, d.reason);
+  }
+
+  async turnHasRows(turnId: number): Promise<boolean> {
+    return this.hasRows.get(turnId) !== undefined;
+  }
+
+  async turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined> {
+    const row = this.db
+      .prepare(
+        `SELECT COUNT(*) AS n, SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS cr,
+           SUM(cache_creation_tokens) AS cc, SUM(reasoning_tokens) AS r, GROUP_CONCAT(DISTINCT model) AS models
+         FROM usage_ledger WHERE turn_id = ?`,
+      )
+      .get(turnId) as {
+      n: number;
+      i: number;
+      o: number;
+      cr: number;
+      cc: number;
+      r: number;
+      models: string | null;
+    };
+    if (row.n === 0) return undefined;
+    return {
+      usage: {
+        inputTokens: row.i,
+        outputTokens: row.o,
+        cacheReadTokens: row.cr,
+        cacheCreationTokens: row.cc,
+        reasoningTokens: row.r,
+      },
+      model: row.models,
+    };
+  }
+
+  async report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport> {
+    return usageReport(this.db, filter);
+  }
+
+  async beginImport(options: { commitEveryMs: number }): Promise<LedgerImport> {
+    return new SqliteLedgerImport(this.db, this.insert, options.commitEveryMs, () => this.now());
+  }
+}
+
+/**
+ * One write transaction across several pieces, committed about every `everyMs`: each commit writes
+ * the index pages it touched again. For the import, on this connection: a smaller page cache than its
+ * default (16 MB) — the rows are written once, and what the cache would hold is the import's own
+ * pages; and no fsync at each commit (WAL, synchronous NORMAL) — imported rows can always be read
+ * again from the transcripts, and the cursors that say they were read are committed last, with an
+ * fsync. Both are restored when the import ends.
+ */
+class SqliteLedgerImport implements LedgerImport {
+  private since = 0;
+  private readonly started: string;
+  private readonly unimport: Statement;
+  private readonly restore: { cacheSize: number; synchronous: number };
+  private ended = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly insert: Statement,
+    private readonly everyMs: number,
+    private readonly now: () => string,
+  ) {
+    this.started = now();
+    this.unimport = db.prepare(
+      `DELETE FROM usage_ledger WHERE meter = 'transcript' AND source_id = ? AND turn_id IS NULL
+       RETURNING recorded_at`,
+    );
+    this.restore = {
+      cacheSize: Number(db.pragma('cache_size', { simple: true })),
+      synchronous: Number(db.pragma('synchronous', { simple: true })),
+    };
+    db.pragma('cache_size = -4000');
+    db.pragma('synchronous = NORMAL');
+  }
+
+  async write(piece: ImportPiece, price: Pricer): Promise<{ added: number; removedOwn: number }> {
+    if (!this.db.inTransaction) {
+      this.db.exec('BEGIN IMMEDIATE');
+      this.since = Date.now();
+    }
+    const recordedAt = this.now();
+    // A savepoint inside the batch: a piece is written whole or not at all.
+    return this.db.transaction(() => {
+      const added = insertRows(this.insert, piece.add, price, recordedAt);
+      insertRows(this.insert, piece.correct, price, recordedAt);
+      let removedOwn = 0;
+      for (const sourceId of piece.remove) {
+        const removed = this.unimport.get(sourceId) as { recorded_at: string } | undefined;
+        if (removed && removed.recorded_at >= this.started) removedOwn += 1;
+      }
+      return { added, removedOwn };
+    })();
+  }
+
+  async commit(now: boolean): Promise<void> {
+    if (this.db.inTransaction && (now || Date.now() - this.since >= this.everyMs)) this.db.exec('COMMIT');
+  }
+
+  async finish(): Promise<void> {
+    try {
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    } finally {
+      await this.abort();
+    }
+  }
+
+  async abort(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    this.db.pragma(`cache_size = ${this.restore.cacheSize}`);
+    this.db.pragma(`synchronous = ${this.restore.synchronous}`);
+  }
+}
