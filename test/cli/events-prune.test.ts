@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { openDb } from '../../src/store/db.js';
 import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { fakeEngineConfig, runCli } from '../helpers/cli.js';
 import { startDaemonProcess } from '../helpers/daemon.js';
 

@@ -14,10 +14,10 @@ import type { NewSession, SessionRecord, TurnRecord } from '../../src/core/ports
 import { Dispatcher, type DispatcherDeps } from '../../src/dispatch/dispatcher.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
 import { type RunOutcome, SHUTDOWN } from '../../src/runners/runner.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { TurnRequest, TurnResult } from '../../src/sessions/turn-service.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 const WI = 'github:octo/widgets#7';
 const REPO_PATH = '/repos/widgets';

@@ -12,10 +12,10 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { RoutedDelivery } from '../../src/core/ports/inbox.js';
 import { Dispatcher } from '../../src/dispatch/dispatcher.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import type { TurnRequest } from '../../src/sessions/turn-service.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 let dir: string;
 let db: Db;

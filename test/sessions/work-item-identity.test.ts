@@ -10,10 +10,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LoopError } from '../../src/core/errors.js';
 import type { NewSession } from '../../src/core/ports/sessions.js';
 import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { planSlug } from '../../src/sessions/slug.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { thrown } from '../helpers/check.js';
 
 const slugOf = (text: string) => workItemSlug(parseWorkItem(text));

@@ -183,7 +183,11 @@ export interface TurnEnd {
   warnings?: string[] | undefined;
 }
 
-/** The registry as the core sees it. SQLite implements it (sessions/registry.ts). */
+/**
+ * The registry as the core sees it (sessions, turns and their events). SQLite implements it
+ * (store/sqlite/sessions.ts). Synchronous for now: its callers (dispatcher, turn service) are being
+ * made asynchronous separately; the ports added beside it (ledger, acts, budgets, tokens) are not.
+ */
 export interface SessionStore {
   findActive(workItem: string): SessionRecord | undefined;
   get(id: string): SessionRecord | undefined;
@@ -237,6 +241,10 @@ export interface SessionStore {
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options?: { skipRunners?: readonly string[] },
   ): number;
+  /** The turn running at `at` (ISO): the last one started before it, else the latest. */
+  turnAt(sessionId: string, at: string): TurnRecord | undefined;
+  /** The sessions whose engine session id is known, with the meter of their last turn. */
+  engineSessions(): Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>;
   /** Running turns whose owning process is gone, of sessions on one of these runners. */
   orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[];
   /** Mark one running turn lost (its owner died and it cannot be adopted). */

@@ -14,8 +14,8 @@ import { presetSchema } from '../../../src/engines/preset.js';
 import { runtimeDirOf } from '../../../src/os/runtime-dir.js';
 import { exchangeKeysLine, keysSocketPath } from '../../../src/runners/process/keys-socket.js';
 import { ProcessRunner } from '../../../src/runners/process/process-runner.js';
-import { SqliteSessionStore } from '../../../src/sessions/registry.js';
 import { openDb } from '../../../src/store/db.js';
+import { SqliteSessionStore } from '../../../src/store/sqlite/sessions.js';
 import { FAKE_ENGINE } from '../../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tl-keys-life-'));

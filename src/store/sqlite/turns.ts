@@ -1,12 +1,15 @@
-import { LoopError } from '../core/errors.js';
-import type { TurnEvent } from '../core/events.js';
-import type { StoredEvent, TurnEnd, TurnRecord } from '../core/ports/sessions.js';
-import type { Db } from '../store/db.js';
-import { type TurnRow, toTurn } from './registry-rows.js';
+import type Database from 'better-sqlite3';
+import { LoopError } from '../../core/errors.js';
+import type { TurnEvent } from '../../core/events.js';
+import type { StoredEvent, TurnEnd, TurnRecord } from '../../core/ports/sessions.js';
+import type { Db } from '../db.js';
+import { insertUnmeteredDrive } from './ledger.js';
+import { type TurnRow, toTurn } from './session-rows.js';
 
 /**
- * The turn side of the session registry's SQL: a turn's events, its end, and turns whose owner died.
- * Plain functions of the Db; `SqliteSessionStore` (registry.ts) holds the state and delegates here.
+ * The turn side of the session store's SQL (`turns`, `turn_events`): a turn's events, its end, and
+ * turns whose owner died. Plain functions of the Db; `SqliteSessionStore` (sessions.ts) holds the
+ * state and delegates here.
  */
 
 export function readTurn(db: Db, id: number): TurnRecord {
@@ -127,8 +130,24 @@ export function markTurnLost(db: Db, turnId: number, at: string, error: string):
         "UPDATE turns SET status = 'failed', end_reason = 'lost', ended_at = ?, error = ? WHERE id = ? AND status = 'running'",
       )
       .run(at, error, turnId);
-    // Whatever it used before its owner died was not measured: the ledger says so (invariant 2).
-    if (info.changes > 0) recordUnmeteredTurn(db, turnId, at, `lost: ${error}`);
+    if (info.changes === 0) return;
+    // Whatever it used before its owner died was not measured: the ledger says so (invariant 2),
+    // through its owner, in this transaction.
+    const of = db
+      .prepare(
+        `SELECT s.id, s.work_item, s.engine, s.runner FROM turns t JOIN sessions s ON s.id = t.session_id
+         WHERE t.id = ?`,
+      )
+      .get(turnId) as { id: string; work_item: string; engine: string; runner: string };
+    insertUnmeteredDrive(db, {
+      at,
+      sessionId: of.id,
+      workItem: of.work_item,
+      turnId,
+      engine: of.engine,
+      runner: of.runner,
+      reason: `lost: ${error}`,
+    });
   })();
 }
 
@@ -140,11 +159,33 @@ export function ownerGone(owner: number | null, isAlive: (pid: number) => boolea
   return owner === null || owner === process.pid || !isAlive(owner);
 }
 
-/** A turn nothing measured, in the ledger's unmetered runs (once per turn). */
-export function recordUnmeteredTurn(db: Db, turnId: number, at: string, reason: string): void {
-  db.prepare(
-    `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
-       SELECT ?, s.id, s.work_item, t.id, s.engine, s.runner, ? FROM turns t JOIN sessions s ON s.id = t.session_id
-       WHERE t.id = ? ON CONFLICT (turn_id) DO NOTHING`,
-  ).run(at, reason, turnId);
+/**
+ * The turn running at `at`: the last one started before it (else the latest). What an OTLP record
+ * made then is attributed to.
+ */
+export function turnAt(db: Db, sessionId: string, at: string): TurnRecord | undefined {
+  // Prepared once per database: every OTLP record asks.
+  let query = turnAtQueries.get(db);
+  if (!query) {
+    query = db.prepare(
+      `SELECT * FROM turns WHERE session_id = @session
+       ORDER BY (started_at <= @at) DESC, seq DESC LIMIT 1`,
+    );
+    turnAtQueries.set(db, query);
+  }
+  const row = query.get({ session: sessionId, at }) as TurnRow | undefined;
+  return row && toTurn(row);
+}
+
+const turnAtQueries = new WeakMap<Db, Database.Statement<unknown[]>>();
+
+/** Turns of a session (or of every session of a work item) started since `since` (ISO; '' for all). */
+export function countTurns(db: Db, scope: 'session' | 'work-item', key: string, since: string): number {
+  const which =
+    scope === 'session' ? 'session_id = ?' : 'session_id IN (SELECT id FROM sessions WHERE work_item = ?)';
+  return (
+    db.prepare(`SELECT COUNT(*) AS n FROM turns WHERE ${which} AND started_at >= ?`).get(key, since) as {
+      n: number;
+    }
+  ).n;
 }

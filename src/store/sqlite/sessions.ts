@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { CredentialKind } from '../core/credential.js';
-import { LoopError } from '../core/errors.js';
-import type { TurnEvent, Usage } from '../core/events.js';
+import type { CredentialKind } from '../../core/credential.js';
+import { LoopError } from '../../core/errors.js';
+import type { TurnEvent, Usage } from '../../core/events.js';
 import type {
   BudgetRaise,
   Meter,
@@ -15,10 +15,11 @@ import type {
   TurnEnd,
   TurnGuard,
   TurnRecord,
-} from '../core/ports/sessions.js';
-import { parseWorkItem, workItemKey, workItemSlug } from '../core/work-item.js';
-import type { Db } from '../store/db.js';
-import { type SessionRow, type TurnRow, toSession, toTurn } from './registry-rows.js';
+} from '../../core/ports/sessions.js';
+import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
+import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
+import type { Db } from '../db.js';
+import { type SessionRow, type TurnRow, toSession, toTurn } from './session-rows.js';
 import {
   insertTurnEvent,
   lastEventSeq,
@@ -28,19 +29,17 @@ import {
   readTurn,
   readTurnEvents,
   runningTurns,
+  turnAt,
   writeTurnEnd,
-} from './registry-turns.js';
-import { planSlug, type SlugUse, slugCollision } from './slug.js';
-
-// The turn side's SQL lives in registry-turns.ts; `recordUnmeteredTurn` stays importable from here.
-export { recordUnmeteredTurn } from './registry-turns.js';
+} from './turns.js';
 
 const isUniqueViolation = (error: unknown): boolean =>
   error instanceof Error && 'code' in error && String(error.code).startsWith('SQLITE_CONSTRAINT');
 
 /**
- * The session registry on SQLite. Every string that came from an engine passes through `scrub`
- * before it is stored, so a secret an engine echoes never lands in the database.
+ * The session registry on SQLite: the owner of `sessions`, `turns` and `turn_events` (the turn side's
+ * SQL in turns.ts, the row mappers in session-rows.ts). Every string that came from an engine passes
+ * through `scrub` before it is stored, so a secret an engine echoes never lands in the database.
  */
 export class SqliteSessionStore implements SessionStore {
   private readonly eventSeq = new Map<number, number>();
@@ -339,6 +338,24 @@ export class SqliteSessionStore implements SessionStore {
       lost += 1;
     }
     return lost;
+  }
+
+  turnAt(sessionId: string, at: string): TurnRecord | undefined {
+    return turnAt(this.db, sessionId, at);
+  }
+
+  engineSessions(): Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.*, (SELECT meter FROM turns t WHERE t.session_id = s.id ORDER BY t.id DESC LIMIT 1) AS last_meter
+         FROM sessions s WHERE s.engine_session_id IS NOT NULL`,
+      )
+      .all() as Array<SessionRow & { engine_session_id: string; last_meter: Meter | null }>;
+    return rows.map((r) => ({
+      ...toSession(r),
+      engineSessionId: r.engine_session_id,
+      lastMeter: r.last_meter,
+    }));
   }
 
   orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[] {

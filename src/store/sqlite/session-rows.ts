@@ -1,5 +1,5 @@
-import type { CredentialKind } from '../core/credential.js';
-import type { Usage } from '../core/events.js';
+import type { CredentialKind } from '../../core/credential.js';
+import type { Usage } from '../../core/events.js';
 import type {
   BudgetRaise,
   EndReason,
@@ -11,7 +11,7 @@ import type {
   TurnGuard,
   TurnRecord,
   TurnStatus,
-} from '../core/ports/sessions.js';
+} from '../../core/ports/sessions.js';
 
 /** The registry's rows as SQLite returns them, and their records. */
 export interface SessionRow {
