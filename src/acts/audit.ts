@@ -1,16 +1,27 @@
 import { execFileSync } from 'node:child_process';
 import type { TurnEvent } from '../core/events.js';
-import type { BreachHold, SessionRecord, TurnRecord, UnaccountedHold } from '../core/ports/sessions.js';
+import type * as Port from '../core/ports/acts.js';
+import type { ActOutcome } from '../core/ports/acts.js';
+import type {
+  BreachHold,
+  SessionRecord,
+  SessionStore,
+  TurnRecord,
+  UnaccountedHold,
+} from '../core/ports/sessions.js';
 import { oneLine } from '../core/text.js';
 import type { Logger } from '../log/logger.js';
-import type { Db } from '../store/db.js';
 import { SAFE_GIT_ARGS, safeGitEnv } from '../workspaces/git-runner.js';
-import { type ActOutcome, listActs, saveActs } from './act-store.js';
 import { classifyToolUse } from './classify.js';
 import { decide, type Policy } from './policy.js';
-import type { ActKind, ClassifiedAct, ClassifyContext } from './types.js';
+import type { ActDetail, ActKind, ClassifiedAct, ClassifyContext } from './types.js';
 
-export { type ActFilter, type ActOutcome, type ActRecord, listActs, saveActs } from './act-store.js';
+export type { ActOutcome } from '../core/ports/acts.js';
+/** The acts port in this module's vocabulary (its kinds and details). */
+export type ActStore = Port.ActStore<ActKind, ActDetail>;
+export type ActRecord = Port.ActRecord<ActKind, ActDetail>;
+export type ActFilter = Port.ActFilter<ActKind>;
+export type NewAct = Port.NewAct<ActKind, ActDetail>;
 
 /**
  * The acts audit of a turn: every consequential act found in its tool uses, settled with the tool's
@@ -149,7 +160,12 @@ export function currentBranchOf(cwd: string): string | undefined {
 }
 
 export interface AuditDeps {
-  db: Db;
+  /** Where acts are kept. */
+  acts: ActStore;
+  /** The session's turns (was this its first completed one?). */
+  turns: Pick<SessionStore, 'turns'>;
+  /** Whether a turn has usage rows. */
+  ledger: { turnHasRows(turnId: number): Promise<boolean> };
   /** The tool calls the policy hook refused in a session (see `readRefusals`). */
   refusedIn?: (session: SessionRecord) => ReadonlySet<string>;
   /** Put an `unaccounted` hold on the session (accountability assertion failed). */
@@ -165,13 +181,13 @@ export interface AuditDeps {
 }
 
 /** Record a finished turn's acts; a breach holds the session. Returns the acts, settled and judged. */
-export function auditTurn(
+export async function auditTurn(
   deps: AuditDeps,
   session: SessionRecord,
   turn: TurnRecord,
   events: readonly TurnEvent[],
-): SettledAct[] {
-  checkAccounted(deps, session, turn, events);
+): Promise<SettledAct[]> {
+  await checkAccounted(deps, session, turn, events);
   if (!events.some((e) => e.type === 'tool-use')) return [];
   const policy = deps.policyFor(session.workItem);
   const ctx: ClassifyContext = {
@@ -188,10 +204,11 @@ export function auditTurn(
   const acts = actsOfEvents(events, ctx, policy, corroborated(deps.refusedIn?.(session), events), atWire);
   if (acts.length === 0) return acts;
   const at = turn.endedAt ?? new Date().toISOString();
-  saveActs(
-    deps.db,
+  // Scrubbed by the store (AuditDeps.scrub is for what is logged and held here).
+  await deps.acts.save(
     {
       id: turn.id,
+      seq: turn.seq,
       sessionId: session.id,
       workItem: session.workItem,
       engine: session.engine,
@@ -199,7 +216,7 @@ export function auditTurn(
       at,
     },
     acts,
-    deps.scrub,
+    'command',
   );
   const log = deps.logger.child({ workItem: session.workItem, session: session.id, turn: turn.seq });
   for (const a of acts) {
@@ -212,7 +229,7 @@ export function auditTurn(
   }
   const breaches = acts.filter((a) => a.breach);
   if (breaches.length > 0 && session.status === 'active') {
-    const ids = listActs(deps.db, { turnId: turn.id, breachesOnly: true }).map((a) => a.id);
+    const ids = (await deps.acts.list({ turnId: turn.id, breachesOnly: true })).map((a) => a.id);
     const first = breaches[0] as SettledAct;
     deps.holdForBreach(session.id, {
       kind: 'breach',
@@ -233,26 +250,20 @@ export function auditTurn(
  * says it reports and does not would otherwise run unmeasured and unaudited. (An OTLP-metered TUI
  * turn is not judged here: its telemetry may come after the turn ends.)
  */
-export function checkAccounted(
-  deps: Pick<AuditDeps, 'db' | 'holdUnaccounted' | 'logger'>,
+export async function checkAccounted(
+  deps: Pick<AuditDeps, 'turns' | 'ledger' | 'holdUnaccounted' | 'logger'>,
   session: SessionRecord,
   turn: TurnRecord,
   events: readonly TurnEvent[],
-): UnaccountedHold | undefined {
+): Promise<UnaccountedHold | undefined> {
   if (!deps.holdUnaccounted || turn.meter === 'none' || turn.status !== 'succeeded') return undefined;
   if (turn.meter === 'otel' && session.runner === 'tmux') return undefined;
   if (session.status !== 'active' || session.hold) return undefined;
-  const earlier = deps.db
-    .prepare("SELECT COUNT(*) FROM turns WHERE session_id = ? AND status = 'succeeded' AND seq < ?")
-    .pluck()
-    .get(session.id, turn.seq) as number;
-  if (earlier > 0) return undefined;
-  const rows = deps.db
-    .prepare('SELECT COUNT(*) FROM usage_ledger WHERE turn_id = ?')
-    .pluck()
-    .get(turn.id) as number;
+  const earlier = deps.turns.turns(session.id).some((t) => t.status === 'succeeded' && t.seq < turn.seq);
+  if (earlier) return undefined;
   const missing: string[] = [];
-  if (turn.usage === null && rows === 0) missing.push(`no usage record (its meter is ${turn.meter})`);
+  if (turn.usage === null && !(await deps.ledger.turnHasRows(turn.id)))
+    missing.push(`no usage record (its meter is ${turn.meter})`);
   if (!events.some((e) => e.type !== 'diagnostic')) missing.push('no event the act extractor could read');
   if (missing.length === 0) return undefined;
   const hold: UnaccountedHold = {

@@ -1,4 +1,4 @@
-import { type ActFilter, type ActRecord, listActs } from '../acts/audit.js';
+import type { ActFilter, ActRecord } from '../acts/audit.js';
 import { ACT_KINDS, type ActKind } from '../acts/types.js';
 import type { Base } from '../base.js';
 import { LoopError } from '../core/errors.js';
@@ -18,7 +18,7 @@ export interface ActsOptions {
 }
 
 /** `the-loop acts`: the consequential acts turns performed or tried, newest first, with breaches. */
-export function actsCommand(app: Pick<Base, 'db'>, io: Io, options: ActsOptions): number {
+export async function actsCommand(app: Pick<Base, 'acts'>, io: Io, options: ActsOptions): Promise<number> {
   if (options.kind !== undefined && !(ACT_KINDS as readonly string[]).includes(options.kind)) {
     throw new LoopError(
       'usage',
@@ -33,7 +33,7 @@ export function actsCommand(app: Pick<Base, 'db'>, io: Io, options: ActsOptions)
     breachesOnly: options.breaches,
     limit: options.limit ?? 200,
   };
-  const acts = listActs(app.db, filter);
+  const acts = await app.acts.list(filter);
   if (options.json) {
     io.out(`${toJson(acts, 2)}\n`);
     return EXIT.ok;

@@ -24,12 +24,11 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp):
     .argument('<session>', 'work item or session id')
     .option('--json', 'JSON output')
     .action(async (ref: string, opts, cmd: Command) =>
-      withApp(cmd, async (app) => {
-        const { listActs } = await import('../acts/audit.js');
-        return (await import('./sessions.js')).showSession(app.store, io, ref, opts, (id) =>
-          listActs(app.db, { sessionId: id }),
-        );
-      }),
+      withApp(cmd, async (app) =>
+        (await import('./sessions.js')).showSession(app.store, io, ref, opts, (id) =>
+          app.acts.list({ sessionId: id }),
+        ),
+      ),
     );
   sessions
     .command('logs')

@@ -3,13 +3,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { actsOfEvents, auditTurn, corroborated, listActs, POLICY_MARKER } from '../../src/acts/audit.js';
+import {
+  type ActFilter,
+  actsOfEvents,
+  auditTurn,
+  corroborated,
+  POLICY_MARKER,
+} from '../../src/acts/audit.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
+import type { ActDetail, ActKind } from '../../src/acts/types.js';
 import type { TurnEvent } from '../../src/core/events.js';
 import type { BreachHold, SessionRecord, UnaccountedHold } from '../../src/core/ports/sessions.js';
 import { createLogger } from '../../src/log/logger.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteActStore } from '../../src/store/sqlite/acts.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 const POLICY = resolvePolicy(undefined, undefined, 'main');
 const CTX = {
@@ -142,14 +151,18 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  const scrub = (t: string) => t.replaceAll('sk-SECRET-123', '[secret]');
   const deps = () => ({
-    db,
+    acts: new SqliteActStore<ActKind, ActDetail>(db, { scrub }),
+    turns: store,
+    ledger: new SqliteLedgerStore(db),
     policyFor: () => POLICY,
     holdForBreach: (_: string, hold: BreachHold) => holds.push(hold),
     holdUnaccounted: (_: string, hold: UnaccountedHold) => holds.push(hold),
-    scrub: (t: string) => t.replaceAll('sk-SECRET-123', '[secret]'),
+    scrub,
     logger: createLogger({ level: 'error', sinks: [] }),
   });
+  const listActs = (filter: ActFilter) => deps().acts.list(filter);
 
   const finished = () => {
     const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
@@ -172,7 +185,7 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     });
   };
 
-  it('stores every act of the turn (text scrubbed), idempotently, and holds the session on a breach', () => {
+  it('stores every act of the turn (text scrubbed), idempotently, and holds the session on a breach', async () => {
     const turn = finished();
     const events: TurnEvent[] = [
       use('x1', 'shell', { command: 'TOKEN=sk-SECRET-123 git push origin main' }),
@@ -180,26 +193,26 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
       use('x2', 'shell', { command: 'git push origin topic' }),
       result('x2', true, ''),
     ];
-    auditTurn(deps(), session, turn, events);
-    auditTurn(deps(), session, turn, events);
-    const acts = listActs(db, { sessionId: session.id });
+    await auditTurn(deps(), session, turn, events);
+    await auditTurn(deps(), session, turn, events);
+    const acts = await listActs({ sessionId: session.id });
     expect(acts.map((a) => [a.kind, a.breach, a.turnSeq])).toEqual([
       ['git-push', false, 1],
       ['git-push', true, 1],
     ]);
     expect(JSON.stringify(acts)).not.toContain('sk-SECRET-123');
     expect(holds[0]).toMatchObject({ kind: 'breach', turnId: turn.id, acts: [acts[1]?.id] });
-    expect(listActs(db, { breachesOnly: true })).toHaveLength(1);
-    expect(listActs(db, { kind: 'pr-merge' })).toEqual([]);
+    expect(await listActs({ breachesOnly: true })).toHaveLength(1);
+    expect(await listActs({ kind: 'pr-merge' })).toEqual([]);
     expect(
-      listActs(db, { workItem: 'github:acme/api#3', since: new Date(Date.now() - 60_000) }),
+      await listActs({ workItem: 'github:acme/api#3', since: new Date(Date.now() - 60_000) }),
     ).toHaveLength(2);
   });
 
-  it('a turn that may have switched branches does not assume the branch checked out at its end', () => {
+  it('a turn that may have switched branches does not assume the branch checked out at its end', async () => {
     const turn = finished();
     // main was checked out when it pushed; the repository is on `topic` now.
-    const acts = auditTurn(deps(), session, turn, [
+    const acts = await auditTurn(deps(), session, turn, [
       use('b1', 'shell', { command: 'git checkout main' }),
       result('b1', true, ''),
       use('b2', 'shell', { command: 'git push' }),
@@ -210,9 +223,9 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     expect(acts.map((a) => [a.kind, a.verdict, a.breach])).toEqual([['git-push', 'deny', true]]);
   });
 
-  it('a breach reason carries no control characters from the command (outside text on a terminal)', () => {
+  it('a breach reason carries no control characters from the command (outside text on a terminal)', async () => {
     const turn = finished();
-    auditTurn(deps(), session, turn, [
+    await auditTurn(deps(), session, turn, [
       use('e1', 'shell', { command: 'git push origin main # \u001b]0;pwned\u0007\u001b[2J\u009b31m' }),
       result('e1', true, ''),
     ]);
@@ -221,13 +234,13 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     expect(hold?.reason).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
   });
 
-  it('a turn with no tool use records nothing and holds nothing (its usage was reported)', () => {
+  it('a turn with no tool use records nothing and holds nothing (its usage was reported)', async () => {
     const turn = finished();
-    expect(auditTurn(deps(), session, turn, [{ type: 'text', text: 'hi' }])).toEqual([]);
+    expect(await auditTurn(deps(), session, turn, [{ type: 'text', text: 'hi' }])).toEqual([]);
     expect(holds).toEqual([]);
   });
 
-  it('accountability: a first completed turn without usage or readable events holds the session unaccounted', () => {
+  it('accountability: a first completed turn without usage or readable events holds the session unaccounted', async () => {
     const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
     const done = store.finishTurn(turn.id, {
       status: 'succeeded',
@@ -240,7 +253,7 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
       costUsd: null,
       error: null,
     });
-    auditTurn(deps(), session, done, [{ type: 'diagnostic', message: 'bad line' }]);
+    await auditTurn(deps(), session, done, [{ type: 'diagnostic', message: 'bad line' }]);
     expect(holds).toEqual([
       expect.objectContaining({
         kind: 'unaccounted',

@@ -1,6 +1,7 @@
 import { workItemIdentity } from './v12-work-item-identity.js';
 import { inboxRetention } from './v13-inbox-retention.js';
 import { routeOnce } from './v14-route-once.js';
+import { actsTurnSeq } from './v15-acts-turn-seq.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -347,4 +348,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   workItemIdentity,
   inboxRetention,
   routeOnce,
+  actsTurnSeq,
 ];
