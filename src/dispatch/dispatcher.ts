@@ -180,7 +180,8 @@ export class Dispatcher {
   private async routeLegacy(d: Pick<DeliveryRecord, 'id' | 'event' | 'source'>): Promise<RoutedDelivery> {
     const payload: unknown = JSON.parse(await this.deps.inbox.readBody(d.id));
     if (d.source === 'manual') return manualPlan(manualBodySchema.parse(payload));
-    if (!this.deps.routeLegacy) throw new Error('stored by an older version without its plan, and no router to route it');
+    if (!this.deps.routeLegacy)
+      throw new Error('stored by an older version without its plan, and no router to route it');
     return this.deps.routeLegacy(d.event, payload);
   }
 
