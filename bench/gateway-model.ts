@@ -126,7 +126,7 @@ async function serveGateway(upstream: string): Promise<void> {
   const { createGitHandler } = await import('../src/gateway/git/git-proxy.js');
   const { createGitHubApiHandler } = await import('../src/gateway/github/api-proxy.js');
   const { GatewayTokens } = await import('../src/gateway/tokens.js');
-  const { SqliteSessionStore } = await import('../src/sessions/registry.js');
+  const { SqliteSessionStore } = await import('../src/store/sqlite/sessions.js');
   const { openDb } = await import('../src/store/db.js');
   const { createLogger, memorySink } = await import('../src/log/logger.js');
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-bench-gw-'));
@@ -150,12 +150,12 @@ async function serveGateway(upstream: string): Promise<void> {
   const ports: GatewayPorts = {
     logger,
     policyFor: () => ({}) as never,
-    recordAct: () => {},
-    recordUsage: (_s, u) => {
+    recordAct: async () => {},
+    recordUsage: async (_s, u) => {
       if (!u.partial) rows += 1;
     },
     modelRoute: () => ({ api: 'anthropic', upstream, credential: { value: 'sk-bench', kind: 'api-key' } }),
-    overBudget: () => undefined,
+    overBudget: async () => undefined,
     github: { gitUrl: 'http://127.0.0.1:9', apiUrl: 'http://127.0.0.1:9' },
   };
   // As main-guard.ts composes it, with the config's defaults.

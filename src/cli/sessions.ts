@@ -2,9 +2,10 @@ import type { ActRecord } from '../acts/audit.js';
 import { LoopError } from '../core/errors.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import { formatAmount, parseRaise } from '../ledger/budget.js';
+import { holdIfOverBudget } from '../ledger/budget-hold.js';
+import { formatAmount, parseRaise } from '../ledger/budget-rules.js';
 import { addUsage } from '../ledger/usage.js';
-import { type App, holdIfOverBudget } from '../main.js';
+import type { App } from '../main.js';
 import { isSessionHolding, type Runner } from '../runners/runner.js';
 import {
   formatCost,
@@ -118,17 +119,17 @@ export function listSessions(
   return EXIT.ok;
 }
 
-export function showSession(
+export async function showSession(
   store: SessionStore,
   io: Io,
   ref: string,
   options: { json?: boolean },
-  actsOf: (sessionId: string) => ActRecord[] = () => [],
-): number {
+  actsOf: (sessionId: string) => Promise<ActRecord[]> = async () => [],
+): Promise<number> {
   const session = findSession(store, ref);
   const turns = store.turns(session.id);
   const summary = summarizeTurns(turns);
-  const acts = actsOf(session.id);
+  const acts = await actsOf(session.id);
   if (options.json) {
     io.out(`${toJson({ session, summary, turns, acts }, 2)}\n`);
     return EXIT.ok;
@@ -235,12 +236,12 @@ export async function closeSession(
  * ceiling raised (in the unit of the ceiling reached: turns, tokens, or dollars); if it is still over
  * after the raise, it stays held and says so.
  */
-export function resumeSession(
+export async function resumeSession(
   app: App,
   io: Io,
   ref: string,
   options: { raise?: string; json?: boolean },
-): number {
+): Promise<number> {
   const session = findSession(app.store, ref);
   if (session.status !== 'active') {
     throw new LoopError(
@@ -304,7 +305,7 @@ export function resumeSession(
   }
   const raised = app.store.raiseBudget(session.id, { [hold.dimension]: amount });
   app.store.setHold(session.id, null);
-  const again = holdIfOverBudget(app, { ...raised, hold: null });
+  const again = await holdIfOverBudget(app, { ...raised, hold: null });
   const after = app.store.get(session.id) as SessionRecord;
   if (options.json) {
     io.out(`${toJson({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`);

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { nextWireSeq, saveActs } from '../acts/act-store.js';
+import type { ActStore } from '../acts/audit.js';
 import type { Policy } from '../acts/decide.js';
 import type { Config } from '../config/schema.js';
+import type { BudgetStore } from '../core/ports/budgets.js';
 import type { SessionStore } from '../core/ports/sessions.js';
 import { buildEngineEnv } from '../engines/env.js';
 import type { EnginePreset } from '../engines/preset.js';
-import { type Budgets, overBudget } from '../ledger/budget.js';
-import type { Ledger } from '../ledger/ledger.js';
+import { readBudgetUsage } from '../ledger/budget-hold.js';
+import { budgetQueries, overBudget, wireBudgets } from '../ledger/budget-rules.js';
+import { type Ledger, NO_WIRE_YET } from '../ledger/ledger.js';
 import { sessionPayer } from '../ledger/payer.js';
 import type { Logger } from '../log/logger.js';
-import type { Db } from '../store/db.js';
 import { githubCredential, githubUrls, modelCredential } from './credentials.js';
 import type { GatewayPorts, GatewaySession, ModelApi, WireAct, WireUsage } from './types.js';
 
@@ -18,16 +19,16 @@ import type { GatewayPorts, GatewaySession, ModelApi, WireAct, WireUsage } from 
  * the ledger, budgets from the ledger, credentials from the config and the daemon's environment.
  */
 export interface DaemonPortsDeps {
-  db: Db;
   store: SessionStore;
   ledger: Ledger;
+  acts: ActStore;
+  budgets: BudgetStore;
   logger: Logger;
   config: Config;
   engines: Record<string, EnginePreset>;
   /** The daemon's environment: where credentials not written in the config come from. */
   env: Readonly<Record<string, string | undefined>>;
   policyFor(workItem: string): Policy;
-  scrub(text: string): string;
 }
 
 export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
@@ -63,7 +64,7 @@ export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
   };
 }
 
-function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: WireAct): void {
+async function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: WireAct): Promise<void> {
   const full = deps.store.get(session.id);
   const turn = deps.store.currentTurn(session.id);
   if (!full || !turn) {
@@ -75,32 +76,28 @@ function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: Wire
     return;
   }
   const breach = act.verdict === 'deny' && act.outcome !== 'blocked';
-  saveActs(
-    deps.db,
+  // Numbered after the turn's earlier wire acts by the store; scrubbed by it.
+  await deps.acts.saveWire(
     {
       id: turn.id,
+      seq: turn.seq,
       sessionId: session.id,
       workItem: session.workItem,
       engine: full.engine,
       runner: full.runner,
       at: new Date().toISOString(),
     },
-    [
-      {
-        seq: nextWireSeq(deps.db, turn.id),
-        toolUseId: null,
-        tool: act.detail.via ?? 'gateway',
-        kind: act.kind,
-        command: act.command,
-        detail: { ...act.detail, ...(act.reason ? { reason: act.reason } : {}) },
-        outcome: act.outcome,
-        verdict: act.verdict,
-        rule: act.rule,
-        breach,
-      },
-    ],
-    deps.scrub,
-    'wire',
+    {
+      toolUseId: null,
+      tool: act.detail.via ?? 'gateway',
+      kind: act.kind,
+      command: act.command,
+      detail: { ...act.detail, ...(act.reason ? { reason: act.reason } : {}) },
+      outcome: act.outcome,
+      verdict: act.verdict,
+      rule: act.rule,
+      breach,
+    },
   );
   deps.logger[breach || act.outcome === 'blocked' ? 'warn' : 'info'](
     act.outcome === 'blocked' ? 'act refused at the gateway' : 'act seen at the gateway',
@@ -108,7 +105,7 @@ function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: Wire
   );
 }
 
-function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: WireUsage): void {
+async function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: WireUsage): Promise<void> {
   const full = deps.store.get(session.id);
   // A request between turns (a person driving the TUI) is the session's, not the last turn's.
   const current = deps.store.currentTurn(session.id);
@@ -128,11 +125,8 @@ function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: Wire
     payer: sessionPayer(full?.credentialKind ?? null, full?.payerId ?? null),
     partial: u.partial,
   };
-  const added = deps.ledger.db.transaction(() => {
-    const result = deps.ledger.add([entry]);
-    if (turn) deps.ledger.wireArrived([turn.id]);
-    return result;
-  })();
+  // The row, and its turn's waiting drive settled, in one write.
+  const added = await deps.ledger.add([entry], NO_WIRE_YET);
   for (const warning of added.warnings) deps.logger.warn(warning, { session: session.id });
   if (u.partial) {
     deps.logger.warn('a model response ended before its final usage: recorded as far as it got', {
@@ -146,24 +140,18 @@ function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: Wire
  * Budgets at the wire: a session (or its work item) at a token or dollar ceiling gets no more model
  * requests, and is held. Turn ceilings are the dispatcher's (the running turn is already counted).
  */
-function gatewayBudgetCheck(deps: DaemonPortsDeps, session: GatewaySession): string | undefined {
+async function gatewayBudgetCheck(
+  deps: DaemonPortsDeps,
+  session: GatewaySession,
+): Promise<string | undefined> {
   const full = deps.store.get(session.id);
   if (!full) return 'the session is gone';
   if (full.hold?.kind === 'over-budget') return full.hold.reason;
-  const { session: s, workItem: w } = deps.config.budgets;
-  const budgets: Budgets = {
-    session: { maxTokens: s.maxTokens, maxUsd: s.maxUsd },
-    workItem: { maxTokens: w.maxTokens, maxUsd: w.maxUsd },
-  };
-  if (
-    !budgets.session.maxTokens &&
-    !budgets.session.maxUsd &&
-    !budgets.workItem.maxTokens &&
-    !budgets.workItem.maxUsd
-  ) {
-    return undefined;
-  }
-  const hold = overBudget(deps.db, full, budgets);
+  const budgets = wireBudgets(deps.config.budgets);
+  if (!budgets) return undefined;
+  const now = new Date();
+  const usage = await readBudgetUsage(deps.budgets, budgetQueries(full, budgets, now));
+  const hold = overBudget(full.budgetRaise, budgets, usage, now);
   if (!hold) return undefined;
   if (!full.hold) {
     deps.store.setHold(full.id, hold);

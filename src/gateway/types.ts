@@ -69,16 +69,16 @@ export interface GatewayPorts {
   /** The merge policy of a work item's repository (from the daemon's config, never a file the agent writes). */
   policyFor(workItem: string): Policy;
   /** Record an act seen on the wire (attributed to the session's current turn). */
-  recordAct(session: GatewaySession, act: WireAct): void;
+  recordAct(session: GatewaySession, act: WireAct): Promise<void>;
   /** Record one model request's usage in the ledger (meter `wire`, keyed by its response id). */
-  recordUsage(session: GatewaySession, usage: WireUsage): void;
+  recordUsage(session: GatewaySession, usage: WireUsage): Promise<void>;
   /** Where the session's engine's model requests go; undefined: this engine has no model route. */
   modelRoute(session: GatewaySession): ModelRoute | undefined;
   /**
    * Checked before every model request is forwarded: the session or its work item over a token or
    * dollar ceiling gives the reason (and the session is held); undefined: go on.
    */
-  overBudget(session: GatewaySession): string | undefined;
+  overBudget(session: GatewaySession): Promise<string | undefined>;
   /** GitHub, as the gateway reaches it. */
   github: GitHubUpstream;
 }

@@ -1,58 +1,122 @@
-import type { Config } from '../config/schema.js';
-import type { SessionHold, SessionRecord, SessionStore } from '../core/ports/sessions.js';
+import type { BudgetFigures, BudgetQuery, BudgetStore } from '../core/ports/budgets.js';
+import type { BudgetHold, SessionHold, SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import type { Logger } from '../log/logger.js';
-import type { Db } from '../store/db.js';
-import { overBudget } from './budget.js';
+import {
+  type Budgets,
+  type BudgetUsage,
+  budgetHoldDecision,
+  budgetQueries,
+  checksBudget,
+  hasCeiling,
+  holdAfter,
+  overBudget,
+  sumRaises,
+  workItemHeldReason,
+} from './budget-rules.js';
 
-/** What applying budget holds needs: the ledger's database, the sessions, the config's ceilings. */
+/**
+ * The I/O around the budget rules (budget-rules.ts): the figures read through the budgets' port, the
+ * hold set through the session store, what changed logged.
+ */
 export interface HoldDeps {
-  db: Db;
-  store: SessionStore;
+  budgets: BudgetStore;
+  store: Pick<SessionStore, 'setHold' | 'list' | 'findActive'>;
   logger: Logger;
-  loaded: { config: Pick<Config, 'budgets'> };
+  loaded: { config: { budgets: Budgets } };
+}
+
+/** The same deps, reading the figures synchronously (the dispatcher's pass; see `heldReasonNow`). */
+export type HoldDepsNow = Omit<HoldDeps, 'budgets'> & {
+  budgets: { usageNow(query: BudgetQuery): BudgetFigures };
+};
+
+/** The figures of each query, by scope. */
+export async function readBudgetUsage(
+  budgets: BudgetStore,
+  queries: readonly BudgetQuery[],
+): Promise<BudgetUsage> {
+  const usage: BudgetUsage = {};
+  for (const q of queries) usage[q.scope] = await budgets.usage(q);
+  return usage;
+}
+
+function readBudgetUsageNow(budgets: HoldDepsNow['budgets'], queries: readonly BudgetQuery[]): BudgetUsage {
+  const usage: BudgetUsage = {};
+  for (const q of queries) usage[q.scope] = budgets.usageNow(q);
+  return usage;
+}
+
+/** Put on or release the session's hold as the rules decided; returns its hold after. */
+function applyHold(
+  app: Pick<HoldDeps, 'store' | 'logger'>,
+  session: SessionRecord,
+  found: BudgetHold | null,
+): SessionHold | null {
+  const decision = budgetHoldDecision(session.hold, found);
+  if (decision.kind === 'release') {
+    app.store.setHold(session.id, null);
+    app.logger.info('session no longer over budget: released', { workItem: session.workItem });
+  } else if (decision.kind === 'hold') {
+    app.store.setHold(session.id, decision.hold);
+    app.logger.warn('session over budget: its deliveries are held', {
+      workItem: session.workItem,
+      session: session.id,
+      reason: decision.hold.reason,
+    });
+  }
+  return holdAfter(decision);
 }
 
 /**
  * The session's hold, putting one on when a budget ceiling is reached (checked after each turn and
  * before each delivery, so a ceiling lowered in the config applies to running sessions too).
  */
-export function holdIfOverBudget(app: HoldDeps, session: SessionRecord): SessionHold | null {
-  // A breach or an unaccounted session is released by a person only.
-  if (session.hold && session.hold.kind !== 'over-budget') return session.hold;
-  // Evaluated every time: a window that moved on, or a ceiling raised in the config, releases it.
-  const hold = overBudget(app.db, session, app.loaded.config.budgets);
-  if (!hold) {
-    if (session.hold) {
-      app.store.setHold(session.id, null);
-      app.logger.info('session no longer over budget: released', { workItem: session.workItem });
-    }
-    return null;
-  }
-  if (session.hold) return session.hold;
-  app.store.setHold(session.id, hold);
-  app.logger.warn('session over budget: its deliveries are held', {
-    workItem: session.workItem,
-    session: session.id,
-    reason: hold.reason,
-  });
-  return hold;
+export async function holdIfOverBudget(app: HoldDeps, session: SessionRecord): Promise<SessionHold | null> {
+  if (!checksBudget(session.hold)) return session.hold;
+  const now = new Date();
+  const { budgets } = app.loaded.config;
+  const usage = await readBudgetUsage(app.budgets, budgetQueries(session, budgets, now));
+  return applyHold(app, session, overBudget(session.budgetRaise, budgets, usage, now));
+}
+
+/** The ceilings of a work item with no active session: its own, with every raise of its sessions. */
+function workItemCheck(app: Pick<HoldDeps, 'store' | 'loaded'>, workItem: string) {
+  const ceiling = app.loaded.config.budgets.workItem;
+  if (!hasCeiling(ceiling)) return undefined;
+  const raise = sumRaises(app.store.list({ workItem }).map((s) => s.budgetRaise));
+  const budgets: Budgets = { session: {}, workItem: ceiling };
+  return { raise, budgets, queries: budgetQueries({ id: '', workItem }, budgets, new Date()) };
 }
 
 /**
- * Why a work item with no active session (none yet, or it was closed) is held: its own ceilings
- * still apply, with what people raised them by on its earlier sessions.
+ * Why deliveries to a work item are held, if they are: its active session's hold (put on when a
+ * ceiling is reached); with no active session (none yet, or it was closed), its own ceilings, with
+ * what people raised them by on its earlier sessions.
  */
-export function workItemHeldReason(app: HoldDeps, workItem: string): string | undefined {
-  const { workItem: ceiling } = app.loaded.config.budgets;
-  if (ceiling.maxTurns === undefined && ceiling.maxTokens === undefined && ceiling.maxUsd === undefined) {
-    return undefined;
+export async function heldReason(app: HoldDeps, workItem: string): Promise<string | undefined> {
+  const session = app.store.findActive(workItem);
+  if (session) return (await holdIfOverBudget(app, session))?.reason;
+  const check = workItemCheck(app, workItem);
+  if (!check) return undefined;
+  const usage = await readBudgetUsage(app.budgets, check.queries);
+  return workItemHeldReason(overBudget(check.raise, check.budgets, usage, new Date()));
+}
+
+/**
+ * `heldReason`, read synchronously: the dispatcher decides what runs next in one synchronous pass.
+ * Same rules, same writes; only the figures are read without awaiting.
+ */
+export function heldReasonNow(app: HoldDepsNow, workItem: string): string | undefined {
+  const now = new Date();
+  const { budgets } = app.loaded.config;
+  const session = app.store.findActive(workItem);
+  if (session) {
+    if (!checksBudget(session.hold)) return session.hold?.reason;
+    const usage = readBudgetUsageNow(app.budgets, budgetQueries(session, budgets, now));
+    return applyHold(app, session, overBudget(session.budgetRaise, budgets, usage, now))?.reason;
   }
-  const budgetRaise: SessionRecord['budgetRaise'] = {};
-  for (const s of app.store.list({ workItem })) {
-    for (const [k, v] of Object.entries(s.budgetRaise) as Array<[keyof typeof budgetRaise, number]>) {
-      budgetRaise[k] = (budgetRaise[k] ?? 0) + v;
-    }
-  }
-  const hold = overBudget(app.db, { id: '', workItem, budgetRaise }, { session: {}, workItem: ceiling });
-  return hold ? `${hold.reason}; raise budgets.workItem in the config to go on` : undefined;
+  const check = workItemCheck(app, workItem);
+  if (!check) return undefined;
+  const usage = readBudgetUsageNow(app.budgets, check.queries);
+  return workItemHeldReason(overBudget(check.raise, check.budgets, usage, now));
 }

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listActs, saveActs } from '../../src/acts/act-store.js';
 import { resolvePolicy } from '../../src/acts/policy.js';
+import type { ActDetail, ActKind } from '../../src/acts/types.js';
 import { mergeEngine } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { BUILTIN_PRESETS } from '../../src/engines/presets.js';
@@ -20,8 +20,11 @@ import type { GatewaySession } from '../../src/gateway/types.js';
 import { Ledger, NO_WIRE_YET } from '../../src/ledger/ledger.js';
 import { priceTable } from '../../src/ledger/pricing.js';
 import { createLogger, memorySink } from '../../src/log/logger.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteActStore } from '../../src/store/sqlite/acts.js';
+import { SqliteBudgets } from '../../src/store/sqlite/budgets.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 let dir: string;
 let db: Db;
@@ -35,19 +38,21 @@ afterEach(() => {
 });
 
 function world(config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
-  const store = new SqliteSessionStore(db, { scrub: (t) => t.replaceAll('SECRET', '[secret]') });
-  const ledger = new Ledger(db, priceTable());
+  const scrub = (t: string) => t.replaceAll('SECRET', '[secret]');
+  const store = new SqliteSessionStore(db, { scrub });
+  const ledger = new Ledger(new SqliteLedgerStore(db), priceTable());
+  const acts = new SqliteActStore<ActKind, ActDetail>(db, { scrub });
   const parsed = configSchema.parse(config);
   const ports = createGatewayPorts({
-    db,
     store,
     ledger,
+    acts,
+    budgets: new SqliteBudgets(db),
     logger: createLogger({ level: 'error', sinks: [memorySink()] }),
     config: parsed,
     engines: { claude: mergeEngine('claude', BUILTIN_PRESETS.claude, undefined) },
     env,
     policyFor: () => resolvePolicy(undefined, undefined, 'main'),
-    scrub: (t) => t.replaceAll('SECRET', '[secret]'),
   });
   const record = store.create({
     workItem: 'github:acme/demo#1',
@@ -68,7 +73,7 @@ function world(config: Record<string, unknown> = {}, env: Record<string, string>
     engine: 'claude',
     cwd: dir,
   };
-  return { store, ledger, ports, session };
+  return { store, ledger, acts, ports, session };
 }
 
 const usage = (input: number, output: number) => ({
@@ -80,8 +85,8 @@ const usage = (input: number, output: number) => ({
 });
 
 describe('acts seen on the wire', () => {
-  it('are numbered apart from the command audit of the same turn, scrubbed, and attributed to the running turn', () => {
-    const { store, ports, session } = world();
+  it('are numbered apart from the command audit of the same turn, scrubbed, and attributed to the running turn', async () => {
+    const { store, acts: actStore, ports, session } = world();
     const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     const act = {
       kind: 'git-push' as const,
@@ -92,13 +97,18 @@ describe('acts seen on the wire', () => {
       rule: 'git-push: deny-protected',
       reason: 'pushing to the protected branch main is not allowed',
     };
-    ports.recordAct(session, act);
-    ports.recordAct(session, { ...act, outcome: 'succeeded', verdict: 'allow', detail: { via: 'REST' } });
+    await ports.recordAct(session, act);
+    await ports.recordAct(session, {
+      ...act,
+      outcome: 'succeeded',
+      verdict: 'allow',
+      detail: { via: 'REST' },
+    });
     // The command audit's own acts of the turn keep their numbers.
-    saveActs(
-      db,
+    await actStore.save(
       {
         id: turn.id,
+        seq: turn.seq,
         sessionId: session.id,
         workItem: session.workItem,
         engine: 'claude',
@@ -119,9 +129,9 @@ describe('acts seen on the wire', () => {
           breach: false,
         },
       ],
-      (t) => t,
+      'command',
     );
-    const acts = listActs(db, { turnId: turn.id }).reverse();
+    const acts = (await actStore.list({ turnId: turn.id })).reverse();
     expect(acts.map((a) => [a.source, a.kind, a.outcome, a.verdict, a.breach, a.tool])).toEqual([
       ['wire', 'git-push', 'blocked', 'deny', false, 'git-receive-pack'],
       ['wire', 'git-push', 'succeeded', 'allow', false, 'REST'],
@@ -133,11 +143,11 @@ describe('acts seen on the wire', () => {
 });
 
 describe('usage seen on the wire', () => {
-  it('is one ledger row per response id, marked partial when cut, and settles the turn', () => {
+  it('is one ledger row per response id, marked partial when cut, and settles the turn', async () => {
     const { store, ledger, ports, session } = world();
     const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     // The turn ended before its last response was recorded: a waiting drive, removed when it comes.
-    ledger.recordTurn(
+    await ledger.recordTurn(
       {
         sessionId: session.id,
         workItem: session.workItem,
@@ -154,7 +164,7 @@ describe('usage seen on the wire', () => {
     );
     expect(db.prepare('SELECT reason FROM unmetered_drives').pluck().all()).toEqual([NO_WIRE_YET]);
     const at = new Date().toISOString();
-    ports.recordUsage(session, {
+    await ports.recordUsage(session, {
       api: 'anthropic',
       responseId: 'msg_1',
       model: 'claude-sonnet-4-5',
@@ -162,7 +172,7 @@ describe('usage seen on the wire', () => {
       partial: false,
       at,
     });
-    ports.recordUsage(session, {
+    await ports.recordUsage(session, {
       api: 'anthropic',
       responseId: 'msg_1',
       model: 'claude-sonnet-4-5',
@@ -170,7 +180,7 @@ describe('usage seen on the wire', () => {
       partial: false,
       at,
     });
-    ports.recordUsage(session, {
+    await ports.recordUsage(session, {
       api: 'anthropic',
       responseId: null,
       model: null,
@@ -195,13 +205,13 @@ describe('usage seen on the wire', () => {
 });
 
 describe('budgets at the wire', () => {
-  it('refuse the next request of a session at its token ceiling and hold it; turn ceilings are left to dispatch', () => {
+  it('refuse the next request of a session at its token ceiling and hold it; turn ceilings are left to dispatch', async () => {
     const { store, ports, session } = world({ budgets: { session: { maxTokens: 100, maxTurns: 1 } } });
     store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     // One turn of one allowed is running: its requests are not refused for that.
-    expect(ports.overBudget(session)).toBeUndefined();
+    expect(await ports.overBudget(session)).toBeUndefined();
     const at = new Date().toISOString();
-    ports.recordUsage(session, {
+    await ports.recordUsage(session, {
       api: 'anthropic',
       responseId: 'msg_a',
       model: null,
@@ -209,13 +219,13 @@ describe('budgets at the wire', () => {
       partial: false,
       at,
     });
-    const reason = ports.overBudget(session);
+    const reason = await ports.overBudget(session);
     expect(reason).toMatch(/token ceiling reached: 110 tokens of 100 tokens/);
     expect(store.get(session.id)?.hold).toMatchObject({ kind: 'over-budget', dimension: 'tokens' });
     // Raised by a person: requests go on.
     store.setHold(session.id, null);
     store.raiseBudget(session.id, { tokens: 1000 });
-    expect(ports.overBudget(session)).toBeUndefined();
+    expect(await ports.overBudget(session)).toBeUndefined();
   });
 });
 

@@ -60,13 +60,13 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const ports: GatewayPorts = {
     logger: createLogger({ level: 'debug', sinks: [sink] }),
     policyFor: () => options.policy,
-    recordAct: (s, act) => {
+    recordAct: async (s, act) => {
       if (s.id !== session.id) throw new Error('act recorded for another session');
       acts.push(act);
     },
-    recordUsage: () => {},
+    recordUsage: async () => {},
     modelRoute: () => undefined,
-    overBudget: () => undefined,
+    overBudget: async () => undefined,
     github: { gitUrl: options.gitUrl, apiUrl: 'http://127.0.0.1:9', token: options.upstreamToken },
   };
   const handler = options.handler ?? handleGit;

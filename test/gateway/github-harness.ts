@@ -100,10 +100,12 @@ export async function startHarness(
   const ports: GatewayPorts = {
     logger: createLogger({ level: 'debug', sinks: [sink] }),
     policyFor: () => h.policy,
-    recordAct: (_s, act) => h.acts.push(act),
-    recordUsage: () => {},
+    recordAct: async (_s, act) => {
+      h.acts.push(act);
+    },
+    recordUsage: async () => {},
     modelRoute: () => undefined,
-    overBudget: () => undefined,
+    overBudget: async () => undefined,
     github: { apiUrl: mock.url, gitUrl: 'http://127.0.0.1:1', token: REAL_TOKEN },
   };
   const sockets = new Set<Socket>();

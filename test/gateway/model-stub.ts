@@ -56,14 +56,14 @@ export function fakePorts(route: ModelRoute | undefined): FakePorts {
     policyFor: () => {
       throw new Error('not used by the model handler');
     },
-    recordAct: () => {
+    recordAct: async () => {
       throw new Error('not used by the model handler');
     },
-    recordUsage: (_session, usage) => {
+    recordUsage: async (_session, usage) => {
       ports.rows.push(usage);
     },
     modelRoute: () => ports.route,
-    overBudget: () => {
+    overBudget: async () => {
       ports.budgetChecks += 1;
       return ports.over;
     },

@@ -13,8 +13,8 @@ import { headerToken, MAX_CONNECTIONS, routeOf, startGateway } from '../../src/g
 import { GatewayTokens, isTokenShaped, TOKEN_PATTERN } from '../../src/gateway/tokens.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession } from '../../src/gateway/types.js';
 import { createLogger, memorySink, SecretScrubber } from '../../src/log/logger.js';
-import { SqliteSessionStore } from '../../src/sessions/registry.js';
 import { type Db, openDb } from '../../src/store/db.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 let dir: string;
 let db: Db;
@@ -125,10 +125,10 @@ function fakePorts(): GatewayPorts {
   return {
     logger: createLogger({ level: 'error', sinks: [memorySink()] }),
     policyFor: () => resolvePolicy(undefined, undefined, 'main'),
-    recordAct: () => undefined,
-    recordUsage: () => undefined,
+    recordAct: async () => undefined,
+    recordUsage: async () => undefined,
     modelRoute: () => undefined,
-    overBudget: () => undefined,
+    overBudget: async () => undefined,
     github: { gitUrl: 'http://127.0.0.1:1', apiUrl: 'http://127.0.0.1:1' },
   };
 }

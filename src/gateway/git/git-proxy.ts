@@ -185,7 +185,7 @@ async function receivePack(ex: Exchange, limits: HeadLimits): Promise<void> {
   if (encoding !== undefined && encoding !== 'identity') {
     // git never compresses a push (remote-curl.c sets gzip_request for upload-pack only), and a
     // compressed head could not be judged without inflating it here.
-    record(ex, [headAct('unreadable-input', `a ${encoding}-encoded push body`, 'encoding')]);
+    await record(ex, [headAct('unreadable-input', `a ${encoding}-encoded push body`, 'encoding')]);
     await drain(req);
     sendText(res, 415, `${PREFIX} a push body must not be compressed (Content-Encoding: ${encoding})`);
     return;
@@ -209,7 +209,7 @@ async function receivePack(ex: Exchange, limits: HeadLimits): Promise<void> {
     await forwardPush(ex, head, chunks, judgement.judged);
     return;
   }
-  record(ex, refusedActs(judgement));
+  await record(ex, refusedActs(judgement));
   ports.logger.warn('git push refused by policy', {
     session: session.id,
     refs: judgement.judged.filter((j) => j.verdict.verdict === 'deny').map((j) => j.command.ref),
@@ -226,7 +226,7 @@ async function refuseHead(ex: Exchange, step: Extract<HeadStep, { state: 'refuse
       : step.why === 'malformed'
         ? 'unreadable-input'
         : 'unknown-git-act';
-  record(ex, [headAct(kind, step.message, step.why)]);
+  await record(ex, [headAct(kind, step.message, step.why)]);
   ex.ports.logger.warn('git push refused: its head was not accepted', {
     session: ex.session.id,
     why: step.why,
@@ -250,8 +250,19 @@ function headAct(kind: WireAct['kind'], reason: string, why: string): WireAct {
   };
 }
 
-function record(ex: Exchange, acts: WireAct[]): void {
-  for (const act of acts) ex.ports.recordAct(ex.session, act);
+/** Record acts in order; one that cannot be recorded is logged (the push goes on as judged). */
+async function record(ex: Exchange, acts: WireAct[]): Promise<void> {
+  for (const act of acts) {
+    try {
+      await ex.ports.recordAct(ex.session, act);
+    } catch (error) {
+      ex.ports.logger.error('a git act could not be recorded', {
+        session: ex.session.id,
+        kind: act.kind,
+        error,
+      });
+    }
+  }
 }
 
 /** Forward an allowed push as it arrives, stream the answer back, and settle its acts from the report. */
@@ -264,7 +275,7 @@ function forwardPush(ex: Exchange, head: PushHead, chunks: Buffer[], judged: Jud
     if (settled) return;
     settled = true;
     const acts = settlePush(judged, reader.report, { outcome, upstream });
-    record(ex, acts);
+    void record(ex, acts);
     if (acts.length === 0) return; // the flush-only probe
     ports.logger.info('git push forwarded', {
       session: session.id,

@@ -78,10 +78,10 @@ async function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'to
   return read.why === 'timeout' ? 'gone' : read.why;
 }
 
-function record(ports: GatewayPorts, session: GatewaySession, list: readonly WireAct[]): void {
+async function record(ports: GatewayPorts, session: GatewaySession, list: readonly WireAct[]): Promise<void> {
   for (const act of list) {
     try {
-      ports.recordAct(session, act);
+      await ports.recordAct(session, act);
     } catch (error) {
       ports.logger.error('a GitHub API act could not be recorded', {
         session: session.id,
@@ -141,7 +141,7 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
       session,
     );
     if ('refused' in p) {
-      record(ports, session, p.refused.acts ?? []);
+      await record(ports, session, p.refused.acts ?? []);
       ports.logger.warn('GitHub API request refused', {
         session: session.id,
         method,
@@ -157,7 +157,7 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
       if (bad) {
         const { mutation } = bad.target;
         const detail = { via: 'GraphQL', httpMethod: 'POST', endpoint: 'graphql', mutation };
-        record(ports, session, [refusedAct(`POST /graphql ${mutation}`, detail, bad.rule, bad.reason)]);
+        await record(ports, session, [refusedAct(`POST /graphql ${mutation}`, detail, bad.rule, bad.reason)]);
         return send(res, 403, `[the-loop gateway] ${bad.reason}`);
       }
     }
@@ -198,7 +198,7 @@ async function judgeAndRelay(
   const denied = judged.filter((j) => j.verdict.verdict === 'deny');
   if (denied.length > 0) {
     const others = 'not done: refused with another act of the same request';
-    record(
+    await record(
       ports,
       session,
       judged.map((j) => wireAct(j, 'blocked', undefined, j.verdict.verdict === 'deny' ? undefined : others)),
@@ -209,7 +209,7 @@ async function judgeAndRelay(
   const relayed = await relay({ ...exchange, headers: exchange.headers(true), keep: KEEP_BYTES });
   answerFailure(exchange.res, relayed);
   const outcomes = settle(judged, relayed, p.graphql);
-  record(
+  await record(
     ports,
     session,
     judged.map((j, i) => wireAct(j, outcomes[i]?.outcome ?? 'unknown', outcomes[i]?.upstream)),

@@ -58,7 +58,7 @@ const declaredLength = (req: IncomingMessage) => Number(req.headers['content-len
  * The checks before anything is forwarded, cheapest and most certain first: a route, a path under
  * its base, the allow-list, the budget, the declared size. Undefined when refused (answered here).
  */
-export function admit(req: IncomingMessage, res: ServerResponse, ctx: AdmitCtx, maxBytes: number) {
+export async function admit(req: IncomingMessage, res: ServerResponse, ctx: AdmitCtx, maxBytes: number) {
   const { session, ports } = ctx;
   const route = ports.modelRoute(session);
   const api = route?.api ?? guessApi(ctx.path, req.headers);
@@ -75,7 +75,7 @@ export function admit(req: IncomingMessage, res: ServerResponse, ctx: AdmitCtx, 
     return refuse(req, res, ctx, api, path, undefined, declaredLength(req) > maxBytes);
   }
   if (costsTokens(req.method)) {
-    const reason = ports.overBudget(session);
+    const reason = await ports.overBudget(session);
     if (reason !== undefined) {
       ports.logger.warn('model request refused at the gateway: over budget', {
         session: session.id,

@@ -75,7 +75,7 @@ export function createModelHandler(options: ModelProxyOptions = {}): ModelHandle
       res.end();
       return;
     }
-    const admitted = admit(req, res, ctx, maxBytes);
+    const admitted = await admit(req, res, ctx, maxBytes);
     if (!admitted) return;
     const { api, url, headers, check, path } = admitted;
     const { session, ports } = ctx;
@@ -151,8 +151,11 @@ function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: numbe
           req.resume();
           answerFailure(x, outcome, maxBytes);
         }
-        record(x, flow, outcome, error);
-        resolve();
+        // The exchange ends once its usage is recorded (record logs what it cannot record).
+        void record(x, flow, outcome, error).then(resolve, (e: unknown) => {
+          x.ports.logger.error('a model request could not be recorded', { session: x.session.id, error: e });
+          resolve();
+        });
       },
     };
     flow.idle.unref();
@@ -269,7 +272,7 @@ function meterPending(flow: Flow): void {
   for (const chunk of chunks) meter?.push(chunk);
 }
 
-function record(x: Exchange, flow: Flow, outcome: Outcome, error: unknown): void {
+async function record(x: Exchange, flow: Flow, outcome: Outcome, error: unknown): Promise<void> {
   const { ports, session } = x;
   // Everything received is metered, as far as it got: relayed, and (on a cut) not yet relayed.
   meterPending(flow);
@@ -298,7 +301,7 @@ function record(x: Exchange, flow: Flow, outcome: Outcome, error: unknown): void
   else ports.logger.debug('model request relayed', fields);
   if (!usage) return;
   try {
-    ports.recordUsage(session, usage);
+    await ports.recordUsage(session, usage);
   } catch (e) {
     ports.logger.error('wire usage could not be recorded', { session: session.id, api: x.api, error: e });
   }
