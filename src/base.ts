@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { ActStore } from './acts/audit.js';
 import { prepareDataDir } from './config/data-dir.js';
 import { type LoadedConfig, loadConfig } from './config/load.js';
 import { TOKEN_PATTERN } from './core/capability-token.js';
@@ -8,18 +9,29 @@ import { pricesFromConfig, priceTable } from './ledger/pricing.js';
 import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
 import { looksLikeKey } from './log/secret-forms.js';
 import { type Db, openDb } from './store/db.js';
+import { SqliteActStore } from './store/sqlite/acts.js';
+import { SqliteBudgets } from './store/sqlite/budgets.js';
+import { SqliteLedgerStore } from './store/sqlite/ledger.js';
+import { SqliteScanCursors } from './store/sqlite/scan-files.js';
+import { SqliteSessionStore } from './store/sqlite/sessions.js';
 
 /**
- * What every command opens: the config, the log (scrubbed), the registry database and the usage
- * ledger — and nothing of the runners, the dispatcher or the server, so the commands that only read
- * or fill the ledger (`usage`, `usage scan`) start without loading them. `createApp` builds on it.
+ * What every command opens: the config, the log (scrubbed), the registry database and its stores
+ * (sessions, ledger, acts, budgets, scan cursors) — and nothing of the runners, the dispatcher or the
+ * server, so the commands that only read or fill the ledger (`usage`, `usage scan`, `acts`) start
+ * without loading them. `createApp` builds on it (part of the composition root, beside main.ts).
  */
 export interface Base {
   loaded: LoadedConfig;
   logger: Logger;
   scrubber: SecretScrubber;
   db: Db;
+  /** The registry's sessions and turns (createApp wraps it: an ended session's tokens are revoked). */
+  sessions: SqliteSessionStore;
   ledger: Ledger;
+  acts: ActStore;
+  budgets: SqliteBudgets;
+  scanCursors: SqliteScanCursors;
   dispose(): void;
 }
 
@@ -61,13 +73,17 @@ export function openBase(options: AppOptions): Base {
     fields: { pid: process.pid },
   });
   const db = openDb(registryPath(loaded.dataDir));
-  const ledger = new Ledger(db, priceTable(pricesFromConfig(loaded.config.pricing)));
+  const ledger = new Ledger(new SqliteLedgerStore(db), priceTable(pricesFromConfig(loaded.config.pricing)));
   return {
     loaded,
     logger,
     scrubber,
     db,
+    sessions: new SqliteSessionStore(db, { scrub: scrubber.scrub }),
     ledger,
+    acts: new SqliteActStore(db, { scrub: scrubber.scrub }),
+    budgets: new SqliteBudgets(db),
+    scanCursors: new SqliteScanCursors(db),
     dispose: () => {
       if (db.open) db.close();
       logSink.close?.();

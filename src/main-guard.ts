@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
+import type { ActStore } from './acts/audit.js';
 import type { Policy } from './acts/decide.js';
 import type { LoadedConfig } from './config/load.js';
+import type { BudgetStore } from './core/ports/budgets.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import { createGatewayPorts } from './gateway/daemon-ports.js';
 import { createGitHandler } from './gateway/git/git-proxy.js';
@@ -40,22 +42,23 @@ export function createGuard(deps: {
   db: Db;
   store: SessionStore;
   ledger: Ledger;
+  acts: ActStore;
+  budgets: BudgetStore;
   logger: Logger;
-  scrub: (text: string) => string;
   policyFor: (workItem: string) => Policy;
 }): Guard {
   const { loaded } = deps;
   const tokens = new GatewayTokens(deps.db);
   const ports = createGatewayPorts({
-    db: deps.db,
     store: deps.store,
     ledger: deps.ledger,
+    acts: deps.acts,
+    budgets: deps.budgets,
     logger: deps.logger,
     config: loaded.config,
     engines: loaded.engines,
     env: deps.env,
     policyFor: deps.policyFor,
-    scrub: deps.scrub,
   });
   // Every handler gives up on a silent upstream after the same time (the listeners wait longer).
   const idleTimeoutMs = loaded.config.gateway.idleTimeoutSeconds * 1000;

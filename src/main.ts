@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { auditTurn } from './acts/audit.js';
+import { type ActStore, auditTurn } from './acts/audit.js';
 import { readRefusals, writePolicyHook } from './acts/hook.js';
-import { type AppOptions, openBase } from './base.js';
+import { type AppOptions, type Base, openBase } from './base.js';
 import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
 import { LoopError } from './core/errors.js';
@@ -15,7 +15,7 @@ import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
-import { holdIfOverBudget, workItemHeldReason } from './ledger/budget-hold.js';
+import { heldReasonNow, holdIfOverBudget } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
@@ -27,9 +27,9 @@ import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/proc
 import { adoptingRunners, isSessionHolding, type Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
-import { SqliteSessionStore } from './sessions/registry.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
+import type { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteInbox } from './store/sqlite/inbox.js';
 import { serverLimits } from './web/limits.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
@@ -47,6 +47,8 @@ export interface App {
   store: SessionStore;
   inbox: Inbox;
   ledger: Ledger;
+  acts: ActStore;
+  budgets: SqliteBudgets;
   /** Turns found lost when this app started (their engines may still run). */
   lostTurns: LostTurn[];
   runners: Record<string, Runner>;
@@ -60,22 +62,20 @@ export interface App {
 
 export type { AppOptions } from './base.js';
 export { registryPath } from './base.js';
-export { policyOf } from './config/repos.js';
-export { holdIfOverBudget } from './ledger/budget-hold.js';
 export { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 
 export function createApp(options: AppOptions): App {
   const base = openBase(options);
-  const { loaded, scrubber, logger, db, ledger } = base;
-  const registry = new SqliteSessionStore(db, { scrub: scrubber.scrub });
+  const { loaded, scrubber, logger, db, ledger, acts, budgets, sessions: registry } = base;
   const guard = createGuard({
     loaded,
     env: options.env,
     db,
     store: registry,
     ledger,
+    acts,
+    budgets,
     logger,
-    scrub: scrubber.scrub,
     policyFor: (workItem) => policyOf(loaded.config, workItem),
   });
   // Every path that ends a session revokes its capability tokens.
@@ -95,25 +95,14 @@ export function createApp(options: AppOptions): App {
   });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   const telemetry = new TelemetryReceiver({
-    db,
+    store: registry,
     ledger,
     logger,
     dataDir: loaded.dataDir,
     engines: loaded.engines,
     addSecret: (value) => scrubber.add(value),
   });
-  const turns = createTurnService({
-    options,
-    loaded,
-    scrubber,
-    logger,
-    db,
-    ledger,
-    store,
-    runners,
-    telemetry,
-    guard,
-  });
+  const turns = createTurnService(options, base, { store, runners, telemetry, guard });
   return {
     guard,
     loaded,
@@ -123,6 +112,8 @@ export function createApp(options: AppOptions): App {
     store,
     inbox,
     ledger,
+    acts,
+    budgets,
     lostTurns,
     runners,
     turns,
@@ -153,19 +144,13 @@ function createRunners(
 }
 
 /** The turn service, wired to the store, the runners, the ledger, the acts audit and the guard. */
-function createTurnService(deps: {
-  options: AppOptions;
-  loaded: LoadedConfig;
-  scrubber: SecretScrubber;
-  logger: Logger;
-  db: Db;
-  ledger: Ledger;
-  store: SessionStore;
-  runners: Record<string, Runner>;
-  telemetry: TelemetryReceiver;
-  guard: Guard;
-}): TurnService {
-  const { options, loaded, scrubber, logger, db, ledger, store, runners, telemetry, guard } = deps;
+function createTurnService(
+  options: AppOptions,
+  base: Base,
+  deps: Pick<App, 'store' | 'runners' | 'telemetry' | 'guard'>,
+): TurnService {
+  const { loaded, scrubber, logger, ledger, acts, budgets } = base;
+  const { store, runners, telemetry, guard } = deps;
   const { defaults, limits } = loaded.config;
   const policyFor = (workItem: string) => policyOf(loaded.config, workItem);
   const stateDir = (slug: string) => join(loaded.dataDir, 'sessions', slug);
@@ -201,7 +186,9 @@ function createTurnService(deps: {
     auditTurn: (session, turn, events) =>
       auditTurn(
         {
-          db,
+          acts,
+          turns: store,
+          ledger: ledger.store,
           policyFor,
           refusedIn: (s) => readRefusals(stateDir(s.slug)),
           holdForBreach: (id, hold) => store.setHold(id, hold),
@@ -213,10 +200,10 @@ function createTurnService(deps: {
         turn,
         events,
       ),
-    afterTurn: (session) => {
+    afterTurn: async (session) => {
       // A key the model echoed is masked in the files its engine wrote, as in the registry.
       scrubSession(session.slug);
-      if (session.status === 'active') holdIfOverBudget({ db, store, logger, loaded }, session);
+      if (session.status === 'active') await holdIfOverBudget({ budgets, store, logger, loaded }, session);
     },
     payer: (credential, env) => {
       // Created on first use: a data dir that never ran a turn gets no salt file.
@@ -248,10 +235,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     store: app.store,
     runTurn: (request) => app.turns.runTurn(request),
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
-    heldReason: (workItem) => {
-      const session = app.store.findActive(workItem);
-      return session ? holdIfOverBudget(app, session)?.reason : workItemHeldReason(app, workItem);
-    },
+    // Read synchronously while the dispatcher's pass asks synchronously (ledger/budget-hold.ts).
+    heldReason: (workItem) => heldReasonNow(app, workItem),
     checkSession: (session) => app.turns.checkSession(session),
     // Deliveries are routed on arrival; only rows an older version stored unrouted are routed here.
     routeLegacy: (event, payload) => routeEvent(event, payload, config),
