@@ -127,6 +127,7 @@ async function serveGateway(upstream: string): Promise<void> {
   const { createGitHubApiHandler } = await import('../src/gateway/github/api-proxy.js');
   const { GatewayTokens } = await import('../src/gateway/tokens.js');
   const { SqliteSessionStore } = await import('../src/store/sqlite/sessions.js');
+  const { SqliteTokenStore } = await import('../src/store/sqlite/tokens.js');
   const { openDb } = await import('../src/store/db.js');
   const { createLogger, memorySink } = await import('../src/log/logger.js');
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-bench-gw-'));
@@ -142,8 +143,8 @@ async function serveGateway(upstream: string): Promise<void> {
     credentialKind: null,
     credentialEnv: null,
   });
-  const tokens = new GatewayTokens(db);
-  const token = tokens.mint(session.id);
+  const tokens = new GatewayTokens(new SqliteTokenStore(db));
+  const token = await tokens.mint(session.id);
   // The daemon's level: the handler's per-request debug line is built, then filtered out.
   const logger = createLogger({ level: 'info', sinks: [memorySink()] });
   let rows = 0;

@@ -14,12 +14,14 @@ import { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteLedgerStore } from './store/sqlite/ledger.js';
 import { SqliteScanCursors } from './store/sqlite/scan-files.js';
 import { SqliteSessionStore } from './store/sqlite/sessions.js';
+import { SqliteTokenStore } from './store/sqlite/tokens.js';
 
 /**
  * What every command opens: the config, the log (scrubbed), the registry database and its stores
- * (sessions, ledger, acts, budgets, scan cursors) — and nothing of the runners, the dispatcher or the
- * server, so the commands that only read or fill the ledger (`usage`, `usage scan`, `acts`) start
- * without loading them. `createApp` builds on it (part of the composition root, beside main.ts).
+ * (sessions, ledger, acts, budgets, scan cursors, tokens) — and nothing of the runners, the
+ * dispatcher or the server, so the commands that only read or fill the ledger (`usage`, `usage
+ * scan`, `acts`) start without loading them. `createApp` builds on it (part of the composition root,
+ * beside main.ts).
  */
 export interface Base {
   loaded: LoadedConfig;
@@ -32,6 +34,8 @@ export interface Base {
   acts: ActStore;
   budgets: SqliteBudgets;
   scanCursors: SqliteScanCursors;
+  /** The gateway's capability tokens (hashes). */
+  tokenStore: SqliteTokenStore;
   dispose(): void;
 }
 
@@ -84,6 +88,7 @@ export function openBase(options: AppOptions): Base {
     acts: new SqliteActStore(db, { scrub: scrubber.scrub }),
     budgets: new SqliteBudgets(db),
     scanCursors: new SqliteScanCursors(db),
+    tokenStore: new SqliteTokenStore(db),
     dispose: () => {
       if (db.open) db.close();
       logSink.close?.();

@@ -4,6 +4,7 @@ import type { Policy } from './acts/decide.js';
 import type { LoadedConfig } from './config/load.js';
 import type { BudgetStore } from './core/ports/budgets.js';
 import type { SessionStore } from './core/ports/sessions.js';
+import type { TokenStore } from './core/ports/tokens.js';
 import { createGatewayPorts } from './gateway/daemon-ports.js';
 import { createGitHandler } from './gateway/git/git-proxy.js';
 import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
@@ -16,7 +17,6 @@ import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap } from './sandbox/detect.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
-import type { Db } from './store/db.js';
 import { type GitRunner, gitRunner } from './workspaces/git-runner.js';
 
 /**
@@ -29,7 +29,7 @@ export { revokingStore } from './gateway/revoking-store.js';
 export interface Guard {
   tokens: GatewayTokens;
   gateway: GatewayService;
-  prepare(input: PrepareEngineInput): PreparedEngine;
+  prepare(input: PrepareEngineInput): Promise<PreparedEngine>;
   /** How the daemon runs git in repositories agents wrote to (jailed where bubblewrap runs). */
   git: GitRunner;
 }
@@ -39,7 +39,7 @@ export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export function createGuard(deps: {
   loaded: LoadedConfig;
   env: Readonly<Record<string, string | undefined>>;
-  db: Db;
+  tokenStore: TokenStore;
   store: SessionStore;
   ledger: Ledger;
   acts: ActStore;
@@ -48,7 +48,7 @@ export function createGuard(deps: {
   policyFor: (workItem: string) => Policy;
 }): Guard {
   const { loaded } = deps;
-  const tokens = new GatewayTokens(deps.db);
+  const tokens = new GatewayTokens(deps.tokenStore);
   const ports = createGatewayPorts({
     store: deps.store,
     ledger: deps.ledger,
@@ -109,6 +109,7 @@ export function createGuard(deps: {
           config: loaded.config,
           env: deps.env,
           tokens,
+          logger: deps.logger,
           gateway: () => gateway.endpoint(),
           bwrap: () => detectBwrap({ path: loaded.config.sandbox.bwrap, env: deps.env }),
           packageRoot: PACKAGE_ROOT,

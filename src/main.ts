@@ -70,7 +70,7 @@ export function createApp(options: AppOptions): App {
   const guard = createGuard({
     loaded,
     env: options.env,
-    db,
+    tokenStore: base.tokenStore,
     store: registry,
     ledger,
     acts,

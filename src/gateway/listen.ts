@@ -41,8 +41,8 @@ export class GatewayService {
   }
 
   /** The active session a capability token stands for. */
-  authorize(token: string): GatewaySession | undefined {
-    const id = this.deps.tokens.sessionOf(token);
+  async authorize(token: string): Promise<GatewaySession | undefined> {
+    const id = await this.deps.tokens.sessionOf(token);
     const session = id ? this.deps.store.get(id) : undefined;
     if (session?.status !== 'active') return undefined;
     const item = parseWorkItem(session.workItem);

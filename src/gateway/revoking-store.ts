@@ -7,15 +7,15 @@ import type { GatewayTokens } from './tokens.js';
  * (closed by a person or its work item, lost, ended by its engine): one place, whoever ends it.
  */
 export function revokingStore(store: SessionStore, tokens: GatewayTokens, logger: Logger): SessionStore {
+  // The store stays synchronous: the revocation completes behind it (the gateway also refuses a
+  // token whose session is no longer active, so nothing is served meanwhile).
   const revoke = (session: SessionRecord) => {
-    try {
-      tokens.revokeSession(session.id);
-    } catch (error) {
+    tokens.revokeSession(session.id).catch((error: unknown) => {
       logger.error('could not revoke the capability tokens of an ended session', {
         session: session.id,
         error,
       });
-    }
+    });
     return session;
   };
   const close: SessionStore['close'] = (id, reason) => revoke(store.close(id, reason));

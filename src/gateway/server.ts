@@ -28,7 +28,7 @@ export interface GatewayOptions {
   socketPath?: string | undefined;
   logger: Logger;
   /** The active session a token stands for, or undefined. */
-  authorize(token: string): GatewaySession | undefined;
+  authorize(token: string): Promise<GatewaySession | undefined>;
   ports: GatewayPorts;
   routes: GatewayRoutes;
   /** A connection silent this long is closed (long pushes and streams keep theirs busy). */
@@ -104,7 +104,12 @@ function refuse(res: ServerResponse, route: Route | undefined, status: number, m
   res.end(body);
 }
 
-function dispatch(options: GatewayOptions, req: IncomingMessage, res: ServerResponse, socket: boolean): void {
+async function dispatch(
+  options: GatewayOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  socket: boolean,
+): Promise<void> {
   const url = req.url ?? '/';
   if (!socket && url === '/healthz') {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -118,7 +123,7 @@ function dispatch(options: GatewayOptions, req: IncomingMessage, res: ServerResp
     refuse(res, undefined, 404, 'not a gateway route');
     return;
   }
-  const session = found.token ? options.authorize(found.token) : undefined;
+  const session = found.token ? await options.authorize(found.token) : undefined;
   if (!found.token || !session) {
     // Claude Code checks that its base URL answers before its first request (HEAD on the prefix).
     if (found.route === 'model' && req.method === 'HEAD') {
@@ -145,6 +150,14 @@ function dispatch(options: GatewayOptions, req: IncomingMessage, res: ServerResp
       refuse(res, found.route, 502, '[the-loop gateway] internal error');
     },
   );
+}
+
+/** A request, dispatched; a failure before its handler (the token lookup) is answered 502 and logged. */
+function answer(options: GatewayOptions, req: IncomingMessage, res: ServerResponse, socket: boolean): void {
+  dispatch(options, req, res, socket).catch((error: unknown) => {
+    options.logger.error('gateway request failed', { error });
+    refuse(res, undefined, 502, '[the-loop gateway] internal error');
+  });
 }
 
 function listen(server: Server, target: { port: number; host: string } | { path: string }): Promise<void> {
@@ -201,7 +214,7 @@ async function openSocket(options: GatewayOptions, path: string, guard: Listener
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const server = guard.createServer((req, res) => dispatch(options, req, res, true));
+  const server = guard.createServer((req, res) => answer(options, req, res, true));
   await listen(server, { path });
   chmodSync(path, 0o600);
   return server;
@@ -216,7 +229,7 @@ const closeServer = (server: Server) =>
 /** Start the gateway's listeners. A port in use is a clear error (the caller may retry with 0). */
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const guard = gatewayGuard(options);
-  const tcp = guard.createServer((req, res) => dispatch(options, req, res, false));
+  const tcp = guard.createServer((req, res) => answer(options, req, res, false));
   await listen(tcp, { port: options.port, host: options.host });
   let unix: Server | undefined;
   try {

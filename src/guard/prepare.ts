@@ -16,6 +16,7 @@ import {
 import { engineSetup, type GatewayEndpoint, permissionModeOf } from '../gateway/engine-env.js';
 import { operatorGitIdentity, writeSessionFiles } from '../gateway/session-files.js';
 import type { GatewayTokens } from '../gateway/tokens.js';
+import type { Logger } from '../log/logger.js';
 import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-types.js';
 import { sessionHome } from './engine-home.js';
 import { sandboxPlan } from './sandbox-view.js';
@@ -33,6 +34,8 @@ export interface GuardDeps {
   /** The daemon's environment (the operator's HOME, the credentials the gateway holds). */
   env: Readonly<Record<string, string | undefined>>;
   tokens: GatewayTokens;
+  /** Where a token that could not be revoked is said (it stays valid until its session ends). */
+  logger: Pick<Logger, 'error'>;
   /** The gateway as it listens now; undefined: not listening. */
   gateway(): GatewayEndpoint | undefined;
   /** Whether bubblewrap works here, and where it is. */
@@ -71,7 +74,7 @@ export function sandboxMode(deps: Pick<GuardDeps, 'config' | 'bwrap'>): {
   };
 }
 
-export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): PreparedEngine {
+export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Promise<PreparedEngine> {
   const { session, preset } = input;
   const { config } = deps;
   const stateDir = join(deps.dataDir, 'sessions', session.slug);
@@ -98,7 +101,7 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
       `the ${session.engine} engine uses a cloud credential (Bedrock/Vertex): the gateway cannot hold it, so it is in the engine's environment and its model requests are not metered at the wire`,
     );
   }
-  const token = endpoint ? deps.tokens.mint(session.id) : undefined;
+  const token = endpoint ? await deps.tokens.mint(session.id) : undefined;
   const urls = githubUrls(config.gateway.github);
   const files = endpoint
     ? writeSessionFiles(stateDir, {
@@ -154,12 +157,21 @@ export function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Prepa
       .update(JSON.stringify({ guard: setup.guard, gateway: endpoint?.url ?? null }))
       .digest('hex')
       .slice(0, 32),
-    release: token ? () => deps.tokens.revoke(token) : undefined,
+    release: token ? () => revokeTurnToken(deps, token) : undefined,
     sandbox:
       sandbox.mode === 'bwrap' && bwrapPath
         ? sandboxCommand(deps, { stateDir, session, preset, env: setup.env, bwrapPath, endpoint })
         : undefined,
   };
+}
+
+/** The turn's token revoked once its engine is gone; a failure is logged, never thrown at the turn. */
+function revokeTurnToken(deps: Pick<GuardDeps, 'tokens' | 'logger'>, token: string): void {
+  deps.tokens.revoke(token).catch((error: unknown) => {
+    deps.logger.error("could not revoke a turn's capability token (it stays valid until its session ends)", {
+      error,
+    });
+  });
 }
 
 /** What the turn must say of the engine's model API when the gateway does not serve it. */

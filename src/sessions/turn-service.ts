@@ -243,7 +243,7 @@ export class TurnService {
     const { preset, env } = plan;
     const runner = this.runner(session.runner);
     const hook = this.deps.policyHook?.(session, preset);
-    const prepared = this.deps.prepareEngine?.({ session, preset, env: env.env });
+    const prepared = await this.deps.prepareEngine?.({ session, preset, env: env.env });
     const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
     const planned = planTurn({
       engine: engineFacts(preset),

@@ -102,7 +102,7 @@ export interface TurnServiceDeps {
    * Called before the turn is begun (a failure leaves no turn behind). Undefined: the engine runs
    * with the environment as built.
    */
-  prepareEngine?: ((input: PrepareEngineInput) => PreparedEngine) | undefined;
+  prepareEngine?: ((input: PrepareEngineInput) => Promise<PreparedEngine> | PreparedEngine) | undefined;
   /**
    * The tool calls the policy hook refused in a session (its own record): Claude Code lists them
    * among its permission denials, but they are the policy's refusals, not the permission mode's.

@@ -25,6 +25,7 @@ import { SqliteActStore } from '../../src/store/sqlite/acts.js';
 import { SqliteBudgets } from '../../src/store/sqlite/budgets.js';
 import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
+import { SqliteTokenStore } from '../../src/store/sqlite/tokens.js';
 
 let dir: string;
 let db: Db;
@@ -257,14 +258,14 @@ describe('model routes and credentials', () => {
 });
 
 describe('ending a session', () => {
-  it('revokes its tokens however it ends', () => {
+  it('revokes its tokens however it ends', async () => {
     const { store, session } = world();
-    const tokens = new GatewayTokens(db);
+    const tokens = new GatewayTokens(new SqliteTokenStore(db));
     const revoking = revokingStore(store, tokens, createLogger({ level: 'error', sinks: [memorySink()] }));
-    const token = tokens.mint(session.id);
+    const token = await tokens.mint(session.id);
     expect(revoking.get(session.id)?.status).toBe('active');
     revoking.markGone(session.id, 'lost', 'tmux session gone');
-    expect(tokens.sessionOf(token)).toBeUndefined();
+    expect(await tokens.sessionOf(token)).toBeUndefined();
     const other = store.create({
       workItem: 'github:acme/demo#2',
       slug: 'github-acme-demo-2',
@@ -275,8 +276,8 @@ describe('ending a session', () => {
       credentialKind: null,
       credentialEnv: null,
     });
-    const second = tokens.mint(other.id);
+    const second = await tokens.mint(other.id);
     revoking.close(other.id, 'closed by hand');
-    expect(tokens.sessionOf(second)).toBeUndefined();
+    expect(await tokens.sessionOf(second)).toBeUndefined();
   });
 });

@@ -15,6 +15,7 @@ import type { GatewayHandler, GatewayPorts, GatewaySession } from '../../src/gat
 import { createLogger, memorySink, SecretScrubber } from '../../src/log/logger.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
+import { SqliteTokenStore } from '../../src/store/sqlite/tokens.js';
 
 let dir: string;
 let db: Db;
@@ -41,37 +42,37 @@ function session(store: SqliteSessionStore, workItem = 'github:acme/demo#1') {
 }
 
 describe('capability tokens', () => {
-  it('are random, token-shaped, stored only as a hash, and name their session until revoked', () => {
+  it('are random, token-shaped, stored only as a hash, and name their session until revoked', async () => {
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
     const s = session(store);
-    const tokens = new GatewayTokens(db);
-    const a = tokens.mint(s.id);
-    const b = tokens.mint(s.id);
+    const tokens = new GatewayTokens(new SqliteTokenStore(db));
+    const a = await tokens.mint(s.id);
+    const b = await tokens.mint(s.id);
     expect(a).not.toBe(b);
     expect(isTokenShaped(a)).toBe(true);
-    expect(tokens.sessionOf(a)).toBe(s.id);
-    expect(tokens.sessionOf(b)).toBe(s.id);
+    expect(await tokens.sessionOf(a)).toBe(s.id);
+    expect(await tokens.sessionOf(b)).toBe(s.id);
     // The database holds no token.
     const rows = db.prepare('SELECT * FROM gateway_tokens').all();
     expect(JSON.stringify(rows)).not.toContain(a.slice(5));
     expect(rows).toHaveLength(2);
-    expect(tokens.revokeSession(s.id)).toBe(2);
-    expect(tokens.sessionOf(a)).toBeUndefined();
-    expect(tokens.sessionOf(b)).toBeUndefined();
+    expect(await tokens.revokeSession(s.id)).toBe(2);
+    expect(await tokens.sessionOf(a)).toBeUndefined();
+    expect(await tokens.sessionOf(b)).toBeUndefined();
   });
 
-  it('refuse anything that is not a minted token', () => {
-    const tokens = new GatewayTokens(db);
+  it('refuse anything that is not a minted token', async () => {
+    const tokens = new GatewayTokens(new SqliteTokenStore(db));
     for (const bad of ['', 'tlg1_', `tlg1_${'A'.repeat(43)}`, `tlg1_${'A'.repeat(44)}`, 'x'.repeat(10_000)]) {
-      expect(tokens.sessionOf(bad)).toBeUndefined();
+      expect(await tokens.sessionOf(bad)).toBeUndefined();
     }
   });
 
-  it('are masked by the scrubber wherever they appear, whoever minted them', () => {
+  it('are masked by the scrubber wherever they appear, whoever minted them', async () => {
     const scrubber = new SecretScrubber();
     scrubber.addPattern(TOKEN_PATTERN);
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    const token = new GatewayTokens(db).mint(session(store).id);
+    const token = await new GatewayTokens(new SqliteTokenStore(db)).mint(session(store).id);
     expect(scrubber.scrub(`ANTHROPIC_API_KEY=${token}\nagain ${token}`)).toBe(
       'ANTHROPIC_API_KEY=[token]\nagain [token]',
     );
@@ -159,8 +160,8 @@ describe('the gateway listeners', () => {
   it('refuse a missing, unknown or revoked token before any handler runs; pass a valid one with its session', async () => {
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
     const s = session(store);
-    const tokens = new GatewayTokens(db);
-    const token = tokens.mint(s.id);
+    const tokens = new GatewayTokens(new SqliteTokenStore(db));
+    const token = await tokens.mint(s.id);
     const seen: Array<{ route: string; session: GatewaySession; path: string; token: string }> = [];
     const handler =
       (route: string): GatewayHandler =>
@@ -174,8 +175,8 @@ describe('the gateway listeners', () => {
       port: 0,
       socketPath,
       logger: createLogger({ level: 'error', sinks: [memorySink()] }),
-      authorize: (t) => {
-        const id = tokens.sessionOf(t);
+      authorize: async (t) => {
+        const id = await tokens.sessionOf(t);
         const found = id ? store.get(id) : undefined;
         return found?.status === 'active'
           ? {
@@ -232,7 +233,7 @@ describe('the gateway listeners', () => {
       port: 0,
       socketPath,
       logger: createLogger({ level: 'error', sinks: [memorySink()] }),
-      authorize: () => undefined,
+      authorize: async () => undefined,
       ports: fakePorts(),
       routes: { git: async () => {}, github: async () => {}, model: async () => {} },
       idleTimeoutMs: 5000,
@@ -251,7 +252,7 @@ describe('connections', () => {
       host: '127.0.0.1',
       port: 0,
       logger: createLogger({ level: 'error', sinks: [memorySink()] }),
-      authorize: () => undefined,
+      authorize: async () => undefined,
       ports: fakePorts(),
       routes: { git: async () => {}, github: async () => {}, model: async () => {} },
       idleTimeoutMs: 60_000,
