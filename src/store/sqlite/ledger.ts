@@ -221,6 +221,8 @@ class SqliteLedgerImport implements LedgerImport {
   }
 
   async write(piece: ImportPiece, price: Pricer): Promise<{ added: number; removedOwn: number }> {
+    // A piece that arrives after the import ended (a worker's, as a failed scan stops) writes nothing.
+    if (this.ended) throw new Error('the transcript import has ended');
     if (!this.db.inTransaction) {
       this.db.exec('BEGIN IMMEDIATE');
       this.since = Date.now();
