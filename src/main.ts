@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ActStore, auditTurn } from './acts/audit.js';
 import { readRefusals, writePolicyHook } from './acts/hook.js';
-import { type AppOptions, type Base, openBase } from './base.js';
+import { type AppOptions, type Base, openBase } from './main-base.js';
 import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
 import { LoopError } from './core/errors.js';
@@ -60,8 +60,8 @@ export interface App {
   dispose(): void;
 }
 
-export type { AppOptions } from './base.js';
-export { registryPath } from './base.js';
+export type { AppOptions } from './main-base.js';
+export { registryPath } from './main-base.js';
 export { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 
 export function createApp(options: AppOptions): App {

@@ -1,6 +1,6 @@
 import type { ActFilter, ActRecord } from '../acts/audit.js';
 import { ACT_KINDS, type ActKind } from '../acts/types.js';
-import type { Base } from '../base.js';
+import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { parseWhen } from '../ledger/report.js';

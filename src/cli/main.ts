@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import type { Base } from '../base.js';
+import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { parseStatus } from './events.js';
@@ -91,7 +91,7 @@ function programContext(io: Io, setExit: (code: number) => void): ProgramContext
   };
   const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
     const g = globals(cmd);
-    const { openBase } = await import('../base.js');
+    const { openBase } = await import('../main-base.js');
     const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
     io.useScrubber?.(base.scrubber.scrub);
     for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);

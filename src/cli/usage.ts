@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Base } from '../base.js';
+import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, type UsageReport } from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';

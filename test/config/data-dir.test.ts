@@ -11,7 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openBase } from '../../src/base.js';
+import { openBase } from '../../src/main-base.js';
 import { stateReport, stateWarnings } from '../../src/cli/doctor-state.js';
 import {
   chooseDataDir,
