@@ -5,7 +5,7 @@
  *
  *   npm run bench:deliver      (needs tmux ≥ 3.2; BENCH_DELIVERIES per side, default 200, after BENCH_WARMUP, default 20)
  *
- *   ours    TmuxRunner's own (private) `deliver` method on a real `Tmux` client: sanitize, 0600 file,
+ *   ours    the tmux runner's own `deliver` step (src/runners/tmux/tmux-deliver.ts) on a real `Tmux` client: sanitize, 0600 file,
  *           `display-message` (copy-mode check), `load-buffer -b <unique> <file>`, `paste-buffer -p -d`,
  *           rm the file, sleep submitDelayMs, `send-keys Enter`; no hooks (nothing to confirm against).
  *           submitDelayMs is 0 here: the preset's delay (Claude: 200 ms) is a deliberate wait before
@@ -46,7 +46,8 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_TEMPLATES, renderPrompt, sanitizeUntrusted } from '../src/github/prompt.js';
 import { nullLogger } from '../src/log/logger.js';
 import { Tmux } from '../src/runners/tmux/tmux.js';
-import { TmuxRunner } from '../src/runners/tmux/tmux-runner.js';
+import { deliver } from '../src/runners/tmux/tmux-deliver.js';
+import type { TmuxRunnerOptions, TurnContext } from '../src/runners/tmux/tmux-session-state.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 200);
@@ -210,7 +211,6 @@ interface DeliverContext {
   /** No turn in flight: nothing to save between the paste and Enter. */
   state: { hookOffset: number };
 }
-type DeliverFn = (ctx: DeliverContext, submitDelayMs: number) => Promise<void>;
 
 async function main(): Promise<void> {
   const loadBefore = loadavg()[0] ?? 0;
@@ -295,8 +295,8 @@ async function main(): Promise<void> {
     pane.setEncoding('utf8');
     pane.on('data', (chunk: string) => reader.push(chunk));
 
-    // Ours: the runner's own delivery method (private), so the bench follows whatever src does.
-    const runner = new TmuxRunner({
+    // Ours: the tmux runner's own delivery step (tmux-deliver.ts), so the bench follows whatever src does.
+    const runnerOptions: TmuxRunnerOptions = {
       tmux,
       stateRoot: tmp,
       hookScript: join(tmp, 'unused-hook.js'),
@@ -305,16 +305,12 @@ async function main(): Promise<void> {
       height: 50,
       readyMs: TIMEOUT_MS,
       logger: nullLogger,
-    });
-    const deliver = (runner as unknown as { deliver?: DeliverFn }).deliver;
-    if (typeof deliver !== 'function' || deliver.length !== 2) {
-      throw new Error('TmuxRunner.deliver(ctx, submitDelayMs) changed: update bench/deliver.ts');
-    }
+    };
     let measuring = false;
     const ours = async (text: string) => {
       tmux.recording = measuring;
       try {
-        const ctx = {
+        const ctx: DeliverContext = {
           input: { prompt: text },
           target: TARGET,
           dir: stateDir,
@@ -322,7 +318,7 @@ async function main(): Promise<void> {
           sessionId: 'bench-session',
           state: { hookOffset: 0 },
         };
-        await deliver.call(runner, ctx, 0);
+        await deliver(runnerOptions, ctx as unknown as TurnContext, 0);
       } finally {
         tmux.recording = false;
       }
