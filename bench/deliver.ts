@@ -403,7 +403,7 @@ async function main(): Promise<void> {
         `${version.text}, private server -L ${socketName}; ${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before the run; node ${process.version}`,
     );
     console.log(
-      'ours: TmuxRunner.deliver with submitDelayMs = 0 (the preset delay, Claude 200 ms, is a deliberate wait before Enter,',
+      'ours: the tmux runner deliver step with submitDelayMs = 0 (the preset delay, Claude 200 ms, is a deliberate wait before Enter,',
     );
     console.log(
       '      not part of getting the text into the pane; with it, "submitted" and "returned" grow by that much)',
