@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ActStore, auditTurn } from './acts/audit.js';
 import { readRefusals, writePolicyHook } from './acts/hook.js';
-import { type AppOptions, type Base, openBase } from './main-base.js';
 import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
 import { LoopError } from './core/errors.js';
@@ -10,7 +9,7 @@ import type { Inbox } from './core/ports/inbox.js';
 import type { SessionRecord, SessionStore } from './core/ports/sessions.js';
 import { parseWorkItem, workItemSlug } from './core/work-item.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
-import { acquireLock } from './dispatch/lock.js';
+import { acquireLock, lockHeldError, lockPath } from './dispatch/lock.js';
 import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
@@ -20,13 +19,13 @@ import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
+import { type AppOptions, type Base, openBase } from './main-base.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
-import { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
-import { pidAlive } from './os/proc.js';
 import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
 import { adoptingRunners, isSessionHolding, type Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
+import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
 import type { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -62,7 +61,6 @@ export interface App {
 
 export type { AppOptions } from './main-base.js';
 export { registryPath } from './main-base.js';
-export { type LostTurn, reconcile, stopOrphanEngines } from './main-recovery.js';
 
 export function createApp(options: AppOptions): App {
   const base = openBase(options);
@@ -85,15 +83,8 @@ export function createApp(options: AppOptions): App {
     env: options.env,
     sessionStatus: (id) => registry.get(id)?.status,
   });
-  // A turn whose owning process died is lost. Its engine may still run (it leads its own process
-  // group, which outlives us); whoever takes the dispatcher lock stops it (stopOrphanEngines).
-  // Turns of runners that adopt (tmux) are left to the dispatcher-lock holder: their TUI runs on
-  // without us, and it adopts them (reconcile, then Dispatcher.recover).
-  const lostTurns: LostTurn[] = [];
-  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), {
-    skipRunners: adoptingRunners(runners),
-  });
-  if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
+  // Their engines are stopped by whoever takes the dispatcher lock (recoverBeforeDispatch).
+  const lostTurns = recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
     ledger,
@@ -216,7 +207,24 @@ function createTurnService(
   });
 }
 
-export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
+/**
+ * What the dispatcher-lock holder does before it dispatches (sessions/recovery.ts): stop the engines
+ * of turns lost when this app started, and settle sessions and turns nobody watched (`only`: one
+ * work item's).
+ */
+export async function recoverBeforeDispatch(app: App, only?: string): Promise<void> {
+  stopOrphanEngines(app.lostTurns, app.logger);
+  await reconcile(
+    {
+      store: app.store,
+      inbox: app.inbox,
+      checkSession: (session) => app.turns.checkSession(session),
+      adopting: adoptingRunners(app.runners),
+      logger: app.logger,
+    },
+    only,
+  );
+}
 
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
@@ -281,20 +289,8 @@ export async function startDaemon(app: App): Promise<Daemon> {
   }
   app.scrubber.add(secret);
   const lock = acquireLock(lockPath(dataDir), 'daemon');
-  if ('heldBy' in lock) {
-    const who =
-      lock.heldBy.kind === 'run'
-        ? `a \`the-loop run\` (pid ${lock.heldBy.pid})`
-        : `another the-loop daemon (pid ${lock.heldBy.pid})`;
-    throw new LoopError('session-busy', `${who} is dispatching from ${dataDir}`, {
-      hint:
-        lock.heldBy.kind === 'run'
-          ? 'Wait for it to finish, then start the daemon.'
-          : 'Stop it first, or give this one another --data-dir.',
-    });
-  }
-  stopOrphanEngines(app);
-  await reconcile(app);
+  if ('heldBy' in lock) throw lockHeldError(lock.heldBy, dataDir);
+  await recoverBeforeDispatch(app);
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   try {

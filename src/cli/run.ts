@@ -4,11 +4,10 @@ import { LoopError } from '../core/errors.js';
 import type { TurnEvent } from '../core/events.js';
 import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import { acquireLock, currentHolder } from '../dispatch/lock.js';
+import { acquireLock, currentHolder, lockPath } from '../dispatch/lock.js';
 import { manualPlan } from '../dispatch/manual-plan.js';
-import { type App, createDispatcher, lockPath, reconcile, stopOrphanEngines } from '../main.js';
-import { serverLimits } from '../web/limits.js';
-import { type HttpServer, startHttpServer } from '../web/server.js';
+import type { App } from '../main.js';
+import { type RunDispatch, startRunDispatch } from '../main-run.js';
 import {
   formatCost,
   formatDuration,
@@ -169,62 +168,21 @@ async function dispatchOwn(
   signal: AbortSignal,
   release: () => void,
 ): Promise<void> {
-  let telemetry: HttpServer | undefined;
-  let dispatcher: ReturnType<typeof createDispatcher> | undefined;
+  let running: RunDispatch | undefined;
   try {
-    stopOrphanEngines(app);
-    await reconcile(app, workItem);
-    telemetry = await receiveTelemetry(app);
-    await app.guard.gateway.start();
-    // Only this work item, and nothing that arrived after this delivery: later deliveries are left
-    // for whoever dispatches next, so stopping here never cancels someone else's turn.
-    const running = createDispatcher(app, {
-      only: workItem,
-      upTo: deliveryId,
-      onEvent,
-      onSession,
-      pollMs: 100,
-    });
-    dispatcher = running;
-    await running.start();
-    const onAbort = () => void running.stop(0);
+    // The root starts what dispatching needs (recovery, the telemetry receiver, the gateway).
+    running = await startRunDispatch(app, { workItem, deliveryId, onEvent, onSession });
+    const dispatch = running;
+    const onAbort = () => void dispatch.stop();
     signal.addEventListener('abort', onAbort, { once: true });
     while (!(await isSettled(app, deliveryId)) && !(await heldNote(app, deliveryId)) && !signal.aborted)
       await sleep(25);
     signal.removeEventListener('abort', onAbort);
-    await running.stop(0);
+    await dispatch.stop();
   } finally {
-    await dispatcher?.stop(0);
-    await telemetry?.close();
-    app.telemetry.listenAt(undefined);
-    await app.guard.gateway.stop();
+    await running?.close();
     release();
   }
-}
-
-/**
- * Without a daemon, `run` receives the OpenTelemetry of engines that opt in itself, on the loopback:
- * at the configured port when it is free (where a TUI left running keeps exporting to the daemon
- * started later), else on any free port.
- */
-async function receiveTelemetry(app: App): Promise<HttpServer | undefined> {
-  if (!Object.values(app.loaded.engines).some((e) => e.otel?.enabled)) return undefined;
-  const start = (port: number) =>
-    startHttpServer({
-      host: '127.0.0.1',
-      port,
-      routes: app.telemetry.routes(),
-      logger: app.logger,
-      limits: serverLimits(app.loaded.config.server),
-    });
-  let server: HttpServer;
-  try {
-    server = await start(app.loaded.config.server.port);
-  } catch {
-    server = await start(0);
-  }
-  app.telemetry.listenAt(server.url);
-  return server;
 }
 
 /** Why a queued delivery waits (its session is held, e.g. over budget), if it does. */

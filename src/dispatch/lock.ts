@@ -1,7 +1,26 @@
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LoopError } from '../core/errors.js';
 import { pidAlive } from '../os/proc.js';
 
 export type LockHolder = { pid: number; kind: 'daemon' | 'run' };
+
+/** The dispatcher lock of a data directory. */
+export const lockPath = (dataDir: string) => join(dataDir, 'dispatch.lock');
+
+/** Why a daemon cannot dispatch from a data directory whose lock another process holds. */
+export function lockHeldError(holder: LockHolder, dataDir: string): LoopError {
+  const who =
+    holder.kind === 'run'
+      ? `a \`the-loop run\` (pid ${holder.pid})`
+      : `another the-loop daemon (pid ${holder.pid})`;
+  return new LoopError('session-busy', `${who} is dispatching from ${dataDir}`, {
+    hint:
+      holder.kind === 'run'
+        ? 'Wait for it to finish, then start the daemon.'
+        : 'Stop it first, or give this one another --data-dir.',
+  });
+}
 
 function readHolder(path: string): LockHolder | 'missing' | 'unreadable' {
   let text: string;
