@@ -6,10 +6,10 @@ import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
 import { LoopError } from './core/errors.js';
 import type { Inbox } from './core/ports/inbox.js';
-import type { SessionRecord, SessionStore } from './core/ports/sessions.js';
-import { parseWorkItem, workItemSlug } from './core/work-item.js';
+import type { SessionStore } from './core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock, lockHeldError, lockPath } from './dispatch/lock.js';
+import { dispatchWorkspaces } from './dispatch/workspaces.js';
 import { createIngressHandler } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
@@ -21,10 +21,8 @@ import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
 import { type AppOptions, type Base, openBase } from './main-base.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
-import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
-import { adoptingRunners, isSessionHolding, type Runner } from './runners/runner.js';
-import { Tmux } from './runners/tmux/tmux.js';
-import { TmuxRunner } from './runners/tmux/tmux-runner.js';
+import { createRunners } from './main-runners.js';
+import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
@@ -32,7 +30,6 @@ import type { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteInbox } from './store/sqlite/inbox.js';
 import { serverLimits } from './web/limits.js';
 import { type HttpServer, reply, startHttpServer } from './web/server.js';
-import { ensureWorktree, removeWorktree, worktreeDir } from './workspaces/worktree.js';
 
 /**
  * Composition root: the only place concrete adapters (SQLite, the process runner, the log file)
@@ -110,27 +107,6 @@ export function createApp(options: AppOptions): App {
     turns,
     telemetry,
     dispose: base.dispose,
-  };
-}
-
-/** The runners, by name. */
-function createRunners(
-  loaded: LoadedConfig,
-  logger: Logger,
-  keys: Pick<ProcessRunnerOptions, 'env' | 'sessionStatus'>,
-): Record<string, Runner> {
-  return {
-    process: new ProcessRunner({ dataDir: loaded.dataDir, ...keys }),
-    tmux: new TmuxRunner({
-      tmux: new Tmux({ socket: loaded.config.tmux.socket }),
-      stateRoot: join(loaded.dataDir, 'sessions'),
-      hookScript: fileURLToPath(new URL('../bin/the-loop-hook.js', import.meta.url)),
-      launcher: fileURLToPath(new URL('../bin/the-loop-launch.js', import.meta.url)),
-      width: loaded.config.tmux.width,
-      height: loaded.config.tmux.height,
-      readyMs: loaded.config.tmux.readySeconds * 1000,
-      logger,
-    }),
   };
 }
 
@@ -229,15 +205,14 @@ export async function recoverBeforeDispatch(app: App, only?: string): Promise<vo
 /** A dispatcher over the app's inbox, store and turn service. */
 export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}): Dispatcher {
   const { config, dataDir } = app.loaded;
-  // Where a work item's worktree lives follows from config and its sessions' stored slug (the latest
-  // session's, when the work item has none active), so a restarted daemon still finds (and removes)
-  // the worktrees an earlier one created, under slugs of any age.
-  const worktreeOf = (workItem: string, session: SessionRecord | undefined) => {
-    const repo = repoOf(config, workItem);
-    if (repo?.workspace !== 'worktree') return undefined;
-    const slug = (session ?? app.store.list({ workItem, limit: 1 })[0])?.slug;
-    return { repoPath: repo.path, dir: worktreeDir(dataDir, slug ?? workItemSlug(parseWorkItem(workItem))) };
-  };
+  const spaces = dispatchWorkspaces({
+    dataDir,
+    repoOf: (workItem) => repoOf(config, workItem),
+    store: app.store,
+    runners: app.runners,
+    git: app.guard.git,
+    logger: app.logger,
+  });
   return new Dispatcher({
     inbox: app.inbox,
     store: app.store,
@@ -252,21 +227,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     concurrency: config.dispatch.concurrency,
     closeGraceMs: config.dispatch.closeGraceSeconds * 1000,
     pollMs: config.dispatch.pollSeconds * 1000,
-    workspace: async (route) => {
-      if (route.workspace !== 'worktree') return route.repoPath;
-      // The slug the new session will take: refused here when another work item holds it.
-      return ensureWorktree(route.repoPath, dataDir, app.store.slugFor(route.workItem), app.guard.git);
-    },
-    onClose: async (workItem, session) => {
-      const runner = session ? app.runners[session.runner] : undefined;
-      const runnerNote =
-        session && runner && isSessionHolding(runner) ? await runner.closeSession(session) : undefined;
-      const wt = worktreeOf(workItem, session);
-      if (!wt) return runnerNote;
-      const result = await removeWorktree(wt.repoPath, wt.dir, app.guard.git);
-      if (!result.removed) app.logger.warn('worktree kept', { workItem, dir: wt.dir, reason: result.reason });
-      return result.removed ? `worktree ${wt.dir} removed` : `worktree ${wt.dir} kept: ${result.reason}`;
-    },
+    workspace: spaces.workspace,
+    onClose: spaces.onClose,
     ...extra,
   });
 }

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import type { Config } from '../config/schema.js';
 import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
-import { Tmux } from '../runners/tmux/tmux.js';
+import { tmuxClient } from '../main-runners.js';
 import { formatGuardReport, guardReport } from './doctor-guard.js';
 import { formatStateReport, type StatePaths, stateReport } from './doctor-state.js';
 import { table } from './format.js';
@@ -84,7 +84,7 @@ export async function doctorCommand(
   const state = paths ? await stateReport(paths, io.env) : undefined;
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 20;
   const defaultFound = checks.find((c) => c.engine === defaultEngine)?.path != null;
-  const tmuxVersion = await new Tmux().version();
+  const tmuxVersion = await tmuxClient().version();
   const tmux = {
     version: tmuxVersion?.text ?? null,
     ok:
