@@ -16,9 +16,14 @@ import { SqliteLedgerStore } from '../../../src/store/sqlite/ledger.js';
 import { SqliteScanCursors } from '../../../src/store/sqlite/scan-files.js';
 import { SqliteSessionStore } from '../../../src/store/sqlite/sessions.js';
 import { SqliteTokenStore } from '../../../src/store/sqlite/tokens.js';
+import { actsContract } from '../contract/acts.contract.js';
+import { budgetsContract } from '../contract/budgets.contract.js';
+import { cursorsContract } from '../contract/cursors.contract.js';
 import type { Ports, StoreFactory, StoreHandle, StoreOptions } from '../contract/factory.js';
 import { inboxContract } from '../contract/inbox.contract.js';
+import { ledgerContract } from '../contract/ledger.contract.js';
 import { sessionsContract } from '../contract/sessions.contract.js';
+import { tokensContract } from '../contract/tokens.contract.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -78,3 +83,8 @@ const sqlite: StoreFactory = {
 
 sessionsContract(sqlite);
 inboxContract(sqlite);
+ledgerContract(sqlite);
+actsContract(sqlite);
+budgetsContract(sqlite);
+tokensContract(sqlite);
+cursorsContract(sqlite);
