@@ -11,13 +11,13 @@ import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
 import { GatewayService } from './gateway/listen.js';
 import { createModelHandler } from './gateway/models/model-proxy.js';
 import { GatewayTokens } from './gateway/tokens.js';
-import { gitJail } from './guard/git-jail.js';
+import { daemonGit } from './guard/git-jail.js';
 import { prepareEngine } from './guard/prepare.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap } from './sandbox/detect.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
-import { type GitRunner, gitRunner } from './workspaces/git-runner.js';
+import type { GitRunner } from './workspaces/git-runner.js';
 
 /**
  * The composition of what guards engines (part of the composition root, beside main.ts): the
@@ -84,18 +84,11 @@ export function createGuard(deps: {
       github.close();
     },
   });
-  const bwrap = () =>
-    loaded.config.sandbox.mode === 'none'
-      ? undefined
-      : detectBwrap({ path: loaded.config.sandbox.bwrap, env: deps.env });
-  let jail: ReturnType<typeof gitJail> | undefined;
-  const git = gitRunner(deps.env, (paths) => {
-    if (!jail) {
-      const found = bwrap();
-      if (!found?.available) return undefined;
-      jail = gitJail({ bwrap: found.path, dataDir: loaded.dataDir, configPath: loaded.path, env: deps.env });
-    }
-    return jail(paths);
+  const git = daemonGit({
+    sandbox: loaded.config.sandbox,
+    dataDir: loaded.dataDir,
+    configPath: loaded.path,
+    env: deps.env,
   });
   return {
     tokens,

@@ -1,16 +1,15 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ActStore, auditTurn } from './acts/audit.js';
-import { readRefusals, writePolicyHook } from './acts/hook.js';
+import { readRefusals, sessionPolicyHook } from './acts/hook.js';
 import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
-import { LoopError } from './core/errors.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock, lockHeldError, lockPath } from './dispatch/lock.js';
 import { dispatchWorkspaces } from './dispatch/workspaces.js';
-import { createIngressHandler } from './github/ingress.js';
+import { createIngressHandler, webhookSecret } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
@@ -29,7 +28,7 @@ import type { Db } from './store/db.js';
 import type { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteInbox } from './store/sqlite/inbox.js';
 import { serverLimits } from './web/limits.js';
-import { type HttpServer, reply, startHttpServer } from './web/server.js';
+import { type HttpServer, listenError, reply, startHttpServer } from './web/server.js';
 
 /**
  * Composition root: the only place concrete adapters (SQLite, the process runner, the log file)
@@ -141,15 +140,13 @@ function createTurnService(
     logger,
     ledger,
     policyHook: (session, preset) =>
-      preset.policyHook === 'claude-pretooluse'
-        ? writePolicyHook({
-            dir: stateDir(session.slug),
-            policy: policyFor(session.workItem),
-            workspace: session.cwd,
-            node: process.execPath,
-            hookScript: fileURLToPath(new URL('../bin/the-loop-policy-hook.js', import.meta.url)),
-          })
-        : undefined,
+      sessionPolicyHook(preset.policyHook, () => ({
+        dir: stateDir(session.slug),
+        policy: policyFor(session.workItem),
+        workspace: session.cwd,
+        node: process.execPath,
+        hookScript: fileURLToPath(new URL('../bin/the-loop-policy-hook.js', import.meta.url)),
+      })),
     auditTurn: (session, turn, events) =>
       auditTurn(
         {
@@ -243,12 +240,7 @@ export interface Daemon {
 /** The daemon: webhook ingress and dispatcher, holding the dispatcher lock of the data dir. */
 export async function startDaemon(app: App): Promise<Daemon> {
   const { config, dataDir } = app.loaded;
-  const secret = config.webhook.secret;
-  if (!secret) {
-    throw new LoopError('config-invalid', 'no webhook secret configured (webhook.secret)', {
-      hint: 'Set webhook.secret (e.g. env:THE_LOOP_WEBHOOK_SECRET) in the config; `the-loop config init` generates one.',
-    });
-  }
+  const secret = webhookSecret(config.webhook);
   app.scrubber.add(secret);
   const lock = acquireLock(lockPath(dataDir), 'daemon');
   if ('heldBy' in lock) throw lockHeldError(lock.heldBy, dataDir);
@@ -326,17 +318,6 @@ async function listenForWebhooks(app: App, dispatcher: Dispatcher, secret: strin
       },
     });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new LoopError(
-      'config-invalid',
-      `cannot listen on ${config.server.host}:${config.server.port}: ${code ?? String(error)}`,
-      {
-        cause: error,
-        hint:
-          code === 'EADDRINUSE'
-            ? 'Another process uses that port: set server.port.'
-            : 'Check server.host and server.port.',
-      },
-    );
+    throw listenError(config.server, error);
   }
 }

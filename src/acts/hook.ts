@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { hookCommandLine, writePrivateJson } from '../engines/claude-hooks.js';
+import type { PolicyHookKind } from '../engines/preset.js';
 import type { Policy } from './decide.js';
 
 /**
@@ -85,4 +86,20 @@ export function writePolicyHook(input: {
     },
   });
   return { command, matcher: POLICY_HOOK_MATCHER, settingsFile };
+}
+
+/**
+ * The policy hook of a session whose engine's preset names one (`policyHook`), written for its next
+ * turn; none for an engine without (a forbidden act is then found in the turn's events).
+ */
+export function sessionPolicyHook(
+  kind: PolicyHookKind | undefined,
+  input: () => Parameters<typeof writePolicyHook>[0],
+): PolicyHook | undefined {
+  switch (kind) {
+    case 'claude-pretooluse':
+      return writePolicyHook(input());
+    case undefined:
+      return undefined;
+  }
 }

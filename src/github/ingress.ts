@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { describeError } from '../core/errors.js';
+import { describeError, LoopError } from '../core/errors.js';
 import type { AcceptOutcome, Inbox, NewDelivery, RoutedDelivery } from '../core/ports/inbox.js';
 import type { Logger } from '../log/logger.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
@@ -19,6 +19,14 @@ export interface IngressOptions {
 }
 
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
+
+/** The secret webhooks are signed with: a daemon does not start without one. */
+export function webhookSecret(webhook: { secret?: string | undefined }): string {
+  if (webhook.secret) return webhook.secret;
+  throw new LoopError('config-invalid', 'no webhook secret configured (webhook.secret)', {
+    hint: 'Set webhook.secret (e.g. env:THE_LOOP_WEBHOOK_SECRET) in the config; `the-loop config init` generates one.',
+  });
+}
 const EVENT_NAME = /^[a-z_]{1,64}$/;
 
 /**

@@ -1,6 +1,30 @@
 import { bwrapArgv } from '../sandbox/bwrap.js';
+import { detectBwrap } from '../sandbox/detect.js';
 import { credentialPaths, runtimeHiddenPaths, SYSTEM_HIDDEN_PATHS } from '../sandbox/paths.js';
 import { resolveSandboxSpec } from '../sandbox/resolve.js';
+import { type GitRunner, gitRunner } from '../workspaces/git-runner.js';
+
+/**
+ * How the daemon runs git in repositories agents wrote to: jailed (gitJail) where bubblewrap runs —
+ * looked for on first use, never when the sandbox is off (`sandbox.mode: none`) — else plainly.
+ */
+export function daemonGit(input: {
+  sandbox: { mode: string; bwrap?: string | undefined };
+  dataDir: string;
+  configPath: string | null;
+  env: Readonly<Record<string, string | undefined>>;
+}): GitRunner {
+  const { sandbox, env } = input;
+  let jail: ReturnType<typeof gitJail> | undefined;
+  return gitRunner(env, (paths) => {
+    if (!jail) {
+      const found = sandbox.mode === 'none' ? undefined : detectBwrap({ path: sandbox.bwrap, env });
+      if (!found?.available) return undefined;
+      jail = gitJail({ bwrap: found.path, dataDir: input.dataDir, configPath: input.configPath, env });
+    }
+    return jail(paths);
+  });
+}
 
 /**
  * The jail the daemon's own git runs in when it works on a repository an agent wrote to (see

@@ -1,5 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { LoopError } from '../core/errors.js';
 import type { Logger } from '../log/logger.js';
 import { type ListenerCounts, ListenerGuard, type ListenerLimits } from './limits.js';
 
@@ -30,6 +31,18 @@ export interface HttpServer {
   /** What its listener limits hold and have shed so far. */
   stats(): ListenerCounts;
   close(): Promise<void>;
+}
+
+/** Why a server could not listen on `host:port`, and what to change. */
+export function listenError(at: { host: string; port: number }, error: unknown): LoopError {
+  const code = (error as NodeJS.ErrnoException).code;
+  return new LoopError('config-invalid', `cannot listen on ${at.host}:${at.port}: ${code ?? String(error)}`, {
+    cause: error,
+    hint:
+      code === 'EADDRINUSE'
+        ? 'Another process uses that port: set server.port.'
+        : 'Check server.host and server.port.',
+  });
 }
 
 /**
