@@ -1,11 +1,14 @@
 /**
  * The architecture check run by `npm run lint` (after biome). It reads every file under `src/` once
  * and fails (exit 1, each violation named with its file, line and import) on:
- * - folders of `src/` that import each other in a cycle (`main.ts`, `main-*.ts`, `base.ts`: one node);
+ * - folders of `src/` that import each other in a cycle (`main.ts`, `main-*.ts`: one node);
  * - a centre file (under `src/core/`, or `rules.ts`, `*-rules.ts`, `plan-*.ts`, `*-plan.ts`) importing
  *   an adapter, a Node builtin other than `node:crypto`/`node:path`, or a package other than `zod`;
  * - SQL text, `better-sqlite3` or `src/store/db.ts` outside `src/store/` (the composition root may
  *   open the database);
+ * - a call building the database, a store, a server, the gateway, the dispatcher, a runner or a tmux
+ *   client (`openDb(`, `new Sqlite…(`, `startHttpServer(`, `new Dispatcher(`, `new Tmux(` …) outside
+ *   the composition root (`src/main.ts`, `src/main-*.ts`);
  * - `docs/architecture.md` out of step: its folder graph block differs from the imports, or its
  *   layout leaves a folder of `src/` unnamed.
  *
@@ -24,6 +27,7 @@ import {
 } from './architecture/checks.js';
 import { docsViolations, srcFolders, writeDocs } from './architecture/docs.js';
 import { edgeLines, folderGraph } from './architecture/graph.js';
+import { rootViolations } from './architecture/root.js';
 import { scanSources } from './architecture/scan.js';
 
 interface Options {
@@ -74,13 +78,14 @@ function main(): void {
     ...centreViolations(scan),
     ...storeViolations(scan),
     ...sqlViolations(scan),
+    ...rootViolations(scan.calls),
     ...docsViolations(options.root, edges, srcFolders(scan.files)),
   ];
   const ms = Math.round(performance.now() - started);
   const summary = `${scan.files.length} files, ${graph.nodes.length} folders, ${edges.length} edges, ${ms} ms`;
   if (violations.length === 0) {
     process.stdout.write(
-      `architecture: ok (${summary}): no folder cycle, a pure centre, SQL only in src/store/, docs in step\n`,
+      `architecture: ok (${summary}): no folder cycle, a pure centre, SQL only in src/store/, one composition root, docs in step\n`,
     );
     return;
   }

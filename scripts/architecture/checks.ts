@@ -3,14 +3,16 @@
  * - no folder imports another in a cycle;
  * - a centre file imports only centre files, `src/core/`, `zod`, `node:crypto` and `node:path`;
  * - no SQL text, no `better-sqlite3` and no `src/store/db.ts` outside the store (the composition root
- *   may open the database).
+ *   may open the database);
+ * - only the composition root builds the database, stores, servers, dispatcher, runners (root.ts).
  */
 import { basename } from 'node:path';
 import { edgeKey, type FolderGraph, folderCycles } from './graph.js';
+import { isRootFile } from './root.js';
 import type { ImportRef, Scan } from './scan.js';
 
 export interface Violation {
-  rule: 'folder-cycle' | 'centre-import' | 'sql-outside-store' | 'store-access' | 'docs';
+  rule: 'folder-cycle' | 'centre-import' | 'sql-outside-store' | 'store-access' | 'composition-root' | 'docs';
   message: string;
 }
 
@@ -23,7 +25,7 @@ export function isCentre(path: string): boolean {
 
 /** Where the database may be named: the store, and the composition root that opens it. */
 export function mayOpenStore(path: string): boolean {
-  return path.startsWith('src/store/') || /^src\/(?:main|main-[^/]+|base)\.ts$/.test(path);
+  return path.startsWith('src/store/') || isRootFile(path);
 }
 
 const CENTRE_PACKAGES = /^zod(?:\/|$)/;

@@ -1,6 +1,6 @@
 /**
  * The folder graph of `src/`: a node per first path segment under `src/` (the root files —
- * `main.ts`, `main-*.ts`, `base.ts` — are one node, `main`), an edge `a -> b` when a file of `a`
+ * `main.ts`, `main-*.ts`: every file directly under `src/` — are one node, `main`), an edge `a -> b` when a file of `a`
  * imports a file of `b` (type-only imports included: they tie the folders' words together just the
  * same). Cycles are the strongly connected components with more than one folder.
  */

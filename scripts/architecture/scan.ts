@@ -1,12 +1,13 @@
 /**
  * Reads every TypeScript file under `src/` once with the TypeScript parser (no type checking: a
- * syntax tree per file is all the checks need) and collects, per file, what it imports and the string
- * literals that read as SQL.
+ * syntax tree per file is all the checks need) and collects, per file, what it imports, the string
+ * literals that read as SQL, and its calls of what only the composition root may build (root.ts).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, posix } from 'node:path';
 import type * as TS from 'typescript';
+import { type RootCall, rootOnly } from './root.js';
 
 // Required, not imported: tsx sends an `import` of the compiler's one 9 MB file through its
 // transform (1.3 s here); a plain require loads it in a third of that.
@@ -39,6 +40,8 @@ export interface Scan {
   files: string[];
   imports: ImportRef[];
   sql: SqlHit[];
+  /** Calls of root-only factories and constructors (`openDb(`, `new Tmux(`), wherever they are. */
+  calls: RootCall[];
 }
 
 /**
@@ -56,6 +59,7 @@ export function scanSources(root: string): Scan {
   const known = new Set(files);
   const imports: ImportRef[] = [];
   const sql: SqlHit[] = [];
+  const calls: RootCall[] = [];
   for (const file of files) {
     const text = readFileSync(join(root, file), 'utf8');
     // JSDoc left unparsed: a comment is never an import nor SQL, and skipping it saves a fifth of the time.
@@ -83,9 +87,13 @@ export function scanSources(root: string): Scan {
       seen.add(line);
       sql.push({ file, line, text: value });
     };
-    walk(source, addImport, addText);
+    const addCall: CallSink = (name, isNew, node) => {
+      const builds = rootOnly(name, isNew);
+      if (builds) calls.push({ file, line: lineOf(node), call: `${isNew ? 'new ' : ''}${name}(`, builds });
+    };
+    walk(source, { addImport, addText, addCall });
   }
-  return { files, imports, sql };
+  return { files, imports, sql, calls };
 }
 
 function listTs(root: string, dir: string): string[] {
@@ -102,8 +110,12 @@ function listTs(root: string, dir: string): string[] {
 
 type ImportSink = (specifier: string, typeOnly: boolean, node: TS.Node) => void;
 type TextSink = (value: string, node: TS.Node) => void;
+type CallSink = (name: string, isNew: boolean, node: TS.Node) => void;
 
-function walk(source: TS.SourceFile, addImport: ImportSink, addText: TextSink): void {
+function walk(
+  source: TS.SourceFile,
+  { addImport, addText, addCall }: { addImport: ImportSink; addText: TextSink; addCall: CallSink },
+): void {
   const visit = (node: TS.Node): void => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       addImport(node.moduleSpecifier.text, importIsTypeOnly(node), node);
@@ -128,6 +140,9 @@ function walk(source: TS.SourceFile, addImport: ImportSink, addText: TextSink): 
     if (ts.isCallExpression(node) && isImportOrRequire(node)) {
       const [first] = node.arguments;
       if (first && ts.isStringLiteralLike(first)) addImport(first.text, false, node);
+    } else if (ts.isCallExpression(node) || ts.isNewExpression(node)) {
+      const name = calleeName(node.expression);
+      if (name) addCall(name, ts.isNewExpression(node), node);
     }
     if (ts.isStringLiteralLike(node)) addText(node.text, node);
     else if (ts.isTemplateExpression(node))
@@ -139,6 +154,13 @@ function walk(source: TS.SourceFile, addImport: ImportSink, addText: TextSink): 
     ts.forEachChild(node, visit);
   };
   visit(source);
+}
+
+/** `f` of `f(…)`, `ns.f(…)`, `new C(…)`, `new ns.C(…)`; null for any other callee. */
+function calleeName(callee: TS.Expression): string | null {
+  if (ts.isIdentifier(callee)) return callee.text;
+  if (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.name)) return callee.name.text;
+  return null;
 }
 
 function importIsTypeOnly(node: TS.ImportDeclaration): boolean {

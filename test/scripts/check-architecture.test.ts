@@ -76,7 +76,7 @@ const CLEAN: Record<string, string> = {
     "import { holdIfOver } from './ledger/budget-rules.js';",
     'serve(openDb(), holdIfOver);',
   ].join('\n'),
-  'src/base.ts': "export { openDb } from './store/db.js';\n",
+  'src/main-base.ts': "export { openDb } from './store/db.js';\n",
   'src/core/errors.ts': "import { z } from 'zod';\nexport const Code = z.enum(['a', 'b']);\n",
   'src/core/ports/ledger.ts': 'export interface LedgerPort { total(): Promise<number> }\n',
   'src/ledger/budget-rules.ts': [
@@ -164,12 +164,12 @@ describe('check-architecture', () => {
   it('counts the root files as one folder, main: a folder importing them back is a cycle', async () => {
     const root = cleanTree({
       'src/main-parts.ts': "import { serve } from './web/server.js';\nexport const parts = serve;\n",
-      'src/web/server.ts': "import { openDb } from '../base.js';\nexport const serve = openDb;\n",
+      'src/web/server.ts': "import { openDb } from '../main-base.js';\nexport const serve = openDb;\n",
     });
     const run = await check(root);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('folders import each other in a cycle: main -> web -> main');
-    expect(run.stderr).toContain("src/web/server.ts:1 imports '../base.js'");
+    expect(run.stderr).toContain("src/web/server.ts:1 imports '../main-base.js'");
   });
 
   it('fails on a centre file importing an adapter, by value or by type only', async () => {
@@ -243,7 +243,55 @@ describe('check-architecture', () => {
     expect(run.stderr).toContain("[store-access] src/web/tokens.ts:1 imports 'better-sqlite3'");
     // The same SQL in the store, and the composition root opening the database, are fine.
     expect(run.stderr).not.toMatch(/src\/store\/\S+ contains SQL/);
-    expect(run.stderr).not.toMatch(/\[store-access\] src\/(main|base|store)/);
+    expect(run.stderr).not.toMatch(/\[store-access\] src\/(main|store)/);
+  });
+
+  it('fails on a database, store, server, dispatcher, runner or tmux client built outside the composition root', async () => {
+    const root = cleanTree({
+      'src/web/console.ts': [
+        '// Definitions, comments and strings are no calls: new Tmux( openDb(',
+        'export class Tmux { constructor(readonly socket?: string) {} }',
+        "export function openDb(path = ':memory:') { return path; }",
+        "export const text = 'new Dispatcher( startHttpServer(';",
+        'export const tmux = new Tmux();',
+        "export const db = openDb('x');",
+        'export const server = startHttpServer({ port: 0 });',
+        'export const runners = [new ProcessRunner({}), new TmuxRunner({})];',
+        'export const dispatcher = new Dispatcher({ inbox: new SqliteInbox(db) });',
+        'export const viaNamespace = [store.openDb(), new runners.Tmux()];',
+        'export const others = [new Map(), serve(), new Tmuxed()];',
+      ].join('\n'),
+      // The store building its own part is fine; opening a database there is not.
+      'src/store/sqlite/ledger-import.ts': [
+        'export class SqliteLedgerImport {}',
+        'export const begin = () => new SqliteLedgerImport();',
+        "export const reopen = () => openDb('again');",
+      ].join('\n'),
+      // Every root file may build them.
+      'src/main-run.ts': [
+        "import { serve } from './web/server.js';",
+        'export const run = () => [serve, startHttpServer({}), new Dispatcher({}), new Tmux(), openDb()];',
+      ].join('\n'),
+      'src/web/main-like.ts': 'export const notRoot = () => new TmuxRunner({});\n',
+    });
+    const run = await check(root);
+    expect(run.code).toBe(1);
+    const found = run.stderr.split('\n').filter((line) => line.includes('[composition-root]'));
+    const only = 'only the composition root (src/main.ts, src/main-*.ts) builds';
+    expect(found).toEqual([
+      `architecture [composition-root] src/store/sqlite/ledger-import.ts:3 calls openDb(…): ${only} a database; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:5 calls new Tmux(…): ${only} a tmux client; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:6 calls openDb(…): ${only} a database; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:7 calls startHttpServer(…): ${only} an HTTP server; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:8 calls new ProcessRunner(…): ${only} a runner; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:8 calls new TmuxRunner(…): ${only} a runner; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:9 calls new Dispatcher(…): ${only} a dispatcher; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:9 calls new SqliteInbox(…): ${only} a SQLite store; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:10 calls openDb(…): ${only} a database; ask it for one`,
+      `architecture [composition-root] src/web/console.ts:10 calls new Tmux(…): ${only} a tmux client; ask it for one`,
+      `architecture [composition-root] src/web/main-like.ts:1 calls new TmuxRunner(…): ${only} a runner; ask it for one`,
+    ]);
+    expect(run.stderr).toMatch(/architecture: 11 composition-root \(13 files/);
   });
 
   it('does not take prose, HTTP method names or comments for SQL', async () => {

@@ -1,0 +1,59 @@
+/**
+ * One composition root (issue 13): only the root files — `src/main.ts` and `src/main-*.ts` — build
+ * the adapters that hold the process's resources: the database, the stores, the HTTP server, the
+ * gateway, the dispatcher, the runners and the tmux client. Anyone else asks the root for them.
+ *
+ * A call is `openDb(…)` / `startHttpServer(…)` or `new Dispatcher(…)` …, also through a namespace
+ * (`db.openDb(…)`, `new runners.Tmux(…)`); a definition (`export function openDb`, `class Tmux`) is
+ * not a call. One exception: under `src/store/` a store may build its own parts (`new Sqlite…(`: the
+ * ledger's import transaction, `SqliteLedgerImport`); the store never opens a database itself.
+ */
+import type { Violation } from './checks.js';
+
+/** A call of a root-only factory or constructor. */
+export interface RootCall {
+  file: string;
+  line: number;
+  /** As the message shows it: `openDb(`, `new Tmux(`. */
+  call: string;
+  /** What it builds: `a database`, `a tmux client`. */
+  builds: string;
+}
+
+const FACTORIES: Readonly<Record<string, string>> = {
+  openDb: 'a database',
+  startHttpServer: 'an HTTP server',
+};
+
+const CLASSES: Readonly<Record<string, string>> = {
+  Dispatcher: 'a dispatcher',
+  GatewayService: 'the gateway',
+  ProcessRunner: 'a runner',
+  Tmux: 'a tmux client',
+  TmuxRunner: 'a runner',
+};
+
+/** What a call of `name` (with `new` or without) builds, if only the root may make it. */
+export function rootOnly(name: string, isNew: boolean): string | null {
+  if (!isNew) return Object.hasOwn(FACTORIES, name) ? (FACTORIES[name] as string) : null;
+  if (Object.hasOwn(CLASSES, name)) return CLASSES[name] as string;
+  return /^Sqlite[A-Z]\w*$/.test(name) ? 'a SQLite store' : null;
+}
+
+/** A root file: `src/main.ts` or `src/main-<part>.ts`, directly under `src/`. */
+export function isRootFile(path: string): boolean {
+  return /^src\/main(?:-[^/]+)?\.ts$/.test(path);
+}
+
+/** A store building its own parts (`new Sqlite…(` under `src/store/`). */
+const storeOwnPart = (hit: RootCall) =>
+  hit.file.startsWith('src/store/') && hit.call.startsWith('new Sqlite');
+
+export function rootViolations(calls: readonly RootCall[]): Violation[] {
+  return calls
+    .filter((hit) => !isRootFile(hit.file) && !storeOwnPart(hit))
+    .map((hit) => ({
+      rule: 'composition-root',
+      message: `${hit.file}:${hit.line} calls ${hit.call}…): only the composition root (src/main.ts, src/main-*.ts) builds ${hit.builds}; ask it for one`,
+    }));
+}
