@@ -77,6 +77,6 @@ export interface ActStore<Kind extends string = string, Detail = unknown> {
   save(turn: ActTurn, acts: readonly NewAct<Kind, Detail>[], source: ActSource): Promise<void>;
   /** Store one act the gateway saw, numbered after the turn's earlier wire acts (one transaction). */
   saveWire(turn: ActTurn, act: Omit<NewAct<Kind, Detail>, 'seq'>): Promise<void>;
-  /** Acts, newest first (at most `limit`, 1000 by default). */
+  /** Acts, newest first (by `at`; of one instant, the last stored first); at most `limit` (default 1000). */
   list(filter?: ActFilter<Kind>): Promise<ActRecord<Kind, Detail>[]>;
 }

@@ -92,7 +92,10 @@ export interface DeliveryFilter {
  * implement it; a write that must be one transaction is one method.
  */
 export interface Inbox {
-  /** Store deliveries (one transaction) unless their id is known: for each, whether it was new. */
+  /**
+   * Store deliveries (one transaction) unless their id is known: for each, whether it was new (an id
+   * repeated in the batch is a duplicate the second time).
+   */
   acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]>;
   /** One delivery: `acceptMany([delivery])`. */
   accept(delivery: NewDelivery): Promise<AcceptOutcome>;
@@ -105,6 +108,7 @@ export interface Inbox {
   readBody(id: string): Promise<string>;
   /** The turn plan stored with a start/deliver delivery; undefined when none was stored (or pruned). */
   plan(id: string): Promise<RoutedTurn | undefined>;
+  /** Deliveries newest first (the reverse of arrival order), at most `limit` (100 by default). */
   list(filter?: DeliveryFilter): Promise<DeliveryRecord[]>;
   /** Queued and running deliveries in arrival order. */
   pending(): Promise<DeliveryRecord[]>;
@@ -119,9 +123,12 @@ export interface Inbox {
     id: string,
     result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },
   ): Promise<void>;
-  /** A failed delivery goes back to the queue (at its original place in arrival order). */
+  /**
+   * A failed delivery goes back to the queue (at its original place in arrival order). A LoopError
+   * `usage` when it is unknown or not failed, `delivery-pruned` when its body was pruned.
+   */
   retry(id: string): Promise<DeliveryRecord>;
-  /** Back to queued: for running deliveries whose turn never started (after a crash). */
+  /** Back to queued: for running deliveries whose turn never started (after a crash); others stay. */
   requeue(id: string): Promise<void>;
   /**
    * Retention: drop the bodies (and stored plans) of up to `limit` finished deliveries older than

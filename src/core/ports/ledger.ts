@@ -139,7 +139,10 @@ export interface LedgerStore {
   turnHasRows(turnId: number): Promise<boolean>;
   /** What a turn's rows add up to, with their models; undefined when it has none. */
   turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined>;
-  /** Totals between two instants, grouped, with what they leave out. */
+  /**
+   * Totals from `since` (included) until `until` (excluded), grouped (in key order), with what they
+   * leave out (the unmetered drives grouped by engine, runner and reason, the latest first).
+   */
   report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport>;
   /** Begin a transcript import (see LedgerImport). */
   beginImport(options: { commitEveryMs: number }): Promise<LedgerImport>;
