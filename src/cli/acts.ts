@@ -1,9 +1,9 @@
 import type { ActFilter, ActRecord } from '../acts/audit.js';
 import { ACT_KINDS, type ActKind } from '../acts/types.js';
-import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { parseWhen } from '../ledger/report.js';
+import type { Base } from '../main-base.js';
 import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 

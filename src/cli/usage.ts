@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, type UsageReport } from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
+import type { Base } from '../main-base.js';
 import { formatInt, formatUsd, oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 

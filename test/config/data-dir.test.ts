@@ -11,7 +11,6 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openBase } from '../../src/main-base.js';
 import { stateReport, stateWarnings } from '../../src/cli/doctor-state.js';
 import {
   chooseDataDir,
@@ -24,6 +23,7 @@ import {
   stateHome,
 } from '../../src/config/data-dir.js';
 import { literalSecretPaths, loadConfig } from '../../src/config/load.js';
+import { openBase } from '../../src/main-base.js';
 import { git } from '../helpers/git.js';
 
 let root: string;
