@@ -62,8 +62,8 @@ export interface StoreFactory {
 }
 
 /**
- * A fresh store for each test of the enclosing `describe`, disposed after it. `store()` is the
- * current handle; `restart()` reopens it (and becomes the current handle).
+ * A fresh store for each test of the enclosing `describe` (one `useStore` per `describe`), disposed
+ * after it. `store()` is the current handle; `restart()` reopens it (and becomes the current handle).
  */
 export function useStore(
   factory: StoreFactory,

@@ -35,9 +35,9 @@ const settled = async (inbox: Inbox, id: string, status: 'done' | 'failed', erro
 
 export function inboxContract(factory: StoreFactory): void {
   describe(`Inbox contract (${factory.name})`, () => {
-    arrivalAndOrder(factory);
-    claimsAndOutcomes(factory);
-    twoHandlesRestartAndRetention(factory);
+    describe('arrival, duplicates and order', () => arrivalAndOrder(factory));
+    describe('claims and outcomes', () => claimsAndOutcomes(factory));
+    describe('two handles, restart, retention, scrubbing', () => twoHandlesRestartAndRetention(factory));
   });
 }
 

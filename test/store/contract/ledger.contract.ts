@@ -25,8 +25,8 @@ const drive = (turnId: number, reason: string, at = '2026-03-01T10:00:00.000Z') 
 
 export function ledgerContract(factory: StoreFactory): void {
   describe(`LedgerStore contract (${factory.name})`, () => {
-    rowsAndDrives(factory);
-    importsReportsAndRestart(factory);
+    describe('rows and drives', () => rowsAndDrives(factory));
+    describe('restart, imports, reports', () => importsReportsAndRestart(factory));
   });
 }
 

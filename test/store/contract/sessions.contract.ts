@@ -26,8 +26,8 @@ const ALL_TIME = { since: new Date('2000-01-01'), until: new Date('2100-01-01'),
 
 export function sessionsContract(factory: StoreFactory): void {
   describe(`SessionStore contract (${factory.name})`, () => {
-    sessionsAndTurns(factory);
-    twoHandlesAndRestart(factory);
+    describe('sessions, turns and events', () => sessionsAndTurns(factory));
+    describe('two handles, restart, scrubbing', () => twoHandlesAndRestart(factory));
   });
 }
 

@@ -1,8 +1,8 @@
 /**
  * The port contract suites (test/store/contract/) against the SQLite store: a registry file in a
- * temporary directory, the stores built over it the way the composition root builds them (base.ts,
- * and main.ts for the inbox), a second connection to the same file for another process, the file
- * reopened for a restart.
+ * temporary directory, the stores built over it the way the composition root builds them
+ * (main-base.ts, and main.ts for the inbox: no one function builds them all), a second connection to
+ * the same file for another process, the file reopened for a restart.
  */
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,7 +40,7 @@ afterAll(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Every SQLite store over one connection, as base.ts (and main.ts, the inbox) construct them. */
+/** Every SQLite store over one connection, as main-base.ts (and main.ts, the inbox) construct them. */
 function portsOver(db: Db, { scrub }: StoreOptions): Ports {
   return {
     sessions: new SqliteSessionStore(db, { scrub }),
