@@ -111,6 +111,30 @@ function sessionsAndTurns(factory: StoreFactory): void {
     expect(await store().sessions.markGone(t.id, 'ended', 'SessionEnd')).toMatchObject({ status: 'closed' });
   });
 
+  it("keeps a session's hold until released, adds raises to earlier ones, and records what it learns", async () => {
+    const s = await openSession(store());
+    const hold = { kind: 'breach' as const, reason: 'pushed to main', acts: [1], turnId: 1, since: 'now' };
+    await store().sessions.setHold(s.id, hold);
+    expect((await store().sessions.get(s.id))?.hold).toEqual(hold);
+    await store().sessions.setHold(s.id, null);
+    expect((await store().sessions.get(s.id))?.hold).toBeNull();
+    await store().sessions.raiseBudget(s.id, { turns: 2 });
+    expect(await store().sessions.raiseBudget(s.id, { turns: 1, usd: 5 })).toMatchObject({
+      budgetRaise: { turns: 3, usd: 5 },
+    });
+    await store().sessions.setUsageBaseline(s.id, usage(1, 2));
+    await store().sessions.setCredential(s.id, 'api-key', 'ANTHROPIC_API_KEY', 'key:0123456789ab');
+    expect(await store().sessions.get(s.id)).toMatchObject({
+      usageBaseline: usage(1, 2),
+      credentialKind: 'api-key',
+      credentialEnv: 'ANTHROPIC_API_KEY',
+      payerId: 'key:0123456789ab',
+    });
+    expect(await outcome(() => store().sessions.raiseBudget('no-such-session', { turns: 1 }))).toBe(
+      'session-missing',
+    );
+  });
+
   it('numbers turns 1, 2, 3 in each session and lists them in that order', async () => {
     const s = await openSession(store());
     for (let i = 0; i < 3; i++) await finishedTurn(store(), s);
