@@ -133,7 +133,7 @@ async function serveGateway(upstream: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-bench-gw-'));
   const db = openDb(join(dir, 'the-loop.db'));
   const store = new SqliteSessionStore(db, { scrub: (t) => t });
-  const session = store.create({
+  const session = await store.create({
     workItem: 'github:acme/bench#1',
     slug: 'github-acme-bench-1',
     engine: 'claude',

@@ -13,7 +13,7 @@ import { createIngressHandler, webhookSecret } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
-import { heldReasonNow, holdIfOverBudget } from './ledger/budget-hold.js';
+import { heldReason, holdIfOverBudget } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
@@ -58,7 +58,7 @@ export interface App {
 export type { AppOptions } from './main-base.js';
 export { registryPath } from './main-base.js';
 
-export function createApp(options: AppOptions): App {
+export async function createApp(options: AppOptions): Promise<App> {
   const base = openBase(options);
   const { loaded, scrubber, logger, db, ledger, acts, budgets, sessions: registry } = base;
   const guard = createGuard({
@@ -77,10 +77,10 @@ export function createApp(options: AppOptions): App {
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   const runners = createRunners(loaded, logger, {
     env: options.env,
-    sessionStatus: (id) => registry.get(id)?.status,
+    sessionStatus: async (id) => (await registry.get(id))?.status,
   });
   // Their engines are stopped by whoever takes the dispatcher lock (recoverBeforeDispatch).
-  const lostTurns = recoverLostTurns(store, adoptingRunners(runners), logger);
+  const lostTurns = await recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
     ledger,
@@ -215,8 +215,7 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     store: app.store,
     runTurn: (request) => app.turns.runTurn(request),
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
-    // Read synchronously while the dispatcher's pass asks synchronously (ledger/budget-hold.ts).
-    heldReason: (workItem) => heldReasonNow(app, workItem),
+    heldReason: (workItem) => heldReason(app, workItem),
     checkSession: (session) => app.turns.checkSession(session),
     // Deliveries are routed on arrival; only rows an older version stored unrouted are routed here.
     routeLegacy: (event, payload) => routeEvent(event, payload, config),

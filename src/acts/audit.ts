@@ -169,11 +169,11 @@ export interface AuditDeps {
   /** The tool calls the policy hook refused in a session (see `readRefusals`). */
   refusedIn?: (session: SessionRecord) => ReadonlySet<string>;
   /** Put an `unaccounted` hold on the session (accountability assertion failed). */
-  holdUnaccounted?: (sessionId: string, hold: UnaccountedHold) => void;
+  holdUnaccounted?: (sessionId: string, hold: UnaccountedHold) => Promise<void>;
   /** The policy of the repository of a work item. */
   policyFor: (workItem: string) => Policy;
   /** Put a breach hold on the session (its deliveries wait until a person resumes it). */
-  holdForBreach: (sessionId: string, hold: BreachHold) => void;
+  holdForBreach: (sessionId: string, hold: BreachHold) => Promise<void>;
   scrub: (text: string) => string;
   logger: Logger;
   /** The branch checked out in a directory (default: asks git). */
@@ -231,7 +231,7 @@ export async function auditTurn(
   if (breaches.length > 0 && session.status === 'active') {
     const ids = (await deps.acts.list({ turnId: turn.id, breachesOnly: true })).map((a) => a.id);
     const first = breaches[0] as SettledAct;
-    deps.holdForBreach(session.id, {
+    await deps.holdForBreach(session.id, {
       kind: 'breach',
       // Outside text, shown on terminals: control characters go.
       reason: `${first.reason ?? first.rule} (${oneLine(deps.scrub(first.command), 200)})${breaches.length > 1 ? ` and ${breaches.length - 1} more` : ''}`,
@@ -259,7 +259,9 @@ export async function checkAccounted(
   if (!deps.holdUnaccounted || turn.meter === 'none' || turn.status !== 'succeeded') return undefined;
   if (turn.meter === 'otel' && session.runner === 'tmux') return undefined;
   if (session.status !== 'active' || session.hold) return undefined;
-  const earlier = deps.turns.turns(session.id).some((t) => t.status === 'succeeded' && t.seq < turn.seq);
+  const earlier = (await deps.turns.turns(session.id)).some(
+    (t) => t.status === 'succeeded' && t.seq < turn.seq,
+  );
   if (earlier) return undefined;
   const missing: string[] = [];
   if (turn.usage === null && !(await deps.ledger.turnHasRows(turn.id)))
@@ -272,7 +274,7 @@ export async function checkAccounted(
     turnId: turn.id,
     since: turn.endedAt ?? new Date().toISOString(),
   };
-  deps.holdUnaccounted(session.id, hold);
+  await deps.holdUnaccounted(session.id, hold);
   deps.logger.warn('session unaccounted: its deliveries are held until a person acknowledges it', {
     workItem: session.workItem,
     session: session.id,

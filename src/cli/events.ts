@@ -79,7 +79,7 @@ export async function showEvent(
     return EXIT.failed;
   }
   const d = shown(found);
-  const turns = app.store.turnsForDelivery(id);
+  const turns = await app.store.turnsForDelivery(id);
   const body = options.body ? await app.inbox.body(id) : undefined;
   if (options.json) {
     // A pruned body (delivery.prunedAt) asked for with --body is null: gone, not empty.

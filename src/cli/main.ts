@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import type { Base } from '../main-base.js';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import type { Base } from '../main-base.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
@@ -80,7 +80,7 @@ function programContext(io: Io, setExit: (code: number) => void): ProgramContext
   const withApp: WithApp = async (cmd, fn) => {
     const g = globals(cmd);
     const { createApp } = await import('../main.js');
-    const app = createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    const app = await createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
     io.useScrubber?.(app.scrubber.scrub);
     for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {

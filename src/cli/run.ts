@@ -73,7 +73,7 @@ export async function runCommand(
   const workItem = formatWorkItem(parseWorkItem(workItemRef));
   const cwd = options.cwd ? resolve(io.cwd, options.cwd) : undefined;
   // Everything that can be refused is refused before anything is queued.
-  app.turns.preflight({ workItem, prompt, engine: options.engine, runner: options.runner, cwd });
+  await app.turns.preflight({ workItem, prompt, engine: options.engine, runner: options.runner, cwd });
 
   const printSession = (session: SessionRecord, created: boolean) => {
     if (options.json) {
@@ -196,7 +196,7 @@ async function reportHeld(app: App, io: Io, deliveryId: string, options: RunOpti
   const reason = (await heldNote(app, deliveryId)) ?? 'held';
   const workItem = (await app.inbox.get(deliveryId))?.workItem ?? '<work-item>';
   // Only a budget hold needs a raise; a breach or an unaccounted session needs a person's resume.
-  const kind = app.store.findActive(workItem)?.hold?.kind;
+  const kind = (await app.store.findActive(workItem))?.hold?.kind;
   const resume = `the-loop sessions resume ${workItem}${kind === 'over-budget' || kind === undefined ? ' --raise <amount>' : ''}`;
   if (options.json) io.out(`${toJson({ type: 'held', delivery: deliveryId, reason, hold: kind ?? null })}\n`);
   else
@@ -222,15 +222,15 @@ async function follow(
   let seen = 0;
   for (;;) {
     const settled = await isSettled(app, deliveryId);
-    const latest = app.store.turnsForDelivery(deliveryId).at(-1);
+    const latest = (await app.store.turnsForDelivery(deliveryId)).at(-1);
     if (latest && latest.id !== turn?.id) {
       turn = latest;
       seen = 0;
-      const session = app.store.get(latest.sessionId);
+      const session = await app.store.get(latest.sessionId);
       if (session) onSession(session, latest.seq === 1);
     }
     if (turn) {
-      const events = app.store.events(turn.id);
+      const events = await app.store.events(turn.id);
       for (const e of events.slice(seen)) onEvent(e.event);
       seen = events.length;
     }
@@ -250,7 +250,7 @@ async function report(
   started: number,
 ): Promise<number> {
   const delivery = await app.inbox.get(deliveryId);
-  const turn = app.store.turnsForDelivery(deliveryId).at(-1);
+  const turn = (await app.store.turnsForDelivery(deliveryId)).at(-1);
   if (!turn) {
     const error = delivery?.error ?? `the delivery ended ${delivery?.status ?? 'unknown'} without a turn`;
     if (options.json) io.out(`${toJson({ type: 'error', delivery: deliveryId, error })}\n`);

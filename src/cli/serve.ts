@@ -21,7 +21,7 @@ type ServeOptions = AppOptions & {
  */
 export async function serveCommand(io: Io, options: ServeOptions): Promise<number> {
   writeStarterIfNone(io, options);
-  const app = createApp(options);
+  const app = await createApp(options);
   io.useScrubber?.(app.scrubber.scrub);
   for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {

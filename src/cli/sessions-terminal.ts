@@ -10,7 +10,7 @@ import { findSession } from './sessions.js';
 
 /** `sessions attach`: run the session's runner's attach command (tmux attach-session [-r] -t <target>). */
 export async function attachSession(app: App, ref: string, options: { readOnly?: boolean }): Promise<number> {
-  const session = findSession(app.store, ref);
+  const session = await findSession(app.store, ref);
   const runner = runnerOf(app, session.runner);
   if (!runner || !isAttachable(runner) || !session.tmuxTarget) {
     throw new LoopError(
@@ -43,7 +43,7 @@ export async function keysCommand(
   keys: string[],
   options: { json?: boolean },
 ): Promise<number> {
-  const session = findSession(app.store, ref);
+  const session = await findSession(app.store, ref);
   // Keys reach a live session only, even if a pane of an ended one lingers.
   if (session.status !== 'active')
     throw new LoopError('usage', `${session.workItem}'s session is ${session.status}: no keys reach it`);

@@ -21,10 +21,10 @@ import { EXIT, type Io } from './io.js';
 import { describeEvent } from './run.js';
 
 /** A session named by work item (its active session, else its latest) or by id / id prefix (≥ 8 chars). */
-export function findSession(store: SessionStore, ref: string): SessionRecord {
+export async function findSession(store: SessionStore, ref: string): Promise<SessionRecord> {
   if (ref.startsWith('github:')) {
     const workItem = formatWorkItem(parseWorkItem(ref));
-    const session = store.findActive(workItem) ?? store.list({ workItem, limit: 1 })[0];
+    const session = (await store.findActive(workItem)) ?? (await store.list({ workItem, limit: 1 }))[0];
     if (!session)
       throw new LoopError('session-missing', `no session for ${workItem}`, {
         hint: 'See `the-loop sessions list --all`.',
@@ -36,9 +36,9 @@ export function findSession(store: SessionStore, ref: string): SessionRecord {
       hint: 'Name a session by work item (github:owner/repo#15) or by its id (at least 8 characters).',
     });
   }
-  const exact = store.get(ref);
+  const exact = await store.get(ref);
   if (exact) return exact;
-  const matches = store.list({ limit: 100000 }).filter((s) => s.id.startsWith(ref.toLowerCase()));
+  const matches = (await store.list({ limit: 100000 })).filter((s) => s.id.startsWith(ref.toLowerCase()));
   if (matches.length === 1 && matches[0]) return matches[0];
   if (matches.length > 1)
     throw new LoopError('usage', `session id prefix ${ref} is ambiguous (${matches.length} sessions)`);
@@ -72,17 +72,18 @@ export function summarizeTurns(turns: readonly TurnRecord[]): SessionSummary {
   };
 }
 
-export function listSessions(
+export async function listSessions(
   store: SessionStore,
   io: Io,
   options: { all?: boolean; json?: boolean; workItem?: string },
-): number {
+): Promise<number> {
   const workItem = options.workItem ? formatWorkItem(parseWorkItem(options.workItem)) : undefined;
-  const sessions = store.list({
+  const sessions = await store.list({
     ...(workItem ? { workItem } : {}),
     ...(options.all ? {} : { status: 'active' as const }),
   });
-  const rows = sessions.map((s) => ({ session: s, summary: summarizeTurns(store.turns(s.id)) }));
+  const rows: Array<{ session: SessionRecord; summary: SessionSummary }> = [];
+  for (const s of sessions) rows.push({ session: s, summary: summarizeTurns(await store.turns(s.id)) });
   if (options.json) {
     io.out(
       `${toJson(
@@ -126,8 +127,8 @@ export async function showSession(
   options: { json?: boolean },
   actsOf: (sessionId: string) => Promise<ActRecord[]> = async () => [],
 ): Promise<number> {
-  const session = findSession(store, ref);
-  const turns = store.turns(session.id);
+  const session = await findSession(store, ref);
+  const turns = await store.turns(session.id);
   const summary = summarizeTurns(turns);
   const acts = await actsOf(session.id);
   if (options.json) {
@@ -171,19 +172,21 @@ export async function showSession(
   return EXIT.ok;
 }
 
-export function sessionLogs(
+export async function sessionLogs(
   store: SessionStore,
   io: Io,
   ref: string,
   options: { json?: boolean; turn?: number },
-): number {
-  const session = findSession(store, ref);
-  const turns = store.turns(session.id).filter((t) => options.turn === undefined || t.seq === options.turn);
+): Promise<number> {
+  const session = await findSession(store, ref);
+  const turns = (await store.turns(session.id)).filter(
+    (t) => options.turn === undefined || t.seq === options.turn,
+  );
   if (options.turn !== undefined && turns.length === 0) {
     throw new LoopError('usage', `session ${session.id.slice(0, 8)} has no turn ${options.turn}`);
   }
   for (const t of turns) {
-    const events = store.events(t.id);
+    const events = await store.events(t.id);
     if (options.json) {
       for (const e of events) io.out(`${toJson({ turn: t.seq, seq: e.seq, at: e.at, event: e.event })}\n`);
       continue;
@@ -205,7 +208,7 @@ export async function closeSession(
   ref: string,
   options: { json?: boolean },
 ): Promise<number> {
-  const session = findSession(store, ref);
+  const session = await findSession(store, ref);
   if (session.status !== 'active') {
     if (options.json) io.out(`${toJson({ closed: false, alreadyClosed: true, session })}\n`);
     else
@@ -214,12 +217,12 @@ export async function closeSession(
       );
     return EXIT.ok;
   }
-  if (store.turns(session.id).some((t) => t.status === 'running')) {
+  if ((await store.turns(session.id)).some((t) => t.status === 'running')) {
     throw new LoopError('session-busy', `${session.workItem} has a turn running`, {
       hint: 'Wait for it to end (or cancel it where it runs), then close the session.',
     });
   }
-  const closed = store.close(session.id, 'closed by hand');
+  const closed = await store.close(session.id, 'closed by hand');
   // Best effort: the runner's own resources (a tmux session) end too; "already gone" is reported, not failed.
   const runner = Object.hasOwn(runners, closed.runner) ? runners[closed.runner] : undefined;
   const note = runner && isSessionHolding(runner) ? await runner.closeSession(closed) : undefined;
@@ -242,7 +245,7 @@ export async function resumeSession(
   ref: string,
   options: { raise?: string; json?: boolean },
 ): Promise<number> {
-  const session = findSession(app.store, ref);
+  const session = await findSession(app.store, ref);
   if (session.status !== 'active') {
     throw new LoopError(
       'usage',
@@ -265,8 +268,8 @@ export async function resumeSession(
         `${session.workItem} is held as unaccounted, not over budget: resume it without --raise`,
       );
     }
-    app.store.setHold(session.id, null);
-    const after = app.store.get(session.id) as SessionRecord;
+    await app.store.setHold(session.id, null);
+    const after = (await app.store.get(session.id)) as SessionRecord;
     if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
     else
       io.out(
@@ -282,8 +285,8 @@ export async function resumeSession(
         `${session.workItem} is held for a policy breach, not a budget: resume it without --raise`,
       );
     }
-    app.store.setHold(session.id, null);
-    const after = app.store.get(session.id) as SessionRecord;
+    await app.store.setHold(session.id, null);
+    const after = (await app.store.get(session.id)) as SessionRecord;
     if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
     else
       io.out(
@@ -303,10 +306,10 @@ export async function resumeSession(
       `--raise takes a positive ${hold.dimension === 'usd' ? 'amount of dollars' : `whole number of ${hold.dimension}`}, not ${JSON.stringify(options.raise)}`,
     );
   }
-  const raised = app.store.raiseBudget(session.id, { [hold.dimension]: amount });
-  app.store.setHold(session.id, null);
+  const raised = await app.store.raiseBudget(session.id, { [hold.dimension]: amount });
+  await app.store.setHold(session.id, null);
   const again = await holdIfOverBudget(app, { ...raised, hold: null });
-  const after = app.store.get(session.id) as SessionRecord;
+  const after = (await app.store.get(session.id)) as SessionRecord;
   if (options.json) {
     io.out(`${toJson({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`);
   } else if (again) {

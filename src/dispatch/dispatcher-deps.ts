@@ -23,7 +23,7 @@ export interface DispatcherDeps {
    * Why deliveries to this work item's active session must wait (its hold: over budget, …), or
    * undefined. Called before a delivery is claimed; it may put the hold on (a ceiling reached).
    */
-  heldReason?: (workItem: string) => Promise<string | undefined> | string | undefined;
+  heldReason?: (workItem: string) => Promise<string | undefined>;
   /** Check an active session's runner resource before a turn; returns it updated (lost, ended). */
   checkSession?: (session: SessionRecord) => Promise<SessionRecord>;
   /**

@@ -49,7 +49,7 @@ export class Dispatcher {
     for (const d of await inbox.pending()) {
       if (d.status !== 'running') continue;
       if (this.deps.only && d.workItem !== this.deps.only) continue;
-      const turns = store.turnsForDelivery(d.id);
+      const turns = await store.turnsForDelivery(d.id);
       // Judge by the newest attempt only: an older finished attempt says nothing about the last one.
       const last = turns.at(-1);
       if (last?.status === 'running' && this.deps.adoptTurn && d.workItem) {
@@ -255,8 +255,8 @@ export class Dispatcher {
     const { inbox, store, logger } = this.deps;
     const { deliveryId, workItem } = claim;
     if (claim.action === 'close') {
-      const session = store.findActive(workItem);
-      if (session) store.close(session.id, 'work item closed on GitHub');
+      const session = await store.findActive(workItem);
+      if (session) await store.close(session.id, 'work item closed on GitHub');
       // Always: a worktree may outlive its session (closed by hand, or a crash after the close).
       const note = await this.deps.onClose?.(workItem, session);
       logger.info('work item closed', { workItem, session: session?.id, note });
@@ -270,7 +270,7 @@ export class Dispatcher {
       const manual = claim.source === 'manual';
       // A session whose runner resource vanished (its tmux session killed) is marked lost first, so
       // this delivery starts a new session instead of failing on a dead one.
-      let active = store.findActive(workItem);
+      let active = await store.findActive(workItem);
       if (active && this.deps.checkSession)
         active = (await this.deps.checkSession(active)).status === 'active' ? active : undefined;
       const cwd = manual

@@ -65,8 +65,8 @@ export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
 }
 
 async function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act: WireAct): Promise<void> {
-  const full = deps.store.get(session.id);
-  const turn = deps.store.currentTurn(session.id);
+  const full = await deps.store.get(session.id);
+  const turn = await deps.store.currentTurn(session.id);
   if (!full || !turn) {
     deps.logger.warn('a wire act of a session without a turn was not recorded', {
       session: session.id,
@@ -106,9 +106,9 @@ async function recordWireAct(deps: DaemonPortsDeps, session: GatewaySession, act
 }
 
 async function recordWireUsage(deps: DaemonPortsDeps, session: GatewaySession, u: WireUsage): Promise<void> {
-  const full = deps.store.get(session.id);
+  const full = await deps.store.get(session.id);
   // A request between turns (a person driving the TUI) is the session's, not the last turn's.
-  const current = deps.store.currentTurn(session.id);
+  const current = await deps.store.currentTurn(session.id);
   const turn = current?.status === 'running' ? current : undefined;
   const entry = {
     meter: 'wire' as const,
@@ -144,7 +144,7 @@ async function gatewayBudgetCheck(
   deps: DaemonPortsDeps,
   session: GatewaySession,
 ): Promise<string | undefined> {
-  const full = deps.store.get(session.id);
+  const full = await deps.store.get(session.id);
   if (!full) return 'the session is gone';
   if (full.hold?.kind === 'over-budget') return full.hold.reason;
   const budgets = wireBudgets(deps.config.budgets);
@@ -154,7 +154,7 @@ async function gatewayBudgetCheck(
   const hold = overBudget(full.budgetRaise, budgets, usage, now);
   if (!hold) return undefined;
   if (!full.hold) {
-    deps.store.setHold(full.id, hold);
+    await deps.store.setHold(full.id, hold);
     deps.logger.warn('session over budget at the gateway: its model requests are refused and it is held', {
       workItem: full.workItem,
       session: full.id,

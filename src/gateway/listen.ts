@@ -43,7 +43,7 @@ export class GatewayService {
   /** The active session a capability token stands for. */
   async authorize(token: string): Promise<GatewaySession | undefined> {
     const id = await this.deps.tokens.sessionOf(token);
-    const session = id ? this.deps.store.get(id) : undefined;
+    const session = id ? await this.deps.store.get(id) : undefined;
     if (session?.status !== 'active') return undefined;
     const item = parseWorkItem(session.workItem);
     return {

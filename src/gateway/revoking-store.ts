@@ -4,23 +4,26 @@ import type { GatewayTokens } from './tokens.js';
 
 /**
  * The session store, with a session's capability tokens revoked whenever it stops being active
- * (closed by a person or its work item, lost, ended by its engine): one place, whoever ends it.
+ * (closed by a person or its work item, lost, ended by its engine): one place, whoever ends it. The
+ * tokens are revoked once the store has ended the session and before `close`/`markGone` resolve, so
+ * an ended session's token is refused from then on. A revocation that fails is logged, and the session
+ * stays ended (the gateway also refuses a token whose session is no longer active).
  */
 export function revokingStore(store: SessionStore, tokens: GatewayTokens, logger: Logger): SessionStore {
-  // The store stays synchronous: the revocation completes behind it (the gateway also refuses a
-  // token whose session is no longer active, so nothing is served meanwhile).
-  const revoke = (session: SessionRecord) => {
-    tokens.revokeSession(session.id).catch((error: unknown) => {
+  const revoke = async (session: SessionRecord): Promise<SessionRecord> => {
+    try {
+      await tokens.revokeSession(session.id);
+    } catch (error) {
       logger.error('could not revoke the capability tokens of an ended session', {
         session: session.id,
         error,
       });
-    });
+    }
     return session;
   };
-  const close: SessionStore['close'] = (id, reason) => revoke(store.close(id, reason));
-  const markGone: SessionStore['markGone'] = (id, status, reason) =>
-    revoke(store.markGone(id, status, reason));
+  const close: SessionStore['close'] = async (id, reason) => revoke(await store.close(id, reason));
+  const markGone: SessionStore['markGone'] = async (id, status, reason) =>
+    revoke(await store.markGone(id, status, reason));
   return new Proxy(store, {
     get(target, prop) {
       if (prop === 'close') return close;

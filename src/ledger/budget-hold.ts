@@ -1,4 +1,4 @@
-import type { BudgetFigures, BudgetQuery, BudgetStore } from '../core/ports/budgets.js';
+import type { BudgetQuery, BudgetStore } from '../core/ports/budgets.js';
 import type { BudgetHold, SessionHold, SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import type { Logger } from '../log/logger.js';
 import {
@@ -25,11 +25,6 @@ export interface HoldDeps {
   loaded: { config: { budgets: Budgets } };
 }
 
-/** The same deps, reading the figures synchronously (the dispatcher's pass; see `heldReasonNow`). */
-export type HoldDepsNow = Omit<HoldDeps, 'budgets'> & {
-  budgets: { usageNow(query: BudgetQuery): BudgetFigures };
-};
-
 /** The figures of each query, by scope. */
 export async function readBudgetUsage(
   budgets: BudgetStore,
@@ -40,24 +35,18 @@ export async function readBudgetUsage(
   return usage;
 }
 
-function readBudgetUsageNow(budgets: HoldDepsNow['budgets'], queries: readonly BudgetQuery[]): BudgetUsage {
-  const usage: BudgetUsage = {};
-  for (const q of queries) usage[q.scope] = budgets.usageNow(q);
-  return usage;
-}
-
 /** Put on or release the session's hold as the rules decided; returns its hold after. */
-function applyHold(
+async function applyHold(
   app: Pick<HoldDeps, 'store' | 'logger'>,
   session: SessionRecord,
   found: BudgetHold | null,
-): SessionHold | null {
+): Promise<SessionHold | null> {
   const decision = budgetHoldDecision(session.hold, found);
   if (decision.kind === 'release') {
-    app.store.setHold(session.id, null);
+    await app.store.setHold(session.id, null);
     app.logger.info('session no longer over budget: released', { workItem: session.workItem });
   } else if (decision.kind === 'hold') {
-    app.store.setHold(session.id, decision.hold);
+    await app.store.setHold(session.id, decision.hold);
     app.logger.warn('session over budget: its deliveries are held', {
       workItem: session.workItem,
       session: session.id,
@@ -80,10 +69,10 @@ export async function holdIfOverBudget(app: HoldDeps, session: SessionRecord): P
 }
 
 /** The ceilings of a work item with no active session: its own, with every raise of its sessions. */
-function workItemCheck(app: Pick<HoldDeps, 'store' | 'loaded'>, workItem: string) {
+async function workItemCheck(app: Pick<HoldDeps, 'store' | 'loaded'>, workItem: string) {
   const ceiling = app.loaded.config.budgets.workItem;
   if (!hasCeiling(ceiling)) return undefined;
-  const raise = sumRaises(app.store.list({ workItem }).map((s) => s.budgetRaise));
+  const raise = sumRaises((await app.store.list({ workItem })).map((s) => s.budgetRaise));
   const budgets: Budgets = { session: {}, workItem: ceiling };
   return { raise, budgets, queries: budgetQueries({ id: '', workItem }, budgets, new Date()) };
 }
@@ -94,29 +83,10 @@ function workItemCheck(app: Pick<HoldDeps, 'store' | 'loaded'>, workItem: string
  * what people raised them by on its earlier sessions.
  */
 export async function heldReason(app: HoldDeps, workItem: string): Promise<string | undefined> {
-  const session = app.store.findActive(workItem);
+  const session = await app.store.findActive(workItem);
   if (session) return (await holdIfOverBudget(app, session))?.reason;
-  const check = workItemCheck(app, workItem);
+  const check = await workItemCheck(app, workItem);
   if (!check) return undefined;
   const usage = await readBudgetUsage(app.budgets, check.queries);
   return workItemHeldReason(overBudget(check.raise, check.budgets, usage, new Date()));
-}
-
-/**
- * `heldReason`, read synchronously: the dispatcher decides what runs next in one synchronous pass.
- * Same rules, same writes; only the figures are read without awaiting.
- */
-export function heldReasonNow(app: HoldDepsNow, workItem: string): string | undefined {
-  const now = new Date();
-  const { budgets } = app.loaded.config;
-  const session = app.store.findActive(workItem);
-  if (session) {
-    if (!checksBudget(session.hold)) return session.hold?.reason;
-    const usage = readBudgetUsageNow(app.budgets, budgetQueries(session, budgets, now));
-    return applyHold(app, session, overBudget(session.budgetRaise, budgets, usage, now))?.reason;
-  }
-  const check = workItemCheck(app, workItem);
-  if (!check) return undefined;
-  const usage = readBudgetUsageNow(app.budgets, check.queries);
-  return workItemHeldReason(overBudget(check.raise, check.budgets, usage, now));
 }

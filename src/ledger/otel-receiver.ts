@@ -92,7 +92,7 @@ export class TelemetryReceiver {
     const max = this.deps.maxBodyBytes ?? OTLP_MAX_BODY_BYTES;
     if (req.method !== 'POST') return reply(res, 405, 'use POST', { allow: 'POST' });
     const match = TOKEN.exec(/^Bearer (\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] ?? '');
-    const session = match ? this.authorize(match[1] as string, match[0]) : undefined;
+    const session = match ? await this.authorize(match[1] as string, match[0]) : undefined;
     if (!session) {
       logger.warn('OTLP post refused: no valid session token', { signal });
       return reply(res, 401, 'missing or invalid session token');
@@ -167,11 +167,11 @@ export class TelemetryReceiver {
    * active: a token lives as long as its session, so one that ended (closed, lost, ended by its
    * engine) adds nothing more to the ledger.
    */
-  private authorize(sessionId: string, token: string): SessionRecord | undefined {
+  private async authorize(sessionId: string, token: string): Promise<SessionRecord | undefined> {
     const expected = Buffer.from(this.tokenFor(sessionId));
     const given = Buffer.from(token);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    const session = this.deps.store.get(sessionId);
+    const session = await this.deps.store.get(sessionId);
     return session?.status === 'active' ? session : undefined;
   }
 
@@ -193,7 +193,7 @@ export class TelemetryReceiver {
         sessionId: session.id,
         workItem: session.workItem,
         // The turn running when the record was made: the last one started before it (else the latest).
-        turnId: this.deps.store.turnAt(session.id, r.at)?.id ?? null,
+        turnId: (await this.deps.store.turnAt(session.id, r.at))?.id ?? null,
         engine: session.engine,
         runner: session.runner,
         model: r.model,

@@ -50,7 +50,7 @@ export async function scanTranscripts(
   const files = listFiles(dirs);
   const jobs = changedFiles(await deps.cursors.all(), files);
   // Requests of our own sessions: attributed to them; those metered per turn are not added again.
-  const sessions = ownSessions(deps.sessions.engineSessions());
+  const sessions = ownSessions(await deps.sessions.engineSessions());
   const metered = meteredPerTurn(sessions);
   const total = jobs.reduce((n, j) => n + j.bytes, 0);
   const threads =

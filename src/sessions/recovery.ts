@@ -21,13 +21,15 @@ export interface LostTurn {
  * dispatcher-lock holder: their TUI runs on without us, and it adopts them (reconcile, then
  * Dispatcher.recover). Returns the turns marked lost.
  */
-export function recoverLostTurns(
+export async function recoverLostTurns(
   store: Pick<SessionStore, 'recoverLostTurns'>,
   adopting: readonly string[],
   logger: Logger,
-): LostTurn[] {
+): Promise<LostTurn[]> {
   const lostTurns: LostTurn[] = [];
-  const lost = store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), { skipRunners: adopting });
+  const lost = await store.recoverLostTurns(pidAlive, (turn) => lostTurns.push(turn), {
+    skipRunners: adopting,
+  });
   if (lost > 0) logger.warn('marked turns of dead processes as lost', { count: lost });
   return lostTurns;
 }

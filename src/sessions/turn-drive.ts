@@ -5,6 +5,7 @@ import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';
 import { isSessionHolding, type Runner, type RunOutcome, type RunTurnInput } from '../runners/runner.js';
+import { InOrder } from './in-order.js';
 import type { TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
 
 const ENGINE_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -68,11 +69,17 @@ export class TurnDriver {
     const { store } = this.deps;
     const { session, turn, created, log } = input;
     const events: TurnEvent[] = [];
+    // What the runner's callbacks record, stored in the order they came, all of it before the end.
+    const writes = new InOrder((what, error) => log.error(`could not ${what}`, { error }));
     let outcome: RunOutcome;
     try {
-      outcome = await input.start(this.runInput(input, (event) => this.onEvent(input, events, event)));
+      outcome = await input.start(
+        this.runInput(input, writes, (event) => this.onEvent(input, writes, events, event)),
+      );
+      await writes.drained();
     } catch (error) {
       // A runner bug must still leave a consistent registry: the turn is recorded failed.
+      await writes.drained();
       await this.failTurn(session, turn.id, error);
       throw error;
     } finally {
@@ -82,16 +89,16 @@ export class TurnDriver {
     if (outcome.detached) {
       // The engine goes on without us (the daemon is stopping): the turn stays running, to be adopted.
       log.info('turn left running for the next daemon to adopt');
-      return { session: store.get(session.id) ?? session, turn, created, outcome };
+      return { session: (await store.get(session.id)) ?? session, turn, created, outcome };
     }
     const { finished, usage, fresh } = await this.finish(input, events, outcome);
     await this.afterFinish(input, finished, events, usage, outcome);
     if (outcome.sessionGone)
       await this.markGone(session, outcome.sessionGone.status, outcome.sessionGone.reason);
-    return { session: store.get(session.id) ?? fresh, turn: finished, created, outcome };
+    return { session: (await store.get(session.id)) ?? fresh, turn: finished, created, outcome };
   }
 
-  private runInput(input: DriveInput, onEvent: (event: TurnEvent) => void): RunTurnInput {
+  private runInput(input: DriveInput, writes: InOrder, onEvent: (event: TurnEvent) => void): RunTurnInput {
     const { defaults } = this.deps;
     const { session, turn, preset } = input;
     const caps = capabilitiesOf(preset);
@@ -113,12 +120,16 @@ export class TurnDriver {
       sandbox: input.sandbox,
       launchKey: input.launchKey,
       onEvent,
-      onSpawn: (pid) => this.deps.store.setTurnPid(turn.id, pid),
+      onSpawn: (pid) => writes.run("record the engine's pid", () => this.deps.store.setTurnPid(turn.id, pid)),
+      // An adopted turn (adoptTurn only): the runner replays it from its structured sources once it
+      // has taken it over, so what an earlier process stored of it is replaced (kept if refused).
+      onAdopt: () =>
+        writes.run("forget an adopted turn's stored events", () => this.deps.store.clearEvents(turn.id)),
     };
   }
 
-  /** Every event of the turn: marked, scrubbed, kept, stored, shown. */
-  private onEvent(input: DriveInput, events: TurnEvent[], given: TurnEvent): void {
+  /** Every event of the turn: marked, scrubbed, kept, stored (in order, through `writes`), shown. */
+  private onEvent(input: DriveInput, writes: InOrder, events: TurnEvent[], given: TurnEvent): void {
     const { session, turn, log } = input;
     // Claude Code lists the policy hook's refusals among its permission denials: they are acts
     // (recorded as blocked), not the permission mode's doing — and the engine's own list is what
@@ -138,19 +149,15 @@ export class TurnDriver {
       };
     }
     events.push(event);
-    this.noteAttention(session, event, log);
+    this.noteAttention(session, event, writes, log);
     if (event.type === 'session') {
-      try {
-        this.onSessionEvent(session, event.engineSessionId, capabilitiesOf(input.preset).preassignedId, log);
-      } catch (error) {
-        log.error('could not record the engine session id', { error });
-      }
+      const { engineSessionId } = event;
+      const preassigned = capabilitiesOf(input.preset).preassignedId;
+      writes.run('record the engine session id', () =>
+        this.onSessionEvent(session, engineSessionId, preassigned, log),
+      );
     }
-    try {
-      this.deps.store.appendEvent(turn.id, event);
-    } catch (error) {
-      log.error('could not store a turn event', { error });
-    }
+    writes.run('store a turn event', () => this.deps.store.appendEvent(turn.id, event));
     input.request.onEvent?.(event);
   }
 
@@ -163,14 +170,14 @@ export class TurnDriver {
     const { store } = this.deps;
     const { session, turn, preset, log } = input;
     try {
-      const fresh = store.get(session.id) ?? session;
+      const fresh = (await store.get(session.id)) ?? session;
       let usage = turnUsageFrom(events, preset.usageScope, fresh.usageBaseline);
       // Metered at the wire, the turn's figures are what the gateway saw (also when the engine
       // reported none, as when a budget refusal ended it).
       if (turn.meter === 'wire') usage = withWireTotals(usage, await this.deps.ledger?.turnTotals(turn.id));
       for (const warning of usage.warnings) log.warn(warning);
-      if (usage.nextBaseline) store.setUsageBaseline(session.id, usage.nextBaseline);
-      const finished = store.finishTurn(turn.id, {
+      if (usage.nextBaseline) await store.setUsageBaseline(session.id, usage.nextBaseline);
+      const finished = await store.finishTurn(turn.id, {
         status: outcome.ok ? 'succeeded' : 'failed',
         endReason: outcome.endReason,
         endedAt: outcome.endedAt.toISOString(),
@@ -200,7 +207,7 @@ export class TurnDriver {
   ): Promise<void> {
     const { store } = this.deps;
     const { session, log } = input;
-    this.clearWaiting(session.id, log);
+    await this.clearWaiting(session.id, log);
     for (const warning of finished.warnings) log.warn(warning);
     log.info('turn ended', {
       status: finished.status,
@@ -211,12 +218,12 @@ export class TurnDriver {
     });
     await this.record(input, finished, events, usage, outcome);
     try {
-      await this.deps.auditTurn?.(store.get(session.id) ?? session, finished, events);
+      await this.deps.auditTurn?.((await store.get(session.id)) ?? session, finished, events);
     } catch (error) {
       log.error('could not record the acts of the turn', { error });
     }
     try {
-      const now = store.get(session.id);
+      const now = await store.get(session.id);
       if (now) await this.deps.afterTurn?.(now);
     } catch (error) {
       log.error('could not check the session after its turn', { error });
@@ -225,7 +232,7 @@ export class TurnDriver {
 
   /** Record a session as lost or ended, and let its runner clean up what it kept for it. */
   async markGone(session: SessionRecord, status: 'lost' | 'ended', reason: string): Promise<SessionRecord> {
-    const gone = this.deps.store.markGone(session.id, status, reason);
+    const gone = await this.deps.store.markGone(session.id, status, reason);
     this.deps.logger.warn(`session ${status}`, { workItem: session.workItem, session: session.id, reason });
     try {
       const runner = this.runnerOf(session.runner);
@@ -286,7 +293,7 @@ export class TurnDriver {
   /** Best-effort: record a turn as failed after an unexpected error. */
   private async failTurn(session: SessionRecord, turnId: number, error: unknown): Promise<void> {
     try {
-      this.deps.store.finishTurn(turnId, {
+      await this.deps.store.finishTurn(turnId, {
         status: 'failed',
         endReason: 'error',
         endedAt: new Date().toISOString(),
@@ -318,36 +325,35 @@ export class TurnDriver {
    * A TUI at a permission prompt waits for a person: the session says so until the engine goes on
    * (any later progress of the turn, or its end).
    */
-  private noteAttention(session: SessionRecord, event: TurnEvent, log: Logger): void {
-    try {
-      if (event.type === 'attention' && event.waiting) {
-        this.deps.store.setWaiting(session.id, {
-          since: new Date().toISOString(),
-          message: event.message ?? 'a permission prompt',
-        });
-        log.warn('the engine waits for a person', { message: event.message });
-      } else if (
-        event.type === 'attention' ||
-        event.type === 'tool-result' ||
-        event.type === 'text' ||
-        event.type === 'turn-end'
-      ) {
-        this.clearWaiting(session.id, log);
-      }
-    } catch (error) {
-      log.error('could not record that the engine waits', { error });
+  private noteAttention(session: SessionRecord, event: TurnEvent, writes: InOrder, log: Logger): void {
+    if (event.type === 'attention' && event.waiting) {
+      const waiting = { since: new Date().toISOString(), message: event.message ?? 'a permission prompt' };
+      writes.run('record that the engine waits', () => this.deps.store.setWaiting(session.id, waiting));
+      log.warn('the engine waits for a person', { message: event.message });
+    } else if (
+      event.type === 'attention' ||
+      event.type === 'tool-result' ||
+      event.type === 'text' ||
+      event.type === 'turn-end'
+    ) {
+      writes.run('record that the engine went on', () => this.clearWaiting(session.id, log));
     }
   }
 
-  private clearWaiting(sessionId: string, log: Logger): void {
+  private async clearWaiting(sessionId: string, log: Logger): Promise<void> {
     try {
-      if (this.deps.store.get(sessionId)?.waiting) this.deps.store.setWaiting(sessionId, null);
+      if ((await this.deps.store.get(sessionId))?.waiting) await this.deps.store.setWaiting(sessionId, null);
     } catch (error) {
       log.error('could not record that the engine went on', { error });
     }
   }
 
-  private onSessionEvent(session: SessionRecord, id: string, preassigned: boolean, log: Logger): void {
+  private async onSessionEvent(
+    session: SessionRecord,
+    id: string,
+    preassigned: boolean,
+    log: Logger,
+  ): Promise<void> {
     // The id goes back into argv (`--resume <id>`): only a plain token is accepted.
     if (!ENGINE_SESSION_ID.test(id)) {
       log.warn('ignored an engine session id that is not a plain token', { length: id.length });
@@ -361,7 +367,7 @@ export class TurnDriver {
       return;
     }
     if (!session.engineSessionStarted || session.engineSessionId !== id) {
-      this.deps.store.markEngineSessionStarted(session.id, id);
+      await this.deps.store.markEngineSessionStarted(session.id, id);
     }
   }
 }

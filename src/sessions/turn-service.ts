@@ -105,7 +105,7 @@ export class TurnService {
    * Every check a turn makes before anything is created or started, with no side effects: a bad
    * work item, prompt, engine, runner, cwd or a missing binary is refused here (invariant 7).
    */
-  preflight(request: TurnRequest): TurnPlan {
+  async preflight(request: TurnRequest): Promise<TurnPlan> {
     const { store, defaults } = this.deps;
     const item = parseWorkItem(request.workItem);
     const workItem = formatWorkItem(item);
@@ -117,7 +117,7 @@ export class TurnService {
       });
     }
     const strict = request.strict ?? true;
-    const session = store.findActive(workItem);
+    const session = await store.findActive(workItem);
     if (session) {
       if (strict && request.engine && request.engine !== session.engine) {
         throw new LoopError('usage', `${workItem} already has an active ${session.engine} session`, {
@@ -167,7 +167,7 @@ export class TurnService {
     const env = buildEngineEnv(preset, this.deps.env);
     this.resolveBinary(preset, engineName, env.env, cwd);
     // A slug another work item holds is refused here, before anything is created (never shared).
-    const slug = store.slugFor(workItem);
+    const slug = await store.slugFor(workItem);
     return {
       item,
       workItem,
@@ -183,31 +183,39 @@ export class TurnService {
   }
 
   async runTurn(request: TurnRequest): Promise<TurnResult> {
-    const plan = this.preflight(request);
+    const plan = await this.preflight(request);
     // Every turn re-checks the runner's tools (tmux removed under a running daemon): a clear error,
     // never a silent fallback to another runner.
     const runner = this.runner(plan.runnerName);
     if (isChecking(runner)) await runner.check();
     const payer = this.payerOf(plan.env);
-    const { session, created } = this.openSession(plan, payer);
+    const { session, created } = await this.openSession(plan, payer);
     request.onSession?.(session, created);
     return this.beginAndDrive(request, plan, session, created, payer);
   }
 
   /** The work item's active session, or a new one; its credential brought up to date. */
-  private openSession(plan: TurnPlan, payer: Payer): { session: SessionRecord; created: boolean } {
+  private async openSession(
+    plan: TurnPlan,
+    payer: Payer,
+  ): Promise<{ session: SessionRecord; created: boolean }> {
     const { store, logger } = this.deps;
     const { env, preset, workItem } = plan;
     for (const value of env.secretValues) this.deps.addSecret(value);
     let session = plan.session;
     if (session) {
       if ((env.credential?.kind ?? null) !== session.credentialKind || payer.id !== session.payerId) {
-        store.setCredential(session.id, env.credential?.kind ?? null, env.credential?.env ?? null, payer.id);
+        await store.setCredential(
+          session.id,
+          env.credential?.kind ?? null,
+          env.credential?.env ?? null,
+          payer.id,
+        );
       }
       return { session, created: false };
     }
     const runner = this.runner(plan.runnerName);
-    session = store.create({
+    session = await store.create({
       workItem,
       slug: plan.slug,
       engine: plan.engineName,
@@ -252,7 +260,7 @@ export class TurnService {
       policyHook: hook,
       telemetry: otelEnv !== undefined,
     });
-    const turn = this.deps.store.beginTurn(session.id, {
+    const turn = await this.deps.store.beginTurn(session.id, {
       promptDigest: digest(request.prompt),
       promptBytes: plan.promptBytes,
       meter: planned.meter,
@@ -289,10 +297,13 @@ export class TurnService {
     request: Pick<TurnRequest, 'signal' | 'onEvent' | 'onSession'> = {},
   ): Promise<TurnResult | undefined> {
     const { store, logger } = this.deps;
-    const session = store.get(turn.sessionId);
+    const session = await store.get(turn.sessionId);
     const runner = session ? this.runner(session.runner) : undefined;
-    const lost = (why: string) => {
-      store.markTurnLost(turn.id, `the process running this turn ended; it could not be adopted: ${why}`);
+    const lost = async (why: string) => {
+      await store.markTurnLost(
+        turn.id,
+        `the process running this turn ended; it could not be adopted: ${why}`,
+      );
       logger.warn('could not adopt a running turn', { turn: turn.id, reason: why });
       return undefined;
     };
@@ -308,7 +319,7 @@ export class TurnService {
       return lost(describeError(error));
     }
     for (const value of env.secretValues) this.deps.addSecret(value);
-    store.adoptTurn(turn.id);
+    await store.adoptTurn(turn.id);
     const log = logger.child({ workItem: session.workItem, session: session.id, turn: turn.seq });
     request.onSession?.(session, false);
     let refused: string | undefined;
@@ -325,13 +336,9 @@ export class TurnService {
       // The backstop runs from the turn's start, not from the adoption.
       backstopMs: Math.max(1000, Date.parse(turn.startedAt) + this.deps.defaults.backstopMs - Date.now()),
       start: async (input) => {
-        const outcome = await runner.adoptTurn({
-          ...input,
-          turnId: turn.id,
-          // The runner replays the turn from its structured sources once it has taken it over: what
-          // an earlier process stored of it is replaced then (and kept if it is refused).
-          onAdopt: () => store.clearEvents(turn.id),
-        });
+        // Once the runner has taken it over, it replays the turn from its structured sources: what an
+        // earlier process stored of it is replaced then (the driver's onAdopt; kept if refused).
+        const outcome = await runner.adoptTurn({ ...input, turnId: turn.id });
         if ('adopted' in outcome) {
           refused = outcome.reason;
           return { ...DETACHED, endedAt: new Date() };

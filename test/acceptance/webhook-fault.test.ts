@@ -350,7 +350,7 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
     mkdirSync(repoDir);
     const configPath = join(dir, 'config.yaml');
     writeFileSync(configPath, stringify(faultConfig(repoDir, 0, join(dir, 'engine.log'))));
-    const app = createApp({
+    const app = await createApp({
       cwd: dir,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
       configPath,

@@ -127,12 +127,12 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
   let store: SqliteSessionStore;
   let session: SessionRecord;
   const holds: Array<BreachHold | UnaccountedHold> = [];
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'the-loop-audit-'));
     execFileSync('git', ['init', '-q', '-b', 'topic', dir]);
     db = openDb(join(dir, 'the-loop.db'));
     store = new SqliteSessionStore(db, { scrub: (t) => t });
-    session = store.create({
+    session = await store.create({
       workItem: 'github:acme/api#3',
       slug: 'github-acme-api-3',
       engine: 'codex',
@@ -157,16 +157,24 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
     turns: store,
     ledger: new SqliteLedgerStore(db),
     policyFor: () => POLICY,
-    holdForBreach: (_: string, hold: BreachHold) => holds.push(hold),
-    holdUnaccounted: (_: string, hold: UnaccountedHold) => holds.push(hold),
+    holdForBreach: async (_: string, hold: BreachHold) => {
+      holds.push(hold);
+    },
+    holdUnaccounted: async (_: string, hold: UnaccountedHold) => {
+      holds.push(hold);
+    },
     scrub,
     logger: createLogger({ level: 'error', sinks: [] }),
   });
   const listActs = (filter: ActFilter) => deps().acts.list(filter);
 
-  const finished = () => {
-    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
-    return store.finishTurn(turn.id, {
+  const finished = async () => {
+    const turn = await store.beginTurn(session.id, {
+      promptDigest: 'd',
+      promptBytes: 1,
+      meter: 'codex-json',
+    });
+    return await store.finishTurn(turn.id, {
       status: 'succeeded',
       endReason: 'result',
       endedAt: new Date().toISOString(),
@@ -186,7 +194,7 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
   };
 
   it('stores every act of the turn (text scrubbed), idempotently, and holds the session on a breach', async () => {
-    const turn = finished();
+    const turn = await finished();
     const events: TurnEvent[] = [
       use('x1', 'shell', { command: 'TOKEN=sk-SECRET-123 git push origin main' }),
       result('x1', true, ''),
@@ -210,7 +218,7 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
   });
 
   it('a turn that may have switched branches does not assume the branch checked out at its end', async () => {
-    const turn = finished();
+    const turn = await finished();
     // main was checked out when it pushed; the repository is on `topic` now.
     const acts = await auditTurn(deps(), session, turn, [
       use('b1', 'shell', { command: 'git checkout main' }),
@@ -224,7 +232,7 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
   });
 
   it('a breach reason carries no control characters from the command (outside text on a terminal)', async () => {
-    const turn = finished();
+    const turn = await finished();
     await auditTurn(deps(), session, turn, [
       use('e1', 'shell', { command: 'git push origin main # \u001b]0;pwned\u0007\u001b[2J\u009b31m' }),
       result('e1', true, ''),
@@ -235,14 +243,18 @@ describe('auditTurn: stored, scrubbed, and a breach holds the session', () => {
   });
 
   it('a turn with no tool use records nothing and holds nothing (its usage was reported)', async () => {
-    const turn = finished();
+    const turn = await finished();
     expect(await auditTurn(deps(), session, turn, [{ type: 'text', text: 'hi' }])).toEqual([]);
     expect(holds).toEqual([]);
   });
 
   it('accountability: a first completed turn without usage or readable events holds the session unaccounted', async () => {
-    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'codex-json' });
-    const done = store.finishTurn(turn.id, {
+    const turn = await store.beginTurn(session.id, {
+      promptDigest: 'd',
+      promptBytes: 1,
+      meter: 'codex-json',
+    });
+    const done = await store.finishTurn(turn.id, {
       status: 'succeeded',
       endReason: 'result',
       endedAt: new Date().toISOString(),

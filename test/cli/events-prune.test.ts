@@ -88,7 +88,7 @@ async function seed(
     await accept(ids.done);
     await claim(ids.done);
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    const session = store.create({
+    const session = await store.create({
       workItem: WI,
       slug: 'github-octo-widgets-7-test',
       engine: 'fake',
@@ -98,13 +98,13 @@ async function seed(
       credentialKind: null,
       credentialEnv: null,
     });
-    const turn = store.beginTurn(session.id, {
+    const turn = await store.beginTurn(session.id, {
       promptDigest: 'sha256:x',
       promptBytes: 10,
       meter: 'stream-json',
       deliveryId: ids.done,
     });
-    store.finishTurn(turn.id, {
+    await store.finishTurn(turn.id, {
       status: 'succeeded',
       endReason: 'result',
       endedAt: at.toISOString(),
@@ -115,7 +115,7 @@ async function seed(
       costUsd: null,
       error: null,
     });
-    store.close(session.id, 'test over');
+    await store.close(session.id, 'test over');
     turnId = turn.id;
     await inbox.finish(ids.done, { status: 'done', turnId: turn.id, error: null });
   }

@@ -87,8 +87,8 @@ async function leftRunning(id: string): Promise<{ session: SessionRecord; turn: 
   const claims = [{ deliveryId: id, workItem: WI, action: 'deliver' as const, source: 'github' as const }];
   expect(await inbox.applyClaims({ claims, held: [], ignored: [] })).toEqual(claims);
   const earlier = new SqliteSessionStore(db, { scrub: (t) => t, ownerPid: 2_000_000 });
-  const session = earlier.findActive(WI) ?? earlier.create(newSession());
-  const turn = earlier.beginTurn(session.id, {
+  const session = (await earlier.findActive(WI)) ?? (await earlier.create(newSession()));
+  const turn = await earlier.beginTurn(session.id, {
     promptDigest: 'sha256:x',
     promptBytes: 10,
     meter: 'stream-json',
@@ -109,8 +109,8 @@ const outcome = (fields: Partial<RunOutcome> = {}): RunOutcome => ({
 });
 
 /** Finish a turn in the registry as the turn service would, and answer with its result. */
-function finish(turn: TurnRecord, ok = true, fields: Partial<RunOutcome> = {}): TurnResult {
-  const finished = store.finishTurn(turn.id, {
+async function finish(turn: TurnRecord, ok = true, fields: Partial<RunOutcome> = {}): Promise<TurnResult> {
+  const finished = await store.finishTurn(turn.id, {
     status: ok ? 'succeeded' : 'failed',
     endReason: ok ? 'result' : 'cancel',
     endedAt: new Date().toISOString(),
@@ -122,7 +122,7 @@ function finish(turn: TurnRecord, ok = true, fields: Partial<RunOutcome> = {}): 
     error: ok ? null : 'cancelled',
   });
   return {
-    session: store.get(turn.sessionId) as SessionRecord,
+    session: (await store.get(turn.sessionId)) as SessionRecord,
     turn: finished,
     created: false,
     outcome: outcome({ ok, ...fields }),
@@ -130,10 +130,10 @@ function finish(turn: TurnRecord, ok = true, fields: Partial<RunOutcome> = {}): 
 }
 
 /** Begin a turn for a request on the active session (or a new one), as the turn service would. */
-function begin(request: TurnRequest): { turn: TurnRecord; created: boolean } {
-  const existing = store.findActive(request.workItem);
-  const session = existing ?? store.create(newSession({ cwd: request.cwd ?? REPO_PATH }));
-  const turn = store.beginTurn(session.id, {
+async function begin(request: TurnRequest): Promise<{ turn: TurnRecord; created: boolean }> {
+  const existing = await store.findActive(request.workItem);
+  const session = existing ?? (await store.create(newSession({ cwd: request.cwd ?? REPO_PATH })));
+  const turn = await store.beginTurn(session.id, {
     promptDigest: 'sha256:y',
     promptBytes: request.prompt.length,
     meter: 'stream-json',
@@ -149,8 +149,8 @@ function recordingRunTurn(): { requests: TurnRequest[]; runTurn: DispatcherDeps[
     requests,
     runTurn: async (request) => {
       requests.push(request);
-      const { turn, created } = begin(request);
-      return { ...finish(turn), created };
+      const { turn, created } = await begin(request);
+      return { ...(await finish(turn)), created };
     },
   };
 }
@@ -208,7 +208,7 @@ describe('recover: adopting a turn left running', () => {
     expect(requests).toEqual([]);
     expect(d.runningCount()).toBe(1);
 
-    adoption.resolve(finish(turn));
+    adoption.resolve(await finish(turn));
     await d.idle();
     expect(await inbox.get('d-1')).toMatchObject({
       status: 'done',
@@ -220,7 +220,7 @@ describe('recover: adopting a turn left running', () => {
     // runTurn never ran d-1 again; only d-2, after it.
     expect(requests.map((r) => r.deliveryId)).toEqual(['d-2']);
     expect((await inbox.get('d-2'))?.status).toBe('done');
-    expect(store.turnsForDelivery('d-1').map((t) => t.status)).toEqual(['succeeded']);
+    expect((await store.turnsForDelivery('d-1')).map((t) => t.status)).toEqual(['succeeded']);
   });
 
   it('an adopted turn that failed fails its delivery, with the turn’s error', async () => {
@@ -244,7 +244,7 @@ describe('recover: adopting a turn left running', () => {
       adoptTurn: async (t) => {
         order.push(`adopt ${t.id}`);
         // As the turn service does when it cannot adopt: the turn is lost.
-        store.markTurnLost(t.id, 'could not be adopted: tmux session gone');
+        await store.markTurnLost(t.id, 'could not be adopted: tmux session gone');
         return undefined;
       },
     });
@@ -252,7 +252,7 @@ describe('recover: adopting a turn left running', () => {
     await d.idle();
     expect(order).toEqual([`adopt ${turn.id}`, 'run d-1', 'run d-2']);
     expect(requests.map((r) => r.prompt)).toEqual(['prompt of d-1', 'prompt of d-2']);
-    const rerun = store.turnsForDelivery('d-1');
+    const rerun = await store.turnsForDelivery('d-1');
     expect(rerun.map((t) => [t.id === turn.id, t.status, t.endReason])).toEqual([
       [true, 'failed', 'lost'],
       [false, 'succeeded', 'result'],
@@ -267,9 +267,9 @@ describe('recover: adopting a turn left running', () => {
     const { turn } = await leftRunning('d-1');
     const { requests, runTurn } = recordingRunTurn();
     const d = dispatcher({
-      runTurn: (request) => {
+      runTurn: async (request) => {
         // The daemon's start-up recovery would have recorded the old turn lost by now.
-        store.markTurnLost(turn.id, 'owner gone');
+        await store.markTurnLost(turn.id, 'owner gone');
         return runTurn(request);
       },
     });
@@ -282,7 +282,7 @@ describe('recover: adopting a turn left running', () => {
 
   it('a running delivery whose last turn already ended is settled from it, without adopting or running', async () => {
     const { turn } = await leftRunning('d-1');
-    finish(turn);
+    await finish(turn);
     let adoptions = 0;
     const d = dispatcher({
       adoptTurn: async () => {
@@ -306,11 +306,11 @@ describe('a detached turn', () => {
     const first = dispatcher({
       runTurn: async (request) => {
         runs += 1;
-        const { turn } = begin(request);
+        const { turn } = await begin(request);
         begun = turn;
         // The runner let go of a turn still running in its TUI: nothing recorded.
         return {
-          session: store.get(turn.sessionId) as SessionRecord,
+          session: (await store.get(turn.sessionId)) as SessionRecord,
           turn,
           created: true,
           outcome: outcome({ detached: true, stoppedBy: 'still-running' }),
@@ -321,7 +321,7 @@ describe('a detached turn', () => {
     await first.idle();
     expect(runs).toBe(1);
     expect(await inbox.get('d-1')).toMatchObject({ status: 'running', turnId: null, attempts: 1 });
-    expect(store.turnsForDelivery('d-1').map((t) => t.status)).toEqual(['running']);
+    expect((await store.turnsForDelivery('d-1')).map((t) => t.status)).toEqual(['running']);
     // The delivery in flight still holds its work item: d-2 does not start on a wake-up either.
     first.notify();
     await tick();
@@ -355,8 +355,8 @@ describe('stop', () => {
     const reasons: unknown[] = [];
     const started = deferred<void>();
     const d = dispatcher({
-      runTurn: (request) => {
-        const { turn } = begin(request);
+      runTurn: async (request) => {
+        const { turn } = await begin(request);
         started.resolve();
         return new Promise<TurnResult>((resolve) => {
           request.signal?.addEventListener('abort', () => {
@@ -379,8 +379,8 @@ describe('stop', () => {
     await accept('d-1');
     const started = deferred<void>();
     const d = dispatcher({
-      runTurn: (request) => {
-        const { turn } = begin(request);
+      runTurn: async (request) => {
+        const { turn } = await begin(request);
         started.resolve();
         // The engine's result came first (the turn is reading its last records): the abort changes nothing.
         return new Promise<TurnResult>((resolve) => {
@@ -401,10 +401,10 @@ describe('stop', () => {
     const d = dispatcher({
       adoptTurn: (t, request) =>
         new Promise<TurnResult | undefined>((resolve) => {
-          request.signal?.addEventListener('abort', () => {
+          request.signal?.addEventListener('abort', async () => {
             reasons.push(request.signal?.reason);
             resolve({
-              session: store.get(t.sessionId) as SessionRecord,
+              session: (await store.get(t.sessionId)) as SessionRecord,
               turn: t,
               created: false,
               outcome: outcome({ detached: true, stoppedBy: 'still-running' }),
@@ -423,7 +423,7 @@ describe('stop', () => {
 
 describe('checkSession before a turn', () => {
   it('a session found lost gets a new one: the turn is asked for in the resolved workspace', async () => {
-    const active = store.create(newSession());
+    const active = await store.create(newSession());
     await accept('d-1');
     const calls: string[] = [];
     const checked: SessionRecord[] = [];
@@ -456,15 +456,15 @@ describe('checkSession before a turn', () => {
       cwd: '/worktrees/github-octo-widgets-7',
       deliveryId: 'd-1',
     });
-    expect(store.get(active.id)?.status).toBe('lost');
-    const fresh = store.findActive(WI);
+    expect((await store.get(active.id))?.status).toBe('lost');
+    const fresh = await store.findActive(WI);
     expect(fresh?.id).not.toBe(active.id);
     expect(fresh?.cwd).toBe('/worktrees/github-octo-widgets-7');
     expect((await inbox.get('d-1'))?.status).toBe('done');
   });
 
   it('a session still active keeps its own cwd: no workspace resolved', async () => {
-    const active = store.create(newSession());
+    const active = await store.create(newSession());
     await accept('d-1');
     const checked: SessionRecord[] = [];
     let workspaces = 0;
@@ -485,6 +485,6 @@ describe('checkSession before a turn', () => {
     expect(checked).toEqual([active]);
     expect(workspaces).toBe(0);
     expect(requests[0]?.cwd).toBeUndefined();
-    expect(store.turnsForDelivery('d-1')[0]?.sessionId).toBe(active.id);
+    expect((await store.turnsForDelivery('d-1'))[0]?.sessionId).toBe(active.id);
   });
 });

@@ -72,8 +72,8 @@ function dispatcher(deps: Partial<DispatcherDeps> = {}): Dispatcher {
     runTurn: async (request) => {
       prompts.push(request.prompt);
       const session =
-        store.findActive(request.workItem) ??
-        store.create({
+        (await store.findActive(request.workItem)) ??
+        (await store.create({
           workItem: request.workItem,
           slug: 'github-octo-widgets-7',
           engine: 'fake',
@@ -82,14 +82,14 @@ function dispatcher(deps: Partial<DispatcherDeps> = {}): Dispatcher {
           cwd: dir,
           credentialKind: null,
           credentialEnv: null,
-        });
-      const turn = store.beginTurn(session.id, {
+        }));
+      const turn = await store.beginTurn(session.id, {
         promptDigest: 'sha256:x',
         promptBytes: request.prompt.length,
         meter: 'stream-json',
         deliveryId: request.deliveryId,
       });
-      const finished = store.finishTurn(turn.id, {
+      const finished = await store.finishTurn(turn.id, {
         status: 'succeeded',
         endReason: 'result',
         endedAt: new Date().toISOString(),

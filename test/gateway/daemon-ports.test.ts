@@ -38,7 +38,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function world(config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
+async function world(config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
   const scrub = (t: string) => t.replaceAll('SECRET', '[secret]');
   const store = new SqliteSessionStore(db, { scrub });
   const ledger = new Ledger(new SqliteLedgerStore(db), priceTable());
@@ -55,7 +55,7 @@ function world(config: Record<string, unknown> = {}, env: Record<string, string>
     env,
     policyFor: () => resolvePolicy(undefined, undefined, 'main'),
   });
-  const record = store.create({
+  const record = await store.create({
     workItem: 'github:acme/demo#1',
     slug: 'github-acme-demo-1',
     engine: 'claude',
@@ -87,8 +87,8 @@ const usage = (input: number, output: number) => ({
 
 describe('acts seen on the wire', () => {
   it('are numbered apart from the command audit of the same turn, scrubbed, and attributed to the running turn', async () => {
-    const { store, acts: actStore, ports, session } = world();
-    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
+    const { store, acts: actStore, ports, session } = await world();
+    const turn = await store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     const act = {
       kind: 'git-push' as const,
       command: 'git-receive-pack refs/heads/main SECRET',
@@ -145,8 +145,8 @@ describe('acts seen on the wire', () => {
 
 describe('usage seen on the wire', () => {
   it('is one ledger row per response id, marked partial when cut, and settles the turn', async () => {
-    const { store, ledger, ports, session } = world();
-    const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
+    const { store, ledger, ports, session } = await world();
+    const turn = await store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     // The turn ended before its last response was recorded: a waiting drive, removed when it comes.
     await ledger.recordTurn(
       {
@@ -207,8 +207,8 @@ describe('usage seen on the wire', () => {
 
 describe('budgets at the wire', () => {
   it('refuse the next request of a session at its token ceiling and hold it; turn ceilings are left to dispatch', async () => {
-    const { store, ports, session } = world({ budgets: { session: { maxTokens: 100, maxTurns: 1 } } });
-    store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
+    const { store, ports, session } = await world({ budgets: { session: { maxTokens: 100, maxTurns: 1 } } });
+    await store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'wire' });
     // One turn of one allowed is running: its requests are not refused for that.
     expect(await ports.overBudget(session)).toBeUndefined();
     const at = new Date().toISOString();
@@ -222,28 +222,28 @@ describe('budgets at the wire', () => {
     });
     const reason = await ports.overBudget(session);
     expect(reason).toMatch(/token ceiling reached: 110 tokens of 100 tokens/);
-    expect(store.get(session.id)?.hold).toMatchObject({ kind: 'over-budget', dimension: 'tokens' });
+    expect((await store.get(session.id))?.hold).toMatchObject({ kind: 'over-budget', dimension: 'tokens' });
     // Raised by a person: requests go on.
-    store.setHold(session.id, null);
-    store.raiseBudget(session.id, { tokens: 1000 });
+    await store.setHold(session.id, null);
+    await store.raiseBudget(session.id, { tokens: 1000 });
     expect(await ports.overBudget(session)).toBeUndefined();
   });
 });
 
 describe('model routes and credentials', () => {
-  it("forward where the engine would have gone, with the daemon's key; a config upstream wins", () => {
+  it("forward where the engine would have gone, with the daemon's key; a config upstream wins", async () => {
     const env = { ANTHROPIC_API_KEY: 'sk-real-key-00000000', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/base/' };
-    const engineBase = world({}, env);
+    const engineBase = await world({}, env);
     expect(engineBase.ports.modelRoute(engineBase.session)).toEqual({
       api: 'anthropic',
       upstream: 'http://127.0.0.1:9/base',
       credential: { value: 'sk-real-key-00000000', kind: 'api-key' },
     });
-    engineBase.store.close(engineBase.session.id, 'next');
-    const configured = world({ gateway: { upstreams: { anthropic: 'http://127.0.0.1:8' } } }, env);
+    await engineBase.store.close(engineBase.session.id, 'next');
+    const configured = await world({ gateway: { upstreams: { anthropic: 'http://127.0.0.1:8' } } }, env);
     expect(configured.ports.modelRoute(configured.session)?.upstream).toBe('http://127.0.0.1:8');
-    configured.store.close(configured.session.id, 'next');
-    const plain = world({}, { GITHUB_TOKEN: 'ghp_x' });
+    await configured.store.close(configured.session.id, 'next');
+    const plain = await world({}, { GITHUB_TOKEN: 'ghp_x' });
     expect(plain.ports.modelRoute(plain.session)).toEqual({
       api: 'anthropic',
       upstream: 'https://api.anthropic.com',
@@ -259,14 +259,14 @@ describe('model routes and credentials', () => {
 
 describe('ending a session', () => {
   it('revokes its tokens however it ends', async () => {
-    const { store, session } = world();
+    const { store, session } = await world();
     const tokens = new GatewayTokens(new SqliteTokenStore(db));
     const revoking = revokingStore(store, tokens, createLogger({ level: 'error', sinks: [memorySink()] }));
     const token = await tokens.mint(session.id);
-    expect(revoking.get(session.id)?.status).toBe('active');
-    revoking.markGone(session.id, 'lost', 'tmux session gone');
+    expect((await revoking.get(session.id))?.status).toBe('active');
+    await revoking.markGone(session.id, 'lost', 'tmux session gone');
     expect(await tokens.sessionOf(token)).toBeUndefined();
-    const other = store.create({
+    const other = await store.create({
       workItem: 'github:acme/demo#2',
       slug: 'github-acme-demo-2',
       engine: 'claude',
@@ -277,7 +277,7 @@ describe('ending a session', () => {
       credentialEnv: null,
     });
     const second = await tokens.mint(other.id);
-    revoking.close(other.id, 'closed by hand');
+    await revoking.close(other.id, 'closed by hand');
     expect(await tokens.sessionOf(second)).toBeUndefined();
   });
 });

@@ -44,7 +44,7 @@ function session(store: SqliteSessionStore, workItem = 'github:acme/demo#1') {
 describe('capability tokens', () => {
   it('are random, token-shaped, stored only as a hash, and name their session until revoked', async () => {
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    const s = session(store);
+    const s = await session(store);
     const tokens = new GatewayTokens(new SqliteTokenStore(db));
     const a = await tokens.mint(s.id);
     const b = await tokens.mint(s.id);
@@ -72,7 +72,7 @@ describe('capability tokens', () => {
     const scrubber = new SecretScrubber();
     scrubber.addPattern(TOKEN_PATTERN);
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    const token = await new GatewayTokens(new SqliteTokenStore(db)).mint(session(store).id);
+    const token = await new GatewayTokens(new SqliteTokenStore(db)).mint((await session(store)).id);
     expect(scrubber.scrub(`ANTHROPIC_API_KEY=${token}\nagain ${token}`)).toBe(
       'ANTHROPIC_API_KEY=[token]\nagain [token]',
     );
@@ -159,7 +159,7 @@ function call(
 describe('the gateway listeners', () => {
   it('refuse a missing, unknown or revoked token before any handler runs; pass a valid one with its session', async () => {
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    const s = session(store);
+    const s = await session(store);
     const tokens = new GatewayTokens(new SqliteTokenStore(db));
     const token = await tokens.mint(s.id);
     const seen: Array<{ route: string; session: GatewaySession; path: string; token: string }> = [];
@@ -177,7 +177,7 @@ describe('the gateway listeners', () => {
       logger: createLogger({ level: 'error', sinks: [memorySink()] }),
       authorize: async (t) => {
         const id = await tokens.sessionOf(t);
-        const found = id ? store.get(id) : undefined;
+        const found = id ? await store.get(id) : undefined;
         return found?.status === 'active'
           ? {
               id: found.id,
@@ -214,7 +214,7 @@ describe('the gateway listeners', () => {
       ]);
       expect(statSync(socketPath).mode & 0o777).toBe(0o600);
       // A closed session's token is refused, revoked or not.
-      store.close(s.id, 'closed by hand');
+      await store.close(s.id, 'closed by hand');
       expect((await call({ port }, `/m/${token}/v1/messages`, {}, 'POST')).status).toBe(401);
       expect(
         (await call({ socketPath }, '/graphql', { authorization: `token ${token}` }, 'POST')).status,

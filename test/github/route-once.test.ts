@@ -77,7 +77,11 @@ const stub: Runner = {
 };
 
 async function start(): Promise<{ app: App; daemon: Daemon }> {
-  app = createApp({ cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root }, configPath });
+  app = await createApp({
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root },
+    configPath,
+  });
   app.runners.process = stub;
   daemon = await startDaemon(app);
   return { app, daemon };

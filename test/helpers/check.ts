@@ -12,6 +12,17 @@ export function thrown(fn: () => unknown): LoopError {
   throw new Error('expected a throw');
 }
 
+/** `thrown` for an asynchronous call: await it, expect it to reject with a LoopError, and return it. */
+export async function rejected(fn: () => Promise<unknown>): Promise<LoopError> {
+  try {
+    await fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(LoopError);
+    return error as LoopError;
+  }
+  throw new Error('expected a rejection');
+}
+
 /** Small seeded PRNG (mulberry32): random test inputs that a failing seed can replay. */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;

@@ -67,7 +67,7 @@ function newSession(
   store: SqliteSessionStore,
   engineSessionId: string | null,
   extra: { engine?: string } = {},
-): SessionRecord {
+): Promise<SessionRecord> {
   sessionCount += 1;
   return store.create({
     workItem: `github:octo/widgets#${sessionCount}`,
@@ -117,8 +117,8 @@ async function start(
   const server = await startHttpServer({ host: '127.0.0.1', port: 0, routes: receiver.routes(), logger });
   cleanups.push(() => server.close());
   receiver.listenAt(server.url);
-  const session = newSession(store, ENGINE_SESSION);
-  const turn = store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
+  const session = await newSession(store, ENGINE_SESSION);
+  const turn = await store.beginTurn(session.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
   const token = tokenOf(receiver.envFor(session.id, preset(options.signal ?? 'logs')));
   return {
     dir,
@@ -440,7 +440,7 @@ describe('POST /v1/logs', () => {
   it("removes the turn's NO_TELEMETRY_YET drive when its telemetry arrives", async () => {
     const h = await start();
     const endedAt = '2026-12-02T23:40:25.000Z';
-    h.store.finishTurn(h.turn.id, {
+    await h.store.finishTurn(h.turn.id, {
       status: 'succeeded',
       endReason: 'result',
       endedAt,
@@ -477,8 +477,8 @@ describe('POST /v1/logs', () => {
   it('leaves a drive with another reason, and the drives of other turns', async () => {
     const h = await start();
     await unmetered(h, h.turn.id, 'lost: the owner died');
-    const other = newSession(h.store, randomUUID());
-    const otherTurn = h.store.beginTurn(other.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
+    const other = await newSession(h.store, randomUUID());
+    const otherTurn = await h.store.beginTurn(other.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
     await unmetered(h, otherTurn.id, NO_TELEMETRY_YET);
 
     expect((await post(h, '/v1/logs', LOGS)).status).toBe(200);
@@ -493,7 +493,7 @@ describe('POST /v1/logs', () => {
     const base = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
     const h = await start({ startedAt: new Date(base) });
     const first = h.turn;
-    h.store.finishTurn(first.id, {
+    await h.store.finishTurn(first.id, {
       status: 'succeeded',
       endReason: 'result',
       endedAt: new Date(base + 50_000).toISOString(),
@@ -505,7 +505,11 @@ describe('POST /v1/logs', () => {
       error: null,
     });
     h.clock.now = new Date(base + 60_000);
-    const second = h.store.beginTurn(h.session.id, { promptDigest: 'd', promptBytes: 1, meter: 'otel' });
+    const second = await h.store.beginTurn(h.session.id, {
+      promptDigest: 'd',
+      promptBytes: 1,
+      meter: 'otel',
+    });
 
     const res = await post(
       h,
@@ -543,7 +547,7 @@ describe('POST /v1/logs', () => {
 
   it("does not count records of another engine session than the token's: 200 with partialSuccess", async () => {
     const h = await start();
-    const other = newSession(h.store, randomUUID());
+    const other = await newSession(h.store, randomUUID());
     const otherToken = tokenOf(h.receiver.envFor(other.id, preset('logs')));
     const res = await post(h, '/v1/logs', LOGS, { token: otherToken });
     expect(res.status).toBe(200);
@@ -631,7 +635,7 @@ describe('POST /v1/logs', () => {
       ['ended', (h: Harness) => h.store.markGone(h.session.id, 'ended', 'the engine ended it')],
     ])('the token of a session that has %s', async (_, end) => {
       const h = await start();
-      end(h);
+      await end(h);
       const res = await post(h, '/v1/logs', LOGS);
       expect(res.status).toBe(401);
       expect(rows(h)).toEqual([]);
@@ -824,7 +828,7 @@ describe('POST /v1/metrics', () => {
 
   it("does not count metrics of another engine session than the token's", async () => {
     const h = await start({ signal: 'metrics' });
-    const other = newSession(h.store, randomUUID());
+    const other = await newSession(h.store, randomUUID());
     const otherToken = tokenOf(h.receiver.envFor(other.id, preset('metrics')));
     const res = await post(h, '/v1/metrics', METRICS, { token: otherToken });
     expect(res.status).toBe(200);
@@ -843,7 +847,7 @@ describe('POST /v1/metrics', () => {
 describe('secrets', () => {
   it('never writes a session token to the log or the registry, whatever the request', async () => {
     const h = await start({ maxBodyBytes: 64 * 1024 });
-    const other = newSession(h.store, randomUUID());
+    const other = await newSession(h.store, randomUUID());
     const otherToken = tokenOf(h.receiver.envFor(other.id, preset('logs')));
     const ghostToken = tokenOf(h.receiver.envFor(randomUUID(), preset('logs')));
     const forged = h.token.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a'));

@@ -14,7 +14,7 @@ import { planSlug } from '../../src/sessions/slug.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
-import { thrown } from '../helpers/check.js';
+import { rejected, thrown } from '../helpers/check.js';
 
 const slugOf = (text: string) => workItemSlug(parseWorkItem(text));
 const A = 'github:octo/a-b#1';
@@ -84,35 +84,37 @@ const session = (workItem: string, slug: string): NewSession => ({
 });
 
 describe('the registry: one work item per slug', () => {
-  it('stores and finds work items in their canonical case', () => {
-    const created = store.create(session('github:Octo/A-B#1', store.slugFor('github:Octo/A-B#1')));
+  it('stores and finds work items in their canonical case', async () => {
+    const created = await store.create(
+      session('github:Octo/A-B#1', await store.slugFor('github:Octo/A-B#1')),
+    );
     expect(created).toMatchObject({ workItem: A, slug: slugOf(A) });
-    expect(store.findActive('github:OCTO/a-b#1')?.id).toBe(created.id);
-    expect(store.list({ workItem: 'github:octo/A-B#1' }).map((s) => s.id)).toEqual([created.id]);
+    expect((await store.findActive('github:OCTO/a-b#1'))?.id).toBe(created.id);
+    expect((await store.list({ workItem: 'github:octo/A-B#1' })).map((s) => s.id)).toEqual([created.id]);
     // Another case is the same work item: one active session.
-    expect(thrown(() => store.create(session(A, slugOf(A)))).code).toBe('session-busy');
-    expect(store.findActive(B)).toBeUndefined();
+    expect((await rejected(() => store.create(session(A, slugOf(A))))).code).toBe('session-busy');
+    expect(await store.findActive(B)).toBeUndefined();
   });
 
-  it('a work item keeps its slug across sessions; a look-alike gets its own', () => {
-    const first = store.create(session(A, store.slugFor(A)));
-    store.close(first.id, 'done');
-    expect(store.slugFor('github:Octo/A-B#1')).toBe(first.slug);
-    const other = store.create(session(B, store.slugFor(B)));
+  it('a work item keeps its slug across sessions; a look-alike gets its own', async () => {
+    const first = await store.create(session(A, await store.slugFor(A)));
+    await store.close(first.id, 'done');
+    expect(await store.slugFor('github:Octo/A-B#1')).toBe(first.slug);
+    const other = await store.create(session(B, await store.slugFor(B)));
     expect(other.slug).not.toBe(first.slug);
-    expect(store.list({ status: 'active' }).map((s) => s.workItem)).toEqual([B]);
+    expect((await store.list({ status: 'active' })).map((s) => s.workItem)).toEqual([B]);
   });
 
-  it('a forced collision is refused on create and on slugFor, and nothing is written', () => {
+  it('a forced collision is refused on create and on slugFor, and nothing is written', async () => {
     // A row that holds A's slug for another work item (a digest collision, or a forged row).
-    const squatter = store.create(session(B, slugOf(A)));
-    const onCreate = thrown(() => store.create(session(A, slugOf(A))));
+    const squatter = await store.create(session(B, slugOf(A)));
+    const onCreate = await rejected(() => store.create(session(A, slugOf(A))));
     expect(onCreate.code).toBe('slug-collision');
     expect(onCreate.message).toContain(`already belongs to ${B}`);
-    const onPlan = thrown(() => store.slugFor(A));
+    const onPlan = await rejected(() => store.slugFor(A));
     expect(onPlan.code).toBe('slug-collision');
     expect(onPlan.message).toContain(`the slug ${slugOf(A)} of ${A}`);
-    expect(store.list().map((s) => s.id)).toEqual([squatter.id]);
+    expect((await store.list()).map((s) => s.id)).toEqual([squatter.id]);
   });
 });
 
@@ -221,26 +223,26 @@ describe('migration 12 (work-item-identity) on a registry created at version 11'
     }
   });
 
-  it('existing sessions keep working: found in any case, by their old slug, and new sessions do not collide', () => {
+  it('existing sessions keep working: found in any case, by their old slug, and new sessions do not collide', async () => {
     const path = join(dir, 'v11.sqlite');
     registryAtV11(path);
     const migrated = openDb(path);
     const s = new SqliteSessionStore(migrated, { scrub: (t) => t });
     try {
       // The active session of a work item is found by any spelling, with its old slug and tmux target.
-      expect(s.findActive('github:acme/widgets#15')).toMatchObject({
+      expect(await s.findActive('github:acme/widgets#15')).toMatchObject({
         id: 's-w',
         slug: 'github-acme-widgets-15',
         tmuxTarget: 'loop-github-acme-widgets-15',
       });
-      expect(s.findActive('github:Octo/A-B#1')?.id).toBe('s-ab');
+      expect((await s.findActive('github:Octo/A-B#1'))?.id).toBe('s-ab');
       // The closed work item gets its old slug back (its worktree and branch are still there)…
-      expect(s.slugFor('github:acme/widgets#9')).toBe('github-acme-widgets-9');
+      expect(await s.slugFor('github:acme/widgets#9')).toBe('github-acme-widgets-9');
       // …but octo/a_b#1 gives up the slug it shared: its next session has one of its own.
-      expect(s.slugFor(B)).toBe(slugOf(B));
-      const fresh = s.create(session(B, s.slugFor(B)));
+      expect(await s.slugFor(B)).toBe(slugOf(B));
+      const fresh = await s.create(session(B, await s.slugFor(B)));
       expect(fresh.slug).toBe(slugOf(B));
-      expect(s.list({ status: 'active' }).map((r) => [r.workItem, r.slug])).toEqual([
+      expect((await s.list({ status: 'active' })).map((r) => [r.workItem, r.slug])).toEqual([
         [B, slugOf(B)],
         ['github:acme/widgets#15', 'github-acme-widgets-15'],
         [A, 'github-octo-a-b-1'],

@@ -184,36 +184,42 @@ export interface TurnEnd {
 }
 
 /**
- * The registry as the core sees it (sessions, turns and their events). SQLite implements it
- * (store/sqlite/sessions.ts). Synchronous for now: its callers (dispatcher, turn service) are being
- * made asynchronous separately; the ports added beside it (ledger, acts, budgets, tokens) are not.
+ * The registry as the core sees it (sessions, turns and their events). Asynchronous, like every port,
+ * so another store (PostgreSQL) can implement it; SQLite does (store/sqlite/sessions.ts). A write
+ * that must be one transaction is one method (create, beginTurn, markTurnLost…). Events of a turn
+ * are kept in the order `appendEvent` was called: callers await each before the next.
  */
 export interface SessionStore {
-  findActive(workItem: string): SessionRecord | undefined;
-  get(id: string): SessionRecord | undefined;
-  list(filter?: { workItem?: string; status?: SessionStatus; limit?: number }): SessionRecord[];
+  findActive(workItem: string): Promise<SessionRecord | undefined>;
+  get(id: string): Promise<SessionRecord | undefined>;
+  list(filter?: { workItem?: string; status?: SessionStatus; limit?: number }): Promise<SessionRecord[]>;
   /**
    * The slug a new session of this work item takes (its latest session's, else its own); throws
    * LoopError `slug-collision` when another work item holds it.
    */
-  slugFor(workItem: string): string;
+  slugFor(workItem: string): Promise<string>;
   /** A new active session; throws `slug-collision` when another work item holds its slug. */
-  create(input: NewSession): SessionRecord;
+  create(input: NewSession): Promise<SessionRecord>;
   /** Record the engine session id as confirmed by the engine. */
-  markEngineSessionStarted(id: string, engineSessionId: string): void;
-  setUsageBaseline(id: string, usage: Usage): void;
-  setCredential(id: string, kind: CredentialKind | null, env: string | null, payerId?: string | null): void;
-  close(id: string, reason: string): SessionRecord;
+  markEngineSessionStarted(id: string, engineSessionId: string): Promise<void>;
+  setUsageBaseline(id: string, usage: Usage): Promise<void>;
+  setCredential(
+    id: string,
+    kind: CredentialKind | null,
+    env: string | null,
+    payerId?: string | null,
+  ): Promise<void>;
+  close(id: string, reason: string): Promise<SessionRecord>;
   /** Hold deliveries to a session (null: release it). */
-  setHold(id: string, hold: SessionHold | null): void;
+  setHold(id: string, hold: SessionHold | null): Promise<void>;
   /** Raise a session's ceilings by these amounts (added to earlier raises). */
-  raiseBudget(id: string, raise: BudgetRaise): SessionRecord;
+  raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord>;
   /** An active session found gone (`lost`) or ended by its engine (`ended`), with what was seen. */
-  markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord;
+  markGone(id: string, status: 'lost' | 'ended', reason: string): Promise<SessionRecord>;
   /** Take over a running turn whose owner died (an adopting daemon): it is now this process's. */
-  adoptTurn(turnId: number): void;
+  adoptTurn(turnId: number): Promise<void>;
   /** Forget a turn's stored events (an adopted turn re-reads them from the engine's transcript). */
-  clearEvents(turnId: number): void;
+  clearEvents(turnId: number): Promise<void>;
   beginTurn(
     sessionId: string,
     input: {
@@ -223,30 +229,30 @@ export interface SessionStore {
       deliveryId?: string | undefined;
       guard?: TurnGuard | undefined;
     },
-  ): TurnRecord;
+  ): Promise<TurnRecord>;
   /** The session's running turn, else its latest (what the gateway attributes a request to). */
-  currentTurn(sessionId: string): TurnRecord | undefined;
+  currentTurn(sessionId: string): Promise<TurnRecord | undefined>;
   /** A TUI waits for a person (null: it went on). */
-  setWaiting(id: string, waiting: SessionWaiting | null): void;
+  setWaiting(id: string, waiting: SessionWaiting | null): Promise<void>;
   /** The turns run for one inbox delivery (normally one; more if a crash interrupted one). */
-  turnsForDelivery(deliveryId: string): TurnRecord[];
-  setTurnPid(turnId: number, pid: number): void;
-  appendEvent(turnId: number, event: TurnEvent): void;
-  finishTurn(turnId: number, end: TurnEnd): TurnRecord;
-  turns(sessionId: string): TurnRecord[];
-  events(turnId: number): StoredEvent[];
+  turnsForDelivery(deliveryId: string): Promise<TurnRecord[]>;
+  setTurnPid(turnId: number, pid: number): Promise<void>;
+  appendEvent(turnId: number, event: TurnEvent): Promise<void>;
+  finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord>;
+  turns(sessionId: string): Promise<TurnRecord[]>;
+  events(turnId: number): Promise<StoredEvent[]>;
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
   recoverLostTurns(
     isAlive: (pid: number) => boolean,
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options?: { skipRunners?: readonly string[] },
-  ): number;
+  ): Promise<number>;
   /** The turn running at `at` (ISO): the last one started before it, else the latest. */
-  turnAt(sessionId: string, at: string): TurnRecord | undefined;
+  turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined>;
   /** The sessions whose engine session id is known, with the meter of their last turn. */
-  engineSessions(): Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>;
+  engineSessions(): Promise<Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>>;
   /** Running turns whose owning process is gone, of sessions on one of these runners. */
-  orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[];
+  orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): Promise<TurnRecord[]>;
   /** Mark one running turn lost (its owner died and it cannot be adopted). */
-  markTurnLost(turnId: number, error: string): void;
+  markTurnLost(turnId: number, error: string): Promise<void>;
 }

@@ -55,7 +55,7 @@ export interface ServeKeysOptions {
   /** Creates (and checks) the socket's private directory; called before listening. */
   prepareDir: () => void;
   /** Why requests are refused now (e.g. the session has ended), or null; asked before each request. */
-  refusal?: (() => string | null) | undefined;
+  refusal?: (() => Promise<string | null>) | undefined;
 }
 
 /** Writes the checked keys of one request; throws (with a message for the client) when it cannot. */
@@ -153,7 +153,12 @@ function requestHandler(
   };
   const answer = async (line: string): Promise<KeysReply> => {
     // Asked at the wire, for each request: a turn that outlives its session (closed meanwhile) takes no keys.
-    const refused = refusal?.();
+    let refused: string | null | undefined;
+    try {
+      refused = await refusal?.();
+    } catch (error) {
+      refused = `cannot tell whether keys may reach it: ${error instanceof Error ? error.message : String(error)}`;
+    }
     if (refused) return { ok: false, error: refused };
     const request = parseKeysRequest(line);
     if (!request.ok) return request;

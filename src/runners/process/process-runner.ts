@@ -31,7 +31,7 @@ export interface ProcessRunnerOptions {
   /** The environment the runtime directory is found from (TMPDIR); default: this process's. */
   env?: Readonly<Record<string, string | undefined>> | undefined;
   /** A session's status in the registry: a turn's keys socket refuses requests once it is not `active`. */
-  sessionStatus?: ((sessionId: string) => string | undefined) | undefined;
+  sessionStatus?: ((sessionId: string) => Promise<string | undefined>) | undefined;
 }
 
 /**

@@ -18,7 +18,7 @@ export interface PtyKeysContext {
   /** The environment the runtime directory is found from (TMPDIR). */
   env: Readonly<Record<string, string | undefined>>;
   /** A session's status in the registry (undefined: unknown); keys reach an `active` one only. */
-  sessionStatus?: ((sessionId: string) => string | undefined) | undefined;
+  sessionStatus?: ((sessionId: string) => Promise<string | undefined>) | undefined;
 }
 
 /**
@@ -67,8 +67,8 @@ export async function serveTurnKeys(
     server = await serveKeys(keysSocketPath(dir, session.slug), (keys) => pressKeys(child(), keys), {
       prepareDir: () => ensureRuntimeDir(context.env, context.dataDir),
       refusal: sessionStatus
-        ? () => {
-            const status = sessionStatus(session.id);
+        ? async () => {
+            const status = await sessionStatus(session.id);
             return status === 'active'
               ? null
               : `the session is ${status ?? 'not in the registry'}: no keys reach it`;

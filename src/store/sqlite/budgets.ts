@@ -11,14 +11,6 @@ export class SqliteBudgets implements BudgetStore {
   constructor(private readonly db: Db) {}
 
   async usage(query: BudgetQuery): Promise<BudgetFigures> {
-    return this.usageNow(query);
-  }
-
-  /**
-   * The same, synchronously: for the dispatcher's pass, which decides what runs next inside one
-   * synchronous transaction (until it awaits its ports, this is how it reads the ceilings).
-   */
-  usageNow(query: BudgetQuery): BudgetFigures {
     const figures: BudgetFigures = {};
     if (query.turnsSince !== undefined)
       figures.turns = countTurns(this.db, query.scope, query.key, query.turnsSince);

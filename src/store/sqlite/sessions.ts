@@ -54,21 +54,28 @@ export class SqliteSessionStore implements SessionStore {
     return (this.options.now?.() ?? new Date()).toISOString();
   }
 
-  findActive(workItem: string): SessionRecord | undefined {
+  async findActive(workItem: string): Promise<SessionRecord | undefined> {
     const row = this.db
       .prepare("SELECT * FROM sessions WHERE work_item = ? AND status = 'active'")
       .get(workItemKey(workItem)) as SessionRow | undefined;
     return row && toSession(row);
   }
 
-  get(id: string): SessionRecord | undefined {
+  async get(id: string): Promise<SessionRecord | undefined> {
+    return this.session(id);
+  }
+
+  /** One session, read in the caller's step (the writes below return what they wrote). */
+  private session(id: string): SessionRecord | undefined {
     // Prepared once: the gateway asks on every request (preparing is most of a lookup's time).
     this.byId ??= this.db.prepare('SELECT * FROM sessions WHERE id = ?');
     const row = this.byId.get(id) as SessionRow | undefined;
     return row && toSession(row);
   }
 
-  list(filter: { workItem?: string; status?: SessionStatus; limit?: number } = {}): SessionRecord[] {
+  async list(
+    filter: { workItem?: string; status?: SessionStatus; limit?: number } = {},
+  ): Promise<SessionRecord[]> {
     const where: string[] = [];
     const args: unknown[] = [];
     if (filter.workItem) {
@@ -84,7 +91,7 @@ export class SqliteSessionStore implements SessionStore {
     return (this.db.prepare(sql).all(...args, filter.limit ?? 1000) as SessionRow[]).map(toSession);
   }
 
-  slugFor(workItem: string): string {
+  async slugFor(workItem: string): Promise<string> {
     const key = workItemKey(workItem);
     const own = this.db
       .prepare(
@@ -101,7 +108,7 @@ export class SqliteSessionStore implements SessionStore {
     return planSlug(key, uses);
   }
 
-  create(input: NewSession): SessionRecord {
+  async create(input: NewSession): Promise<SessionRecord> {
     const id = randomUUID();
     const at = this.now();
     const workItem = workItemKey(input.workItem);
@@ -143,7 +150,7 @@ export class SqliteSessionStore implements SessionStore {
       }
       throw error;
     }
-    return this.get(id) as SessionRecord;
+    return this.session(id) as SessionRecord;
   }
 
   private touch(id: string, sql: string, ...args: unknown[]): void {
@@ -153,73 +160,73 @@ export class SqliteSessionStore implements SessionStore {
     if (info.changes === 0) throw new LoopError('session-missing', `no session ${id}`);
   }
 
-  markEngineSessionStarted(id: string, engineSessionId: string): void {
+  async markEngineSessionStarted(id: string, engineSessionId: string): Promise<void> {
     this.touch(id, 'engine_session_id = ?, engine_session_started = 1', engineSessionId);
   }
 
-  setUsageBaseline(id: string, usage: Usage): void {
+  async setUsageBaseline(id: string, usage: Usage): Promise<void> {
     this.touch(id, 'usage_baseline = ?', JSON.stringify(usage));
   }
 
-  setCredential(
+  async setCredential(
     id: string,
     kind: CredentialKind | null,
     env: string | null,
     payerId: string | null = null,
-  ): void {
+  ): Promise<void> {
     this.touch(id, 'credential_kind = ?, credential_env = ?, payer_id = ?', kind, env, payerId);
   }
 
-  close(id: string, reason: string): SessionRecord {
+  async close(id: string, reason: string): Promise<SessionRecord> {
     const at = this.now();
     this.db
       .prepare(
         "UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?, updated_at = ? WHERE id = ? AND status = 'active'",
       )
       .run(at, reason, at, id);
-    const session = this.get(id);
+    const session = this.session(id);
     if (!session) throw new LoopError('session-missing', `no session ${id}`);
     return session;
   }
 
-  setHold(id: string, hold: SessionHold | null): void {
+  async setHold(id: string, hold: SessionHold | null): Promise<void> {
     this.touch(id, 'hold = ?', hold ? JSON.stringify(hold) : null);
   }
 
-  raiseBudget(id: string, raise: BudgetRaise): SessionRecord {
-    const session = this.get(id);
+  async raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord> {
+    const session = this.session(id);
     if (!session) throw new LoopError('session-missing', `no session ${id}`);
     const next: BudgetRaise = { ...session.budgetRaise };
     for (const [k, v] of Object.entries(raise) as Array<[keyof BudgetRaise, number]>)
       next[k] = (next[k] ?? 0) + v;
     this.touch(id, 'budget_raise = ?', JSON.stringify(next));
-    return this.get(id) as SessionRecord;
+    return this.session(id) as SessionRecord;
   }
 
-  markGone(id: string, status: 'lost' | 'ended', reason: string): SessionRecord {
+  async markGone(id: string, status: 'lost' | 'ended', reason: string): Promise<SessionRecord> {
     const at = this.now();
     this.db
       .prepare(
         "UPDATE sessions SET status = ?, closed_at = ?, close_reason = ?, updated_at = ? WHERE id = ? AND status = 'active'",
       )
       .run(status, at, reason, at, id);
-    const session = this.get(id);
+    const session = this.session(id);
     if (!session) throw new LoopError('session-missing', `no session ${id}`);
     return session;
   }
 
-  adoptTurn(turnId: number): void {
+  async adoptTurn(turnId: number): Promise<void> {
     this.db
       .prepare("UPDATE turns SET owner_pid = ? WHERE id = ? AND status = 'running'")
       .run(process.pid, turnId);
   }
 
-  clearEvents(turnId: number): void {
+  async clearEvents(turnId: number): Promise<void> {
     this.db.prepare('DELETE FROM turn_events WHERE turn_id = ?').run(turnId);
     this.eventSeq.delete(turnId);
   }
 
-  beginTurn(
+  async beginTurn(
     sessionId: string,
     input: {
       promptDigest: string;
@@ -228,7 +235,7 @@ export class SqliteSessionStore implements SessionStore {
       deliveryId?: string | undefined;
       guard?: TurnGuard | undefined;
     },
-  ): TurnRecord {
+  ): Promise<TurnRecord> {
     const begin = this.db.transaction(() => {
       const running = this.db
         .prepare("SELECT id, owner_pid FROM turns WHERE session_id = ? AND status = 'running'")
@@ -273,7 +280,7 @@ export class SqliteSessionStore implements SessionStore {
     return this.turn(id);
   }
 
-  currentTurn(sessionId: string): TurnRecord | undefined {
+  async currentTurn(sessionId: string): Promise<TurnRecord | undefined> {
     const row = this.db
       .prepare(
         "SELECT * FROM turns WHERE session_id = ? ORDER BY (status = 'running') DESC, seq DESC LIMIT 1",
@@ -282,7 +289,7 @@ export class SqliteSessionStore implements SessionStore {
     return row ? toTurn(row) : undefined;
   }
 
-  setWaiting(id: string, waiting: SessionWaiting | null): void {
+  async setWaiting(id: string, waiting: SessionWaiting | null): Promise<void> {
     this.db
       .prepare('UPDATE sessions SET waiting = ?, updated_at = ? WHERE id = ?')
       .run(waiting ? this.options.scrub(JSON.stringify(waiting)) : null, this.now(), id);
@@ -292,59 +299,66 @@ export class SqliteSessionStore implements SessionStore {
     return readTurn(this.db, id);
   }
 
-  setTurnPid(turnId: number, pid: number): void {
+  async setTurnPid(turnId: number, pid: number): Promise<void> {
     this.db.prepare('UPDATE turns SET pid = ? WHERE id = ?').run(pid, turnId);
   }
 
-  appendEvent(turnId: number, event: TurnEvent): void {
+  async appendEvent(turnId: number, event: TurnEvent): Promise<void> {
     const seq = (this.eventSeq.get(turnId) ?? lastEventSeq(this.db, turnId)) + 1;
     this.eventSeq.set(turnId, seq);
     insertTurnEvent(this.db, turnId, seq, this.now(), event, this.options.scrub(JSON.stringify(event)));
   }
 
-  finishTurn(turnId: number, end: TurnEnd): TurnRecord {
+  async finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord> {
     writeTurnEnd(this.db, turnId, end, this.options.scrub);
     this.eventSeq.delete(turnId);
     return this.turn(turnId);
   }
 
-  turnsForDelivery(deliveryId: string): TurnRecord[] {
+  async turnsForDelivery(deliveryId: string): Promise<TurnRecord[]> {
     return (
       this.db.prepare('SELECT * FROM turns WHERE delivery_id = ? ORDER BY id').all(deliveryId) as TurnRow[]
     ).map(toTurn);
   }
 
-  turns(sessionId: string): TurnRecord[] {
+  async turns(sessionId: string): Promise<TurnRecord[]> {
     return (
       this.db.prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY seq').all(sessionId) as TurnRow[]
     ).map(toTurn);
   }
 
-  events(turnId: number): StoredEvent[] {
+  async events(turnId: number): Promise<StoredEvent[]> {
     return readTurnEvents(this.db, turnId);
   }
 
-  recoverLostTurns(
+  async recoverLostTurns(
     isAlive: (pid: number) => boolean,
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options: { skipRunners?: readonly string[] } = {},
-  ): number {
+  ): Promise<number> {
     let lost = 0;
     for (const turn of runningTurns(this.db)) {
       if (options.skipRunners?.includes(turn.runner)) continue;
       if (!ownerGone(turn.owner_pid, isAlive)) continue;
-      this.markTurnLost(turn.id, 'the process running this turn ended without recording its end');
+      markTurnLost(
+        this.db,
+        turn.id,
+        this.now(),
+        'the process running this turn ended without recording its end',
+      );
       onLost?.({ id: turn.id, pid: turn.pid, startedAt: turn.started_at });
       lost += 1;
     }
     return lost;
   }
 
-  turnAt(sessionId: string, at: string): TurnRecord | undefined {
+  async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {
     return turnAt(this.db, sessionId, at);
   }
 
-  engineSessions(): Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }> {
+  async engineSessions(): Promise<
+    Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>
+  > {
     const rows = this.db
       .prepare(
         `SELECT s.*, (SELECT meter FROM turns t WHERE t.session_id = s.id ORDER BY t.id DESC LIMIT 1) AS last_meter
@@ -358,11 +372,11 @@ export class SqliteSessionStore implements SessionStore {
     }));
   }
 
-  orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): TurnRecord[] {
+  async orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): Promise<TurnRecord[]> {
     return orphanTurns(this.db, isAlive, runners);
   }
 
-  markTurnLost(turnId: number, error: string): void {
+  async markTurnLost(turnId: number, error: string): Promise<void> {
     markTurnLost(this.db, turnId, this.now(), error);
   }
 }

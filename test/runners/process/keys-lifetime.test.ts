@@ -44,13 +44,17 @@ describe('keys socket: refused once the session has ended', () => {
   const store = new SqliteSessionStore(db, { scrub: (t) => t });
   const env = { TMPDIR: dir };
   // As main.ts wires it: the status comes from the registry, asked per request.
-  const runner = new ProcessRunner({ dataDir: dir, env, sessionStatus: (id) => store.get(id)?.status });
+  const runner = new ProcessRunner({
+    dataDir: dir,
+    env,
+    sessionStatus: async (id) => (await store.get(id))?.status,
+  });
   const client = new ProcessRunner({ dataDir: dir, env });
 
   it('takes keys while the session is active, and refuses them at the wire after it is closed', async () => {
     const workItem = 'github:octo/widgets#7';
     const slug = workItemSlug(parseWorkItem(workItem));
-    const session = store.create({
+    const session = await store.create({
       workItem,
       slug,
       engine: 'fake',
@@ -89,7 +93,7 @@ describe('keys socket: refused once the session has ended', () => {
 
     expect(await ask(['a'])).toEqual({ ok: true, sent: [{ key: 'a', literal: true }] });
 
-    store.close(session.id, 'closed by hand');
+    await store.close(session.id, 'closed by hand');
     // A client that skips the CLI's own check is refused by the socket itself.
     expect(await ask(['b', 'Escape'])).toEqual({
       ok: false,
@@ -103,7 +107,7 @@ describe('keys socket: refused once the session has ended', () => {
       "the engine's terminal took no keys: the session is closed: no keys reach it",
     );
     // A new session of the same work item (same slug) does not revive the old turn's socket.
-    store.create({
+    await store.create({
       workItem,
       slug,
       engine: 'fake',

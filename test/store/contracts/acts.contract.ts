@@ -28,9 +28,9 @@ export function actsContract(open: OpenWorld): void {
     const extra: PortWorld[] = [];
     beforeEach(async () => {
       world = await open({ scrub: (t) => t.replaceAll('SECRET', '[secret]') });
-      const session = newSession(world);
-      newTurn(world, session);
-      const second = newTurn(world, session);
+      const session = await newSession(world);
+      await newTurn(world, session);
+      const second = await newTurn(world, session);
       turn = {
         id: second.id,
         seq: second.seq,

@@ -17,14 +17,14 @@ export function budgetsContract(open: OpenWorld): void {
     });
 
     it('counts the turns of a session, and of every session of its work item, since a time', async () => {
-      const first = newSession(world);
-      newTurn(world, first);
-      newTurn(world, first);
-      world.sessions.close(first.id, 'done');
-      const second = newSession(world, first.workItem);
-      newTurn(world, second);
-      const other = newSession(world);
-      newTurn(world, other);
+      const first = await newSession(world);
+      await newTurn(world, first);
+      await newTurn(world, first);
+      await world.sessions.close(first.id, 'done');
+      const second = await newSession(world, first.workItem);
+      await newTurn(world, second);
+      const other = await newSession(world);
+      await newTurn(world, other);
       expect(await world.budgets.usage({ scope: 'session', key: second.id, turnsSince: '' })).toEqual({
         turns: 1,
       });
@@ -40,7 +40,7 @@ export function budgetsContract(open: OpenWorld): void {
     });
 
     it("sums all tokens and the priced rows' dollars; only the figures asked are answered", async () => {
-      const session = newSession(world);
+      const session = await newSession(world);
       const mine = { sessionId: session.id, workItem: session.workItem };
       await world.ledger.add(
         [
@@ -88,8 +88,8 @@ export function tokensContract(open: OpenWorld): void {
     });
 
     it("names a kept hash's session until it is revoked, one token or all of a session's", async () => {
-      const a = newSession(world);
-      const b = newSession(world);
+      const a = await newSession(world);
+      const b = await newSession(world);
       const at = '2026-03-01T10:00:00.000Z';
       await world.tokens.add('h1', a.id, at);
       await world.tokens.add('h2', a.id, at);
@@ -106,7 +106,7 @@ export function tokensContract(open: OpenWorld): void {
     });
 
     it('a revocation is seen by another connection, and tokens outlive a restart', async () => {
-      const s = newSession(world);
+      const s = await newSession(world);
       await world.tokens.add('kept', s.id, 'now');
       await world.tokens.add('revoked', s.id, 'now');
       const other = await world.another();

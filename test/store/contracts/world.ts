@@ -28,7 +28,10 @@ export interface PortWorld {
 export type OpenWorld = (options: { scrub: (text: string) => string }) => Promise<PortWorld>;
 
 let n = 0;
-export function newSession(world: PortWorld, workItem = `github:octo/widgets#${++n}`): SessionRecord {
+export function newSession(
+  world: PortWorld,
+  workItem = `github:octo/widgets#${++n}`,
+): Promise<SessionRecord> {
   return world.sessions.create({
     workItem,
     slug: `github-octo-widgets-${n}-${Math.random().toString(36).slice(2, 8)}`,
@@ -41,8 +44,8 @@ export function newSession(world: PortWorld, workItem = `github:octo/widgets#${+
   });
 }
 
-export function newTurn(world: PortWorld, session: SessionRecord): TurnRecord {
-  const turn = world.sessions.beginTurn(session.id, {
+export async function newTurn(world: PortWorld, session: SessionRecord): Promise<TurnRecord> {
+  const turn = await world.sessions.beginTurn(session.id, {
     promptDigest: 'd',
     promptBytes: 1,
     meter: 'stream-json',

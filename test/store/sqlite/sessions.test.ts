@@ -8,7 +8,7 @@ import { parseWorkItem, workItemSlug } from '../../../src/core/work-item.js';
 import { type Db, openDb } from '../../../src/store/db.js';
 import { MIGRATIONS } from '../../../src/store/migrations/index.js';
 import { SqliteSessionStore } from '../../../src/store/sqlite/sessions.js';
-import { thrown } from '../../helpers/check.js';
+import { rejected, thrown } from '../../helpers/check.js';
 
 let dir: string;
 let dbPath: string;
@@ -70,14 +70,14 @@ const end = (fields: Partial<TurnEnd> = {}): TurnEnd => ({
 });
 
 describe('openDb and migrations', () => {
-  it('creates the file (and its directory), applies migration 1 once; reopening is idempotent', () => {
+  it('creates the file (and its directory), applies migration 1 once; reopening is idempotent', async () => {
     const first = openDb(dbPath);
     open.push(first);
     expect(existsSync(dbPath)).toBe(true);
     const rows = () => first.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
     const all = MIGRATIONS.map((m) => ({ version: m.version, name: m.name }));
     expect(rows()).toEqual(all);
-    first.close();
+    await first.close();
     const again = openDb(dbPath);
     open.push(again);
     expect(again.prepare('SELECT version, name FROM schema_migrations').all()).toEqual(all);
@@ -104,12 +104,12 @@ describe('openDb and migrations', () => {
     expect(again.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 
-  it('data survives a reopen', () => {
+  it('data survives a reopen', async () => {
     const { db, store } = openStore();
-    const session = store.create(newSession());
+    const session = await store.create(newSession());
     db.close();
     const { store: reopened } = openStore();
-    expect(reopened.get(session.id)).toEqual(session);
+    expect(await reopened.get(session.id)).toEqual(session);
   });
 
   it('a registry with a newer schema version than known → LoopError store-failed, and the file is left alone', () => {
@@ -151,11 +151,11 @@ describe('openDb and migrations', () => {
 });
 
 describe('sessions', () => {
-  it('create / get / findActive / list / close', () => {
+  it('create / get / findActive / list / close', async () => {
     const times = ['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:02.000Z'];
     let i = 0;
     const { store } = openStore({ now: () => new Date(times[Math.min(i++, times.length - 1)] as string) });
-    const a = store.create(newSession('github:octo/widgets#1'));
+    const a = await store.create(newSession('github:octo/widgets#1'));
     expect(a).toMatchObject({
       workItem: 'github:octo/widgets#1',
       slug: workItemSlug(parseWorkItem('github:octo/widgets#1')),
@@ -173,7 +173,7 @@ describe('sessions', () => {
       closeReason: null,
     });
     expect(a.id).toMatch(/^[0-9a-f-]{36}$/);
-    const b = store.create(
+    const b = await store.create(
       newSession('github:octo/widgets#2', {
         engineSessionId: null,
         credentialKind: null,
@@ -183,88 +183,88 @@ describe('sessions', () => {
     expect(b.engineSessionId).toBeNull();
     expect(b.credentialKind).toBeNull();
 
-    expect(store.findActive('github:octo/widgets#1')?.id).toBe(a.id);
-    expect(store.findActive('github:octo/widgets#3')).toBeUndefined();
-    expect(store.get('no-such-id')).toBeUndefined();
+    expect((await store.findActive('github:octo/widgets#1'))?.id).toBe(a.id);
+    expect(await store.findActive('github:octo/widgets#3')).toBeUndefined();
+    expect(await store.get('no-such-id')).toBeUndefined();
     // Newest first.
-    expect(store.list().map((s) => s.id)).toEqual([b.id, a.id]);
-    expect(store.list({ workItem: 'github:octo/widgets#2' }).map((s) => s.id)).toEqual([b.id]);
-    expect(store.list({ limit: 1 }).map((s) => s.id)).toEqual([b.id]);
+    expect((await store.list()).map((s) => s.id)).toEqual([b.id, a.id]);
+    expect((await store.list({ workItem: 'github:octo/widgets#2' })).map((s) => s.id)).toEqual([b.id]);
+    expect((await store.list({ limit: 1 })).map((s) => s.id)).toEqual([b.id]);
 
-    const closed = store.close(a.id, 'issue closed');
+    const closed = await store.close(a.id, 'issue closed');
     expect(closed).toMatchObject({ status: 'closed', closeReason: 'issue closed' });
     expect(closed.closedAt).not.toBeNull();
-    expect(store.findActive('github:octo/widgets#1')).toBeUndefined();
-    expect(store.list({ status: 'active' }).map((s) => s.id)).toEqual([b.id]);
-    expect(store.list({ status: 'closed' }).map((s) => s.id)).toEqual([a.id]);
+    expect(await store.findActive('github:octo/widgets#1')).toBeUndefined();
+    expect((await store.list({ status: 'active' })).map((s) => s.id)).toEqual([b.id]);
+    expect((await store.list({ status: 'closed' })).map((s) => s.id)).toEqual([a.id]);
   });
 
-  it('closing twice keeps the first close; closing an unknown session → session-missing', () => {
+  it('closing twice keeps the first close; closing an unknown session → session-missing', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const first = store.close(s.id, 'first');
-    expect(store.close(s.id, 'second')).toEqual(first);
-    expect(thrown(() => store.close('nope', 'x')).code).toBe('session-missing');
+    const s = await store.create(newSession());
+    const first = await store.close(s.id, 'first');
+    expect(await store.close(s.id, 'second')).toEqual(first);
+    expect((await rejected(() => store.close('nope', 'x'))).code).toBe('session-missing');
   });
 
-  it('a second active session for the same work item → session-busy; after close a new one is allowed', () => {
+  it('a second active session for the same work item → session-busy; after close a new one is allowed', async () => {
     const { store } = openStore();
-    const first = store.create(newSession());
-    const error = thrown(() => store.create(newSession()));
+    const first = await store.create(newSession());
+    const error = await rejected(() => store.create(newSession()));
     expect(error.code).toBe('session-busy');
     expect(error.message).toContain('github:octo/widgets#1');
     // A different work item is independent.
-    store.create(newSession('github:octo/widgets#2'));
-    store.close(first.id, 'done');
-    const second = store.create(newSession());
+    await store.create(newSession('github:octo/widgets#2'));
+    await store.close(first.id, 'done');
+    const second = await store.create(newSession());
     expect(second.id).not.toBe(first.id);
-    expect(store.findActive('github:octo/widgets#1')?.id).toBe(second.id);
-    expect(store.list({ workItem: 'github:octo/widgets#1' })).toHaveLength(2);
+    expect((await store.findActive('github:octo/widgets#1'))?.id).toBe(second.id);
+    expect(await store.list({ workItem: 'github:octo/widgets#1' })).toHaveLength(2);
   });
 
-  it('the one-active rule holds across two connections to the same file', () => {
+  it('the one-active rule holds across two connections to the same file', async () => {
     const { store: one } = openStore();
     const { store: two } = openStore();
-    one.create(newSession());
-    expect(thrown(() => two.create(newSession())).code).toBe('session-busy');
+    await one.create(newSession());
+    expect((await rejected(() => two.create(newSession()))).code).toBe('session-busy');
   });
 
-  it('markEngineSessionStarted records the confirmed id', () => {
+  it('markEngineSessionStarted records the confirmed id', async () => {
     const { store } = openStore();
-    const s = store.create(newSession('github:o/r#5', { engine: 'codex', engineSessionId: null }));
-    store.markEngineSessionStarted(s.id, '01a236ca-48e3-7de1-9e0c-9990f37e11eb');
-    expect(store.get(s.id)).toMatchObject({
+    const s = await store.create(newSession('github:o/r#5', { engine: 'codex', engineSessionId: null }));
+    await store.markEngineSessionStarted(s.id, '01a236ca-48e3-7de1-9e0c-9990f37e11eb');
+    expect(await store.get(s.id)).toMatchObject({
       engineSessionId: '01a236ca-48e3-7de1-9e0c-9990f37e11eb',
       engineSessionStarted: true,
     });
-    expect(thrown(() => store.markEngineSessionStarted('nope', 'x')).code).toBe('session-missing');
+    expect((await rejected(() => store.markEngineSessionStarted('nope', 'x'))).code).toBe('session-missing');
   });
 
-  it('setUsageBaseline round-trips a Usage; setCredential updates kind and variable', () => {
+  it('setUsageBaseline round-trips a Usage; setCredential updates kind and variable', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
+    const s = await store.create(newSession());
     const baseline = usage(1548, 53, 1152, 0, 12);
-    store.setUsageBaseline(s.id, baseline);
-    expect(store.get(s.id)?.usageBaseline).toEqual(baseline);
-    store.setCredential(s.id, 'subscription', 'CLAUDE_CODE_OAUTH_TOKEN');
-    expect(store.get(s.id)).toMatchObject({
+    await store.setUsageBaseline(s.id, baseline);
+    expect((await store.get(s.id))?.usageBaseline).toEqual(baseline);
+    await store.setCredential(s.id, 'subscription', 'CLAUDE_CODE_OAUTH_TOKEN');
+    expect(await store.get(s.id)).toMatchObject({
       credentialKind: 'subscription',
       credentialEnv: 'CLAUDE_CODE_OAUTH_TOKEN',
     });
-    store.setCredential(s.id, null, null);
-    expect(store.get(s.id)).toMatchObject({ credentialKind: null, credentialEnv: null });
-    expect(thrown(() => store.setUsageBaseline('nope', baseline)).code).toBe('session-missing');
+    await store.setCredential(s.id, null, null);
+    expect(await store.get(s.id)).toMatchObject({ credentialKind: null, credentialEnv: null });
+    expect((await rejected(() => store.setUsageBaseline('nope', baseline))).code).toBe('session-missing');
   });
 });
 
 describe('turns', () => {
-  it('beginTurn numbers turns 1, 2, 3 per session and records the owner pid', () => {
+  it('beginTurn numbers turns 1, 2, 3 per session and records the owner pid', async () => {
     const { store } = openStore({ ownerPid: 4242 });
-    const a = store.create(newSession('github:o/r#1'));
-    const b = store.create(newSession('github:o/r#2'));
+    const a = await store.create(newSession('github:o/r#1'));
+    const b = await store.create(newSession('github:o/r#2'));
     const seqs: number[] = [];
     for (let n = 0; n < 3; n++) {
-      const turn = store.beginTurn(a.id, turnInput);
+      const turn = await store.beginTurn(a.id, turnInput);
       expect(turn).toMatchObject({
         sessionId: a.id,
         status: 'running',
@@ -276,39 +276,39 @@ describe('turns', () => {
         costUsd: null,
       });
       seqs.push(turn.seq);
-      store.finishTurn(turn.id, end());
+      await store.finishTurn(turn.id, end());
     }
     expect(seqs).toEqual([1, 2, 3]);
     // Numbering is per session.
-    expect(store.beginTurn(b.id, turnInput).seq).toBe(1);
-    expect(store.turns(a.id).map((t) => t.seq)).toEqual([1, 2, 3]);
+    expect((await store.beginTurn(b.id, turnInput)).seq).toBe(1);
+    expect((await store.turns(a.id)).map((t) => t.seq)).toEqual([1, 2, 3]);
   });
 
-  it('beginTurn while a turn is running → session-busy (one turn at a time)', () => {
+  it('beginTurn while a turn is running → session-busy (one turn at a time)', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const running = store.beginTurn(s.id, turnInput);
-    const error = thrown(() => store.beginTurn(s.id, turnInput));
+    const s = await store.create(newSession());
+    const running = await store.beginTurn(s.id, turnInput);
+    const error = await rejected(() => store.beginTurn(s.id, turnInput));
     expect(error.code).toBe('session-busy');
     expect(error.message).toContain(String(running.id));
-    expect(store.turns(s.id)).toHaveLength(1);
-    store.finishTurn(running.id, end());
-    expect(store.beginTurn(s.id, turnInput).seq).toBe(2);
+    expect(await store.turns(s.id)).toHaveLength(1);
+    await store.finishTurn(running.id, end());
+    expect((await store.beginTurn(s.id, turnInput)).seq).toBe(2);
   });
 
-  it('beginTurn on a closed session → session-closed; on an unknown one → session-missing', () => {
+  it('beginTurn on a closed session → session-closed; on an unknown one → session-missing', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    store.close(s.id, 'done');
-    expect(thrown(() => store.beginTurn(s.id, turnInput)).code).toBe('session-closed');
-    expect(thrown(() => store.beginTurn('nope', turnInput)).code).toBe('session-missing');
-    expect(store.turns(s.id)).toEqual([]);
+    const s = await store.create(newSession());
+    await store.close(s.id, 'done');
+    expect((await rejected(() => store.beginTurn(s.id, turnInput))).code).toBe('session-closed');
+    expect((await rejected(() => store.beginTurn('nope', turnInput))).code).toBe('session-missing');
+    expect(await store.turns(s.id)).toEqual([]);
   });
 
-  it('appendEvent / events round-trip every event kind, in order, numbered from 1', () => {
+  it('appendEvent / events round-trip every event kind, in order, numbered from 1', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, turnInput);
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, turnInput);
     const events: TurnEvent[] = [
       { type: 'session', engineSessionId: 'abc', model: 'm' },
       { type: 'text', text: 'héllo 😀\nline two' },
@@ -319,35 +319,35 @@ describe('turns', () => {
       { type: 'diagnostic', message: 'not JSON: x' },
       { type: 'turn-end', ok: true, subtype: 'success' },
     ];
-    for (const event of events) store.appendEvent(turn.id, event);
-    const stored = store.events(turn.id);
+    for (const event of events) await store.appendEvent(turn.id, event);
+    const stored = await store.events(turn.id);
     expect(stored.map((e) => e.event)).toEqual(events);
     expect(stored.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(stored.every((e) => e.turnId === turn.id)).toBe(true);
-    expect(store.events(turn.id + 1000)).toEqual([]);
+    expect(await store.events(turn.id + 1000)).toEqual([]);
   });
 
-  it('event numbering continues from the stored maximum in a new store instance', () => {
+  it('event numbering continues from the stored maximum in a new store instance', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, turnInput);
-    store.appendEvent(turn.id, { type: 'text', text: 'a' });
-    store.appendEvent(turn.id, { type: 'text', text: 'b' });
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, turnInput);
+    await store.appendEvent(turn.id, { type: 'text', text: 'a' });
+    await store.appendEvent(turn.id, { type: 'text', text: 'b' });
     const { store: other } = openStore();
-    other.appendEvent(turn.id, { type: 'text', text: 'c' });
-    expect(other.events(turn.id).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
+    await other.appendEvent(turn.id, { type: 'text', text: 'c' });
+    expect((await other.events(turn.id)).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
       [1, 'a'],
       [2, 'b'],
       [3, 'c'],
     ]);
   });
 
-  it('finishTurn stores the end, usage and engine-reported cost', () => {
+  it('finishTurn stores the end, usage and engine-reported cost', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, turnInput);
-    store.setTurnPid(turn.id, 31337);
-    const finished = store.finishTurn(turn.id, end());
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, turnInput);
+    await store.setTurnPid(turn.id, 31337);
+    const finished = await store.finishTurn(turn.id, end());
     expect(finished).toMatchObject({
       status: 'succeeded',
       endReason: 'result',
@@ -361,14 +361,14 @@ describe('turns', () => {
       costBasis: 'engine-reported',
       error: null,
     });
-    expect(store.turns(s.id)).toEqual([finished]);
+    expect(await store.turns(s.id)).toEqual([finished]);
   });
 
-  it('usage null is stored as NULLs (not zeros) and reads back null; cost null has no basis', () => {
+  it('usage null is stored as NULLs (not zeros) and reads back null; cost null has no basis', async () => {
     const { db, store } = openStore();
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, { ...turnInput, meter: 'none' });
-    const finished = store.finishTurn(
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, { ...turnInput, meter: 'none' });
+    const finished = await store.finishTurn(
       turn.id,
       end({ status: 'succeeded', endReason: 'exit', usage: null, costUsd: null, model: null }),
     );
@@ -394,11 +394,11 @@ describe('turns', () => {
     });
   });
 
-  it('a metered turn of zero tokens and zero cost stays zero (not null)', () => {
+  it('a metered turn of zero tokens and zero cost stays zero (not null)', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, turnInput);
-    const finished = store.finishTurn(
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, turnInput);
+    const finished = await store.finishTurn(
       turn.id,
       end({ status: 'failed', usage: usage(0, 0), costUsd: 0, error: 'API Error' }),
     );
@@ -413,24 +413,27 @@ describe('scrubbing before storage', () => {
   const CANARY = 'sk-ant-canary-9f8e7d6c5b4a';
   const scrub = (text: string) => text.split(CANARY).join('[redacted]');
 
-  it('events and errors pass through scrub; the canary is nowhere in the database files', () => {
+  it('events and errors pass through scrub; the canary is nowhere in the database files', async () => {
     const { db, store } = openStore({ scrub });
     // A marker stored unscrubbed proves the byte search below can see stored text.
-    const s = store.create(newSession('github:octo/widgets#1', { cwd: '/work/visible-marker-1234' }));
-    const turn = store.beginTurn(s.id, turnInput);
-    store.appendEvent(turn.id, { type: 'text', text: `my key is ${CANARY}` });
-    store.appendEvent(turn.id, {
+    const s = await store.create(newSession('github:octo/widgets#1', { cwd: '/work/visible-marker-1234' }));
+    const turn = await store.beginTurn(s.id, turnInput);
+    await store.appendEvent(turn.id, { type: 'text', text: `my key is ${CANARY}` });
+    await store.appendEvent(turn.id, {
       type: 'tool-use',
       id: 't',
       name: 'Bash',
       input: { command: `echo ${CANARY}` },
     });
-    store.appendEvent(turn.id, { type: 'tool-result', id: 't', ok: true, summary: CANARY });
-    store.appendEvent(turn.id, { type: 'error', message: `401 for key ${CANARY}` });
-    const finished = store.finishTurn(turn.id, end({ status: 'failed', error: `Invalid API key ${CANARY}` }));
+    await store.appendEvent(turn.id, { type: 'tool-result', id: 't', ok: true, summary: CANARY });
+    await store.appendEvent(turn.id, { type: 'error', message: `401 for key ${CANARY}` });
+    const finished = await store.finishTurn(
+      turn.id,
+      end({ status: 'failed', error: `Invalid API key ${CANARY}` }),
+    );
 
     expect(finished.error).toBe('Invalid API key [redacted]');
-    const stored = store.events(turn.id).map((e) => e.event);
+    const stored = (await store.events(turn.id)).map((e) => e.event);
     expect(stored[0]).toEqual({ type: 'text', text: 'my key is [redacted]' });
     expect(stored[1]).toEqual({
       type: 'tool-use',
@@ -451,16 +454,16 @@ describe('scrubbing before storage', () => {
 });
 
 describe('recoverLostTurns', () => {
-  it('marks only running turns whose owner is dead as failed/lost', () => {
+  it('marks only running turns whose owner is dead as failed/lost', async () => {
     const { store: alive } = openStore({ ownerPid: 1001, now: () => new Date('2026-01-01T00:00:00.000Z') });
     const { store: dead } = openStore({ ownerPid: 2002, now: () => new Date('2026-01-01T00:00:00.000Z') });
-    const s1 = alive.create(newSession('github:o/r#1'));
-    const s2 = dead.create(newSession('github:o/r#2'));
-    const s3 = dead.create(newSession('github:o/r#3'));
-    const runningAlive = alive.beginTurn(s1.id, turnInput);
-    const runningDead = dead.beginTurn(s2.id, turnInput);
-    const finishedDead = dead.beginTurn(s3.id, turnInput);
-    dead.finishTurn(finishedDead.id, end());
+    const s1 = await alive.create(newSession('github:o/r#1'));
+    const s2 = await dead.create(newSession('github:o/r#2'));
+    const s3 = await dead.create(newSession('github:o/r#3'));
+    const runningAlive = await alive.beginTurn(s1.id, turnInput);
+    const runningDead = await dead.beginTurn(s2.id, turnInput);
+    const finishedDead = await dead.beginTurn(s3.id, turnInput);
+    await dead.finishTurn(finishedDead.id, end());
 
     const asked: number[] = [];
     const isAlive = (pid: number) => {
@@ -468,27 +471,27 @@ describe('recoverLostTurns', () => {
       return pid === 1001;
     };
     const { store: recovering } = openStore({ now: () => new Date('2026-01-02T00:00:00.000Z') });
-    expect(recovering.recoverLostTurns(isAlive)).toBe(1);
+    expect(await recovering.recoverLostTurns(isAlive)).toBe(1);
     expect(asked.sort()).toEqual([1001, 2002]);
 
-    expect(recovering.turns(s1.id)[0]).toMatchObject({
+    expect((await recovering.turns(s1.id))[0]).toMatchObject({
       id: runningAlive.id,
       status: 'running',
       endReason: null,
     });
-    expect(recovering.turns(s2.id)[0]).toMatchObject({
+    expect((await recovering.turns(s2.id))[0]).toMatchObject({
       id: runningDead.id,
       status: 'failed',
       endReason: 'lost',
       endedAt: '2026-01-02T00:00:00.000Z',
       usage: null,
     });
-    expect(recovering.turns(s2.id)[0]?.error).toContain('ended without recording its end');
+    expect((await recovering.turns(s2.id))[0]?.error).toContain('ended without recording its end');
     // A finished turn is never touched.
-    expect(recovering.turns(s3.id)[0]).toMatchObject({ status: 'succeeded', endReason: 'result' });
+    expect((await recovering.turns(s3.id))[0]).toMatchObject({ status: 'succeeded', endReason: 'result' });
     // Running it again finds nothing more; the lost session can take a new turn.
-    expect(recovering.recoverLostTurns(isAlive)).toBe(0);
-    expect(recovering.beginTurn(s2.id, turnInput).seq).toBe(2);
+    expect(await recovering.recoverLostTurns(isAlive)).toBe(0);
+    expect((await recovering.beginTurn(s2.id, turnInput)).seq).toBe(2);
   });
 });
 
@@ -537,7 +540,7 @@ describe('migration 4 (session-lost-ended) on a registry created at version 3', 
     return snapshot;
   }
 
-  it('keeps every row, reaches version 4 with foreign keys on, and now accepts lost/ended', () => {
+  it('keeps every row, reaches version 4 with foreign keys on, and now accepts lost/ended', async () => {
     const before = registryAtV3();
     expect(before.sessions).toHaveLength(2);
 
@@ -575,28 +578,30 @@ describe('migration 4 (session-lost-ended) on a registry created at version 3', 
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'sessions_v4'").all()).toEqual([]);
 
     const store = new SqliteSessionStore(db, { scrub: (t) => t });
-    expect(store.get('s-active')).toMatchObject({
+    expect(await store.get('s-active')).toMatchObject({
       workItem: 'github:o/r#1',
       status: 'active',
       engineSessionStarted: true,
       usageBaseline: { inputTokens: 1 },
       tmuxTarget: 'loop-github-o-r-1',
     });
-    expect(store.turns('s-active')[0]).toMatchObject({ status: 'running', deliveryId: 'd-1', costUsd: 0.25 });
-    expect(store.events(1).map((e) => e.event)).toEqual([{ type: 'text', text: 'hi' }]);
+    expect((await store.turns('s-active'))[0]).toMatchObject({
+      status: 'running',
+      deliveryId: 'd-1',
+      costUsd: 0.25,
+    });
+    expect((await store.events(1)).map((e) => e.event)).toEqual([{ type: 'text', text: 'hi' }]);
 
     // The partial unique index survived the rebuild: one active session per work item.
-    expect(thrown(() => store.create(newSession('github:o/r#1'))).code).toBe('session-busy');
-    expect(store.markGone('s-active', 'lost', 'tmux session gone').status).toBe('lost');
-    const next = store.create(newSession('github:o/r#1'));
-    expect(thrown(() => store.create(newSession('github:o/r#1'))).code).toBe('session-busy');
-    expect(store.markGone(next.id, 'ended', 'SessionEnd').status).toBe('ended');
-    expect(
-      store
-        .list({ workItem: 'github:o/r#1' })
-        .map((s) => s.status)
-        .sort(),
-    ).toEqual(['ended', 'lost']);
+    expect((await rejected(() => store.create(newSession('github:o/r#1')))).code).toBe('session-busy');
+    expect((await store.markGone('s-active', 'lost', 'tmux session gone')).status).toBe('lost');
+    const next = await store.create(newSession('github:o/r#1'));
+    expect((await rejected(() => store.create(newSession('github:o/r#1')))).code).toBe('session-busy');
+    expect((await store.markGone(next.id, 'ended', 'SessionEnd')).status).toBe('ended');
+    expect((await store.list({ workItem: 'github:o/r#1' })).map((s) => s.status).sort()).toEqual([
+      'ended',
+      'lost',
+    ]);
     expect(db.pragma('foreign_key_check')).toEqual([]);
   });
 
@@ -639,12 +644,12 @@ describe('migration 4 (session-lost-ended) on a registry created at version 3', 
 
 describe('markGone', () => {
   for (const status of ['lost', 'ended'] as const) {
-    it(`active → ${status}, with when and why; it sticks; a new session may start; no turn on the old one`, () => {
+    it(`active → ${status}, with when and why; it sticks; a new session may start; no turn on the old one`, async () => {
       const times = ['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:07.000Z', '2026-01-01T00:00:09.000Z'];
       let i = 0;
       const { store } = openStore({ now: () => new Date(times[Math.min(i++, times.length - 1)] as string) });
-      const s = store.create(newSession('github:o/r#1', { runner: 'tmux' }));
-      const gone = store.markGone(s.id, status, 'tmux session loop-github-o-r-1 is gone');
+      const s = await store.create(newSession('github:o/r#1', { runner: 'tmux' }));
+      const gone = await store.markGone(s.id, status, 'tmux session loop-github-o-r-1 is gone');
       expect(gone).toMatchObject({
         id: s.id,
         status,
@@ -652,102 +657,110 @@ describe('markGone', () => {
         closeReason: 'tmux session loop-github-o-r-1 is gone',
         updatedAt: times[1],
       });
-      expect(store.get(s.id)).toEqual(gone);
+      expect(await store.get(s.id)).toEqual(gone);
 
       // Neither a second markGone nor a close changes a session that is no longer active.
-      expect(store.markGone(s.id, status === 'lost' ? 'ended' : 'lost', 'again')).toEqual(gone);
-      expect(store.close(s.id, 'closed later')).toEqual(gone);
+      expect(await store.markGone(s.id, status === 'lost' ? 'ended' : 'lost', 'again')).toEqual(gone);
+      expect(await store.close(s.id, 'closed later')).toEqual(gone);
 
-      expect(store.findActive('github:o/r#1')).toBeUndefined();
-      expect(store.list({ status }).map((x) => x.id)).toEqual([s.id]);
+      expect(await store.findActive('github:o/r#1')).toBeUndefined();
+      expect((await store.list({ status })).map((x) => x.id)).toEqual([s.id]);
 
-      const error = thrown(() => store.beginTurn(s.id, turnInput));
+      const error = await rejected(() => store.beginTurn(s.id, turnInput));
       expect(error.code).toBe('session-closed');
       expect(error.message).toContain(status);
       expect(error.message).toContain(s.id);
-      expect(store.turns(s.id)).toEqual([]);
+      expect(await store.turns(s.id)).toEqual([]);
 
-      const fresh = store.create(newSession('github:o/r#1', { runner: 'tmux' }));
-      expect(store.findActive('github:o/r#1')?.id).toBe(fresh.id);
-      expect(store.beginTurn(fresh.id, turnInput).seq).toBe(1);
+      const fresh = await store.create(newSession('github:o/r#1', { runner: 'tmux' }));
+      expect((await store.findActive('github:o/r#1'))?.id).toBe(fresh.id);
+      expect((await store.beginTurn(fresh.id, turnInput)).seq).toBe(1);
     });
   }
 
-  it('a closed session is not turned into a lost one; an unknown id → session-missing', () => {
+  it('a closed session is not turned into a lost one; an unknown id → session-missing', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    const closed = store.close(s.id, 'issue closed');
-    expect(store.markGone(s.id, 'lost', 'x')).toEqual(closed);
-    expect(thrown(() => store.markGone('nope', 'lost', 'x')).code).toBe('session-missing');
+    const s = await store.create(newSession());
+    const closed = await store.close(s.id, 'issue closed');
+    expect(await store.markGone(s.id, 'lost', 'x')).toEqual(closed);
+    expect((await rejected(() => store.markGone('nope', 'lost', 'x'))).code).toBe('session-missing');
   });
 
-  it('beginTurn on a closed session names "closed"', () => {
+  it('beginTurn on a closed session names "closed"', async () => {
     const { store } = openStore();
-    const s = store.create(newSession());
-    store.close(s.id, 'done');
-    expect(thrown(() => store.beginTurn(s.id, turnInput)).message).toContain('closed');
+    const s = await store.create(newSession());
+    await store.close(s.id, 'done');
+    expect((await rejected(() => store.beginTurn(s.id, turnInput))).message).toContain('closed');
   });
 });
 
 describe('recoverLostTurns with skipRunners', () => {
-  it('leaves a tmux turn whose owner died running, and marks a process turn lost', () => {
+  it('leaves a tmux turn whose owner died running, and marks a process turn lost', async () => {
     const { store: dead } = openStore({ ownerPid: 2002 });
-    const tmux = dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
-    const proc = dead.create(newSession('github:o/r#2', { runner: 'process' }));
-    const tmuxTurn = dead.beginTurn(tmux.id, turnInput);
-    const procTurn = dead.beginTurn(proc.id, turnInput);
+    const tmux = await dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
+    const proc = await dead.create(newSession('github:o/r#2', { runner: 'process' }));
+    const tmuxTurn = await dead.beginTurn(tmux.id, turnInput);
+    const procTurn = await dead.beginTurn(proc.id, turnInput);
 
     const { store } = openStore();
     const lost: number[] = [];
     expect(
-      store.recoverLostTurns(
+      await store.recoverLostTurns(
         () => false,
         (t) => lost.push(t.id),
         { skipRunners: ['tmux'] },
       ),
     ).toBe(1);
     expect(lost).toEqual([procTurn.id]);
-    expect(store.turns(tmux.id)[0]).toMatchObject({ id: tmuxTurn.id, status: 'running', endReason: null });
-    expect(store.turns(proc.id)[0]).toMatchObject({ id: procTurn.id, status: 'failed', endReason: 'lost' });
+    expect((await store.turns(tmux.id))[0]).toMatchObject({
+      id: tmuxTurn.id,
+      status: 'running',
+      endReason: null,
+    });
+    expect((await store.turns(proc.id))[0]).toMatchObject({
+      id: procTurn.id,
+      status: 'failed',
+      endReason: 'lost',
+    });
     // Without the skip list the tmux turn is lost too.
-    expect(store.recoverLostTurns(() => false)).toBe(1);
-    expect(store.turns(tmux.id)[0]).toMatchObject({ status: 'failed', endReason: 'lost' });
+    expect(await store.recoverLostTurns(() => false)).toBe(1);
+    expect((await store.turns(tmux.id))[0]).toMatchObject({ status: 'failed', endReason: 'lost' });
   });
 });
 
 describe('orphan turns and adoption', () => {
-  it('orphanTurns: only running turns with a dead owner, of sessions on the given runners; it changes nothing', () => {
+  it('orphanTurns: only running turns with a dead owner, of sessions on the given runners; it changes nothing', async () => {
     const { store: dead } = openStore({ ownerPid: 2002 });
     const { store: alive } = openStore({ ownerPid: 1001 });
     const { store: mine } = openStore(); // owner: this very pid (an earlier life of it)
-    const a = dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
-    const b = alive.create(newSession('github:o/r#2', { runner: 'tmux' }));
-    const c = dead.create(newSession('github:o/r#3', { runner: 'tmux' }));
-    const d = dead.create(newSession('github:o/r#4', { runner: 'process' }));
-    const e = mine.create(newSession('github:o/r#5', { runner: 'tmux' }));
-    const orphan = dead.beginTurn(a.id, turnInput);
-    alive.beginTurn(b.id, turnInput);
-    dead.finishTurn(dead.beginTurn(c.id, turnInput).id, end());
-    dead.beginTurn(d.id, turnInput);
-    const ownOrphan = mine.beginTurn(e.id, turnInput);
+    const a = await dead.create(newSession('github:o/r#1', { runner: 'tmux' }));
+    const b = await alive.create(newSession('github:o/r#2', { runner: 'tmux' }));
+    const c = await dead.create(newSession('github:o/r#3', { runner: 'tmux' }));
+    const d = await dead.create(newSession('github:o/r#4', { runner: 'process' }));
+    const e = await mine.create(newSession('github:o/r#5', { runner: 'tmux' }));
+    const orphan = await dead.beginTurn(a.id, turnInput);
+    await alive.beginTurn(b.id, turnInput);
+    await dead.finishTurn((await dead.beginTurn(c.id, turnInput)).id, end());
+    await dead.beginTurn(d.id, turnInput);
+    const ownOrphan = await mine.beginTurn(e.id, turnInput);
 
     const { store } = openStore();
     const isAlive = (pid: number) => pid === 1001;
-    const found = store.orphanTurns(isAlive, ['tmux']);
+    const found = await store.orphanTurns(isAlive, ['tmux']);
     expect(found.map((t) => t.id)).toEqual([orphan.id, ownOrphan.id]);
     expect(found[0]).toMatchObject({ sessionId: a.id, status: 'running' });
-    expect(store.orphanTurns(isAlive, ['process']).map((t) => t.sessionId)).toEqual([d.id]);
-    expect(store.orphanTurns(isAlive, [])).toEqual([]);
+    expect((await store.orphanTurns(isAlive, ['process'])).map((t) => t.sessionId)).toEqual([d.id]);
+    expect(await store.orphanTurns(isAlive, [])).toEqual([]);
     // Looking changes nothing.
-    expect(store.turns(a.id)[0]?.status).toBe('running');
+    expect((await store.turns(a.id))[0]?.status).toBe('running');
   });
 
-  it('markTurnLost: failed / lost / error, only for a running turn', () => {
+  it('markTurnLost: failed / lost / error, only for a running turn', async () => {
     const { store } = openStore({ now: () => new Date('2026-01-03T00:00:00.000Z') });
-    const s = store.create(newSession());
-    const turn = store.beginTurn(s.id, turnInput);
-    store.markTurnLost(turn.id, 'could not be adopted: tmux session gone');
-    const lost = store.turns(s.id)[0];
+    const s = await store.create(newSession());
+    const turn = await store.beginTurn(s.id, turnInput);
+    await store.markTurnLost(turn.id, 'could not be adopted: tmux session gone');
+    const lost = (await store.turns(s.id))[0];
     expect(lost).toMatchObject({
       status: 'failed',
       endReason: 'lost',
@@ -756,7 +769,7 @@ describe('orphan turns and adoption', () => {
       usage: null,
     });
     // What it used was not measured: it is an unmetered run in the ledger, once.
-    store.markTurnLost(turn.id, 'again');
+    await store.markTurnLost(turn.id, 'again');
     const { db } = openStore();
     expect(db.prepare('SELECT turn_id, engine, runner, reason FROM unmetered_drives').all()).toEqual([
       {
@@ -767,51 +780,51 @@ describe('orphan turns and adoption', () => {
       },
     ]);
     // A finished turn keeps its end.
-    const next = store.beginTurn(s.id, turnInput);
-    const finished = store.finishTurn(next.id, end());
-    store.markTurnLost(next.id, 'late');
-    expect(store.turns(s.id)[1]).toEqual(finished);
-    expect(store.turns(s.id)[0]).toEqual(lost);
+    const next = await store.beginTurn(s.id, turnInput);
+    const finished = await store.finishTurn(next.id, end());
+    await store.markTurnLost(next.id, 'late');
+    expect((await store.turns(s.id))[1]).toEqual(finished);
+    expect((await store.turns(s.id))[0]).toEqual(lost);
   });
 
-  it('adoptTurn makes this process the owner of a running turn, and leaves a finished one alone', () => {
+  it('adoptTurn makes this process the owner of a running turn, and leaves a finished one alone', async () => {
     const { db, store: dead } = openStore({ ownerPid: 2002 });
-    const s1 = dead.create(newSession('github:o/r#1'));
-    const s2 = dead.create(newSession('github:o/r#2'));
-    const running = dead.beginTurn(s1.id, turnInput);
-    const finished = dead.beginTurn(s2.id, turnInput);
-    dead.finishTurn(finished.id, end());
+    const s1 = await dead.create(newSession('github:o/r#1'));
+    const s2 = await dead.create(newSession('github:o/r#2'));
+    const running = await dead.beginTurn(s1.id, turnInput);
+    const finished = await dead.beginTurn(s2.id, turnInput);
+    await dead.finishTurn(finished.id, end());
     const ownerOf = (id: number) =>
       (db.prepare('SELECT owner_pid FROM turns WHERE id = ?').get(id) as { owner_pid: number }).owner_pid;
     expect(ownerOf(running.id)).toBe(2002);
 
     const { store } = openStore();
-    store.adoptTurn(running.id);
-    store.adoptTurn(finished.id);
+    await store.adoptTurn(running.id);
+    await store.adoptTurn(finished.id);
     expect(ownerOf(running.id)).toBe(process.pid);
     expect(ownerOf(finished.id)).toBe(2002);
-    expect(store.turns(s1.id)[0]?.status).toBe('running');
+    expect((await store.turns(s1.id))[0]?.status).toBe('running');
   });
 
-  it('clearEvents removes one turn’s events and numbering restarts at 1', () => {
+  it('clearEvents removes one turn’s events and numbering restarts at 1', async () => {
     const { store } = openStore();
-    const s1 = store.create(newSession('github:o/r#1'));
-    const s2 = store.create(newSession('github:o/r#2'));
-    const t1 = store.beginTurn(s1.id, turnInput);
-    const t2 = store.beginTurn(s2.id, turnInput);
-    for (const text of ['a', 'b', 'c']) store.appendEvent(t1.id, { type: 'text', text });
-    store.appendEvent(t2.id, { type: 'text', text: 'other' });
+    const s1 = await store.create(newSession('github:o/r#1'));
+    const s2 = await store.create(newSession('github:o/r#2'));
+    const t1 = await store.beginTurn(s1.id, turnInput);
+    const t2 = await store.beginTurn(s2.id, turnInput);
+    for (const text of ['a', 'b', 'c']) await store.appendEvent(t1.id, { type: 'text', text });
+    await store.appendEvent(t2.id, { type: 'text', text: 'other' });
 
-    store.clearEvents(t1.id);
-    expect(store.events(t1.id)).toEqual([]);
-    expect(store.events(t2.id).map((e) => e.seq)).toEqual([1]);
+    await store.clearEvents(t1.id);
+    expect(await store.events(t1.id)).toEqual([]);
+    expect((await store.events(t2.id)).map((e) => e.seq)).toEqual([1]);
 
     // The same store instance numbered t1's events already: its cached counter is reset too.
-    store.appendEvent(t1.id, { type: 'text', text: 'replayed' });
-    expect(store.events(t1.id).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
+    await store.appendEvent(t1.id, { type: 'text', text: 'replayed' });
+    expect((await store.events(t1.id)).map((e) => [e.seq, (e.event as { text: string }).text])).toEqual([
       [1, 'replayed'],
     ]);
-    store.appendEvent(t2.id, { type: 'text', text: 'other 2' });
-    expect(store.events(t2.id).map((e) => e.seq)).toEqual([1, 2]);
+    await store.appendEvent(t2.id, { type: 'text', text: 'other 2' });
+    expect((await store.events(t2.id)).map((e) => e.seq)).toEqual([1, 2]);
   });
 });
