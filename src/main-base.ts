@@ -2,12 +2,10 @@ import { join } from 'node:path';
 import type { ActStore } from './acts/audit.js';
 import { prepareDataDir } from './config/data-dir.js';
 import { type LoadedConfig, loadConfig } from './config/load.js';
-import { TOKEN_PATTERN } from './core/capability-token.js';
-import { credentialValues } from './gateway/credentials.js';
+import { scrubberFor } from './guard/scrubber.js';
 import { Ledger } from './ledger/ledger.js';
 import { pricesFromConfig, priceTable } from './ledger/pricing.js';
-import { createLogger, fileSink, type Logger, SecretScrubber } from './log/logger.js';
-import { looksLikeKey } from './log/secret-forms.js';
+import { createLogger, fileSink, type Logger, type SecretScrubber } from './log/logger.js';
 import { type Db, openDb } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -47,22 +45,6 @@ export interface AppOptions {
 }
 
 export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
-
-/**
- * The scrubber of a command: every credential the config and environment can give an engine or the
- * gateway (masked in every form), the other values read through `env:` into secret places (whole
- * only, unless they look like a key: a URL or a path there is ordinary text), and capability tokens.
- */
-export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
-  const scrubber = new SecretScrubber();
-  for (const value of loaded.secretValues) scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
-  for (const value of credentialValues(loaded.engines, env, loaded.config.credentials))
-    scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
-  scrubber.add(loaded.config.webhook.secret);
-  // The gateway's capability tokens, whichever process minted them.
-  scrubber.addPattern(TOKEN_PATTERN);
-  return scrubber;
-}
 
 export function openBase(options: AppOptions): Base {
   const loaded = loadConfig(options);
