@@ -13,7 +13,7 @@ import { createIngressHandler, webhookSecret } from './github/ingress.js';
 import { routeEvent } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
-import { heldReason, holdIfOverBudget } from './ledger/budget-hold.js';
+import { heldReason, holdAfterTurn } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
@@ -167,7 +167,7 @@ function createTurnService(
     afterTurn: async (session) => {
       // A key the model echoed is masked in the files its engine wrote, as in the registry.
       scrubSession(session.slug);
-      if (session.status === 'active') await holdIfOverBudget({ budgets, store, logger, loaded }, session);
+      await holdAfterTurn({ budgets, store, logger, loaded }, session);
     },
     payer: (credential, env) => {
       // Created on first use: a data dir that never ran a turn gets no salt file.

@@ -68,6 +68,11 @@ export async function holdIfOverBudget(app: HoldDeps, session: SessionRecord): P
   return applyHold(app, session, overBudget(session.budgetRaise, budgets, usage, now));
 }
 
+/** After a turn: an active session that reached a ceiling is held (an ended one is left as it is). */
+export async function holdAfterTurn(app: HoldDeps, session: SessionRecord): Promise<void> {
+  if (session.status === 'active') await holdIfOverBudget(app, session);
+}
+
 /** The ceilings of a work item with no active session: its own, with every raise of its sessions. */
 async function workItemCheck(app: Pick<HoldDeps, 'store' | 'loaded'>, workItem: string) {
   const ceiling = app.loaded.config.budgets.workItem;
