@@ -187,18 +187,23 @@ export interface TurnEnd {
  * The registry as the core sees it (sessions, turns and their events). Asynchronous, like every port,
  * so another store (PostgreSQL) can implement it; SQLite does (store/sqlite/sessions.ts). A write
  * that must be one transaction is one method (create, beginTurn, markTurnLost…). Events of a turn
- * are kept in the order `appendEvent` was called: callers await each before the next.
+ * are kept in the order `appendEvent` was called: callers await each before the next. What an engine
+ * said (events, a turn's error and warnings, a waiting message) passes through the store's scrubber.
  */
 export interface SessionStore {
   findActive(workItem: string): Promise<SessionRecord | undefined>;
   get(id: string): Promise<SessionRecord | undefined>;
+  /** Sessions newest first (by creation), at most `limit` (1000 by default). */
   list(filter?: { workItem?: string; status?: SessionStatus; limit?: number }): Promise<SessionRecord[]>;
   /**
    * The slug a new session of this work item takes (its latest session's, else its own); throws
    * LoopError `slug-collision` when another work item holds it.
    */
   slugFor(workItem: string): Promise<string>;
-  /** A new active session; throws `slug-collision` when another work item holds its slug. */
+  /**
+   * A new active session; throws `session-busy` when its work item has an active one already,
+   * `slug-collision` when another work item holds its slug.
+   */
   create(input: NewSession): Promise<SessionRecord>;
   /** Record the engine session id as confirmed by the engine. */
   markEngineSessionStarted(id: string, engineSessionId: string): Promise<void>;
@@ -209,6 +214,7 @@ export interface SessionStore {
     env: string | null,
     payerId?: string | null,
   ): Promise<void>;
+  /** Close an active session (one no longer active stays as it was); `session-missing` when unknown. */
   close(id: string, reason: string): Promise<SessionRecord>;
   /** Hold deliveries to a session (null: release it). */
   setHold(id: string, hold: SessionHold | null): Promise<void>;
@@ -220,6 +226,10 @@ export interface SessionStore {
   adoptTurn(turnId: number): Promise<void>;
   /** Forget a turn's stored events (an adopted turn re-reads them from the engine's transcript). */
   clearEvents(turnId: number): Promise<void>;
+  /**
+   * A running turn, numbered after the session's earlier ones (from 1); throws `session-busy` while
+   * another of its turns runs, `session-closed` when it is not active, `session-missing` when unknown.
+   */
   beginTurn(
     sessionId: string,
     input: {
@@ -239,7 +249,9 @@ export interface SessionStore {
   setTurnPid(turnId: number, pid: number): Promise<void>;
   appendEvent(turnId: number, event: TurnEvent): Promise<void>;
   finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord>;
+  /** A session's turns in their order (by seq). */
   turns(sessionId: string): Promise<TurnRecord[]>;
+  /** A turn's events in the order appended (seq increasing). */
   events(turnId: number): Promise<StoredEvent[]>;
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
   recoverLostTurns(
@@ -253,6 +265,9 @@ export interface SessionStore {
   engineSessions(): Promise<Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>>;
   /** Running turns whose owning process is gone, of sessions on one of these runners. */
   orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): Promise<TurnRecord[]>;
-  /** Mark one running turn lost (its owner died and it cannot be adopted). */
+  /**
+   * Mark one running turn lost (its owner died and it cannot be adopted), and record its unmetered
+   * drive in the ledger in the same write (recoverLostTurns does the same for each).
+   */
   markTurnLost(turnId: number, error: string): Promise<void>;
 }
