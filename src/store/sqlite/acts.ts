@@ -84,13 +84,17 @@ export class SqliteActStore<Kind extends string = string, Detail = unknown>
   }
 
   async saveWire(turn: ActTurn, act: Omit<NewAct<Kind, Detail>, 'seq'>): Promise<void> {
-    this.db.transaction(() => {
-      const max = this.db
-        .prepare("SELECT MAX(seq) FROM acts WHERE turn_id = ? AND source = 'wire'")
-        .pluck()
-        .get(turn.id) as number | null;
-      this.insert(turn, [{ ...act, seq: (max ?? 0) + 1 } as NewAct<Kind, Detail>], 'wire');
-    })();
+    // IMMEDIATE: the write lock is taken before MAX(seq) is read, so two processes recording acts of
+    // one turn wait for each other (busy_timeout) instead of one failing with SQLITE_BUSY.
+    this.db
+      .transaction(() => {
+        const max = this.db
+          .prepare("SELECT MAX(seq) FROM acts WHERE turn_id = ? AND source = 'wire'")
+          .pluck()
+          .get(turn.id) as number | null;
+        this.insert(turn, [{ ...act, seq: (max ?? 0) + 1 } as NewAct<Kind, Detail>], 'wire');
+      })
+      .immediate();
   }
 
   async list(filter: ActFilter<Kind> = {}): Promise<ActRecord<Kind, Detail>[]> {

@@ -194,13 +194,19 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord> {
-    const session = this.session(id);
-    if (!session) throw new LoopError('session-missing', `no session ${id}`);
-    const next: BudgetRaise = { ...session.budgetRaise };
-    for (const [k, v] of Object.entries(raise) as Array<[keyof BudgetRaise, number]>)
-      next[k] = (next[k] ?? 0) + v;
-    this.touch(id, 'budget_raise = ?', JSON.stringify(next));
-    return this.session(id) as SessionRecord;
+    // Read and write under one write lock: a raise made at the same moment by another process is
+    // added to, never overwritten.
+    return this.db
+      .transaction(() => {
+        const session = this.session(id);
+        if (!session) throw new LoopError('session-missing', `no session ${id}`);
+        const next: BudgetRaise = { ...session.budgetRaise };
+        for (const [k, v] of Object.entries(raise) as Array<[keyof BudgetRaise, number]>)
+          next[k] = (next[k] ?? 0) + v;
+        this.touch(id, 'budget_raise = ?', JSON.stringify(next));
+        return this.session(id) as SessionRecord;
+      })
+      .immediate();
   }
 
   async markGone(id: string, status: 'lost' | 'ended', reason: string): Promise<SessionRecord> {

@@ -225,12 +225,9 @@ describe('SQLite: two processes at once', () => {
       expect(Object.keys(r.errors).filter((code) => code !== 'session-busy')).toEqual([]);
   });
 
-  // BUG (store/sqlite/acts.ts, saveWire): the wire act's number is read (MAX(seq)) and the act inserted
-  // in a deferred transaction; when the other process writes in between, this connection's read
-  // snapshot is stale and it cannot take the write lock: SQLITE_BUSY at once (busy_timeout does not
-  // apply), and the act the gateway saw is not recorded. An IMMEDIATE transaction (as the inbox's)
-  // numbers every act. Remove `.fails` once fixed.
-  it.fails('two processes recording wire acts of one turn at once: every act is kept, numbered 1..n', async () => {
+  // Was a bug (saveWire numbered a wire act in a deferred transaction: SQLITE_BUSY at once when the
+  // other process wrote in between); the transaction is IMMEDIATE now.
+  it('two processes recording wire acts of one turn at once: every act is kept, numbered 1..n', async () => {
     const session = await openSession(store());
     const turn = await finishedTurn(store(), session);
     const actTurn = {
@@ -248,11 +245,9 @@ describe('SQLite: two processes at once', () => {
     expect(seqs).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
   });
 
-  // BUG (store/sqlite/sessions.ts, raiseBudget): the earlier raise is read, and the sum written, in two
-  // statements outside a transaction; a raise another process writes in between is overwritten (of 900
-  // raises by three processes, 593 were kept). Remove `.fails` once the read and the write are one
-  // (immediate) transaction.
-  it.fails("two processes raising one session's ceilings at once: every raise is added", async () => {
+  // Was a bug (raiseBudget read and wrote outside a transaction: of 900 raises by three processes, 593
+  // were kept); the read and the write are one IMMEDIATE transaction now.
+  it("two processes raising one session's ceilings at once: every raise is added", async () => {
     const session = await openSession(store());
     const results = await inTwoProcesses(store(), 'raise', session.id, 100);
     expect(results.map((r) => r.errors)).toEqual([{}, {}]);
