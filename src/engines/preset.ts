@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CREDENTIAL_KINDS, } from '../core/credential.js';
+import { CREDENTIAL_KINDS } from '../core/credential.js';
 
 /**
  * An engine is data: everything the code needs to know about a coding CLI is declared here, and
