@@ -1,8 +1,8 @@
 import { createServer, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModelHandler } from '../../src/gateway/models/model-proxy.js';
-import type { MockApi } from '../fixtures/mock-apis/types.js';
-import { ANTHROPIC, type ApiCase, CASES, GEMINI, OPENAI, recordDirect, USAGE } from './model-requests.js';
+import { createModelHandler } from '../../../src/gateway/models/model-proxy.js';
+import type { MockApi } from '../../fixtures/mock-apis/types.js';
+import { ANTHROPIC, type ApiCase, CASES, GEMINI, OPENAI, recordDirect, USAGE } from '../model-requests.js';
 import {
   type FakePorts,
   fakePorts,
@@ -11,7 +11,7 @@ import {
   REAL_KEY,
   startStub,
   TOKEN,
-} from './model-stub.js';
+} from '../model-stub.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

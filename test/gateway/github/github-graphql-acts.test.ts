@@ -3,14 +3,14 @@
  * batches; and hostile bodies, refused rather than forwarded unchecked.
  */
 import { describe, expect, it } from 'vitest';
-import type { ActDetail, ActKind } from '../../src/acts/types.js';
+import type { ActDetail, ActKind } from '../../../src/acts/types.js';
 import {
   classifyGraphql,
   classifyGraphqlBody,
   GRAPHQL_LIMITS,
   type GraphqlClassification,
-} from '../../src/gateway/github/graphql-acts.js';
-import { type ApiAct, withFound } from '../../src/gateway/github/wire-act.js';
+} from '../../../src/gateway/github/graphql-acts.js';
+import { type ApiAct, withFound } from '../../../src/gateway/github/wire-act.js';
 
 function acts(result: GraphqlClassification): ApiAct[] {
   if ('refused' in result) throw new Error(`refused: ${result.refused}`);

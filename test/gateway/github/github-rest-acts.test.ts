@@ -3,11 +3,11 @@
  * repository's, and which paths are refused before anything else is looked at.
  */
 import { describe, expect, it } from 'vitest';
-import { decide, resolvePolicy } from '../../src/acts/policy.js';
-import type { ActDetail, ActKind } from '../../src/acts/types.js';
-import { classifyRest, pathSegments } from '../../src/gateway/github/rest-acts.js';
-import { upstreamUrl } from '../../src/gateway/github/upstream.js';
-import { withFound } from '../../src/gateway/github/wire-act.js';
+import { decide, resolvePolicy } from '../../../src/acts/policy.js';
+import type { ActDetail, ActKind } from '../../../src/acts/types.js';
+import { classifyRest, pathSegments } from '../../../src/gateway/github/rest-acts.js';
+import { upstreamUrl } from '../../../src/gateway/github/upstream.js';
+import { withFound } from '../../../src/gateway/github/wire-act.js';
 
 const session = { owner: 'acme', repo: 'demo' };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type SseEvent, SseParser } from '../../src/gateway/models/sse.js';
-import { prng } from '../helpers/check.js';
+import { type SseEvent, SseParser } from '../../../src/gateway/models/sse.js';
+import { prng } from '../../helpers/check.js';
 
 function parse(chunks: Array<Buffer | string>, maxEventBytes?: number, accept?: (name: string) => boolean) {
   const events: SseEvent[] = [];

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bodyKind, createUsageMeter } from '../../src/gateway/models/usage.js';
-import type { ModelApi, WireUsage } from '../../src/gateway/types.js';
-import { prng } from '../helpers/check.js';
-import { ANTHROPIC, type ApiCase, CASES, type Recorded, recordDirect } from './model-requests.js';
+import { bodyKind, createUsageMeter } from '../../../src/gateway/models/usage.js';
+import type { ModelApi, WireUsage } from '../../../src/gateway/types.js';
+import { prng } from '../../helpers/check.js';
+import { ANTHROPIC, type ApiCase, CASES, type Recorded, recordDirect } from '../model-requests.js';
 
 const AT = '2026-12-03T10:00:00.000Z';
 

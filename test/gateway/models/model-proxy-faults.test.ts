@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModelHandler } from '../../src/gateway/models/model-proxy.js';
-import { ANTHROPIC, type ApiCase, GEMINI, OPENAI, recordDirect, USAGE } from './model-requests.js';
-import { fakePorts, type Listening, listen, REAL_KEY, startStub, TOKEN, waitFor } from './model-stub.js';
+import { createModelHandler } from '../../../src/gateway/models/model-proxy.js';
+import { ANTHROPIC, type ApiCase, GEMINI, OPENAI, recordDirect, USAGE } from '../model-requests.js';
+import { fakePorts, type Listening, listen, REAL_KEY, startStub, TOKEN, waitFor } from '../model-stub.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -5,10 +5,10 @@
  * they write to), queries bounded to the session's repository.
  */
 import { describe, expect, it } from 'vitest';
-import { GRAPHQL_ALLOWED_MUTATIONS } from '../../src/gateway/github/graphql-access.js';
-import { type Plan, plan } from '../../src/gateway/github/plan.js';
-import { searchRefusal } from '../../src/gateway/github/rest-access.js';
-import type { GatewaySession } from '../../src/gateway/types.js';
+import { GRAPHQL_ALLOWED_MUTATIONS } from '../../../src/gateway/github/graphql-access.js';
+import { type Plan, plan } from '../../../src/gateway/github/plan.js';
+import { searchRefusal } from '../../../src/gateway/github/rest-access.js';
+import type { GatewaySession } from '../../../src/gateway/types.js';
 
 const SESSION: GatewaySession = {
   id: 's1',

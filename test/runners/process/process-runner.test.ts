@@ -2,11 +2,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TurnEvent } from '../../src/core/events.js';
-import { type EnginePreset, presetSchema } from '../../src/engines/preset.js';
-import { ProcessRunner } from '../../src/runners/process/process-runner.js';
-import type { RunTurnInput } from '../../src/runners/runner.js';
-import { FAKE_ENGINE, pidAlive } from '../helpers/cli.js';
+import type { TurnEvent } from '../../../src/core/events.js';
+import { type EnginePreset, presetSchema } from '../../../src/engines/preset.js';
+import { ProcessRunner } from '../../../src/runners/process/process-runner.js';
+import type { RunTurnInput } from '../../../src/runners/runner.js';
+import { FAKE_ENGINE, pidAlive } from '../../helpers/cli.js';
 
 const state = mkdtempSync(join(tmpdir(), 'the-loop-runner-'));
 afterAll(() => rmSync(state, { recursive: true, force: true }));

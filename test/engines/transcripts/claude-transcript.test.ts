@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TurnEvent, Usage } from '../../src/core/events.js';
+import type { TurnEvent, Usage } from '../../../src/core/events.js';
 import {
   mapTranscriptLine,
   mapTranscriptRecord,
@@ -35,11 +35,11 @@ import {
   type TranscriptRead,
   type TranscriptRequest,
   type TranscriptState,
-} from '../../src/engines/transcripts/claude-transcript.js';
-import type { MockUsage } from '../fixtures/mock-apis/types.js';
-import { prng } from '../helpers/check.js';
+} from '../../../src/engines/transcripts/claude-transcript.js';
+import type { MockUsage } from '../../fixtures/mock-apis/types.js';
+import { prng } from '../../helpers/check.js';
 
-const FIXTURES = fileURLToPath(new URL('../fixtures/transcripts/claude/', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../../fixtures/transcripts/claude/', import.meta.url));
 const NAMES = ['two-turn', 'tool-use', 'tui-interrupt'] as const;
 type Name = (typeof NAMES)[number];
 
@@ -714,7 +714,7 @@ describe('secrets in transcripts', () => {
     const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { readTranscriptFrom } = await import('../../src/engines/transcripts/claude-transcript.js');
+    const { readTranscriptFrom } = await import('../../../src/engines/transcripts/claude-transcript.js');
     const dir = mkdtempSync(join(tmpdir(), 'the-loop-transcript-secret-'));
     try {
       const key = 'sk-ant-transcript-canary-0123456789';

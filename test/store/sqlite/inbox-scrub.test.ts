@@ -7,9 +7,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { SecretScrubber } from '../../src/log/secret-scrubber.js';
-import { type Db, openDb } from '../../src/store/db.js';
-import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { SecretScrubber } from '../../../src/log/secret-scrubber.js';
+import { type Db, openDb } from '../../../src/store/db.js';
+import { SqliteInbox } from '../../../src/store/sqlite/inbox.js';
 
 const CANARY = 'sk-ant-api03-CANARYcanary0123456789abcdefXYZ';
 let dir: string;

@@ -6,13 +6,18 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { TurnEvent } from '../../src/core/events.js';
-import type { ProtocolName } from '../../src/engines/preset.js';
-import { PROTOCOL_REGISTRY } from '../../src/engines/protocols/index.js';
-import { decodeLine, nonNegative, SUMMARY_LIMIT, summarize } from '../../src/engines/protocols/protocol.js';
-import { turnUsageFrom } from '../../src/ledger/usage.js';
+import type { TurnEvent } from '../../../src/core/events.js';
+import type { ProtocolName } from '../../../src/engines/preset.js';
+import { PROTOCOL_REGISTRY } from '../../../src/engines/protocols/index.js';
+import {
+  decodeLine,
+  nonNegative,
+  SUMMARY_LIMIT,
+  summarize,
+} from '../../../src/engines/protocols/protocol.js';
+import { turnUsageFrom } from '../../../src/ledger/usage.js';
 
-const STREAMS = fileURLToPath(new URL('../fixtures/streams/', import.meta.url));
+const STREAMS = fileURLToPath(new URL('../../fixtures/streams/', import.meta.url));
 
 const fixtureText = (engine: string, file: string): string =>
   readFileSync(`${STREAMS}${engine}/${file}`, 'utf8');

@@ -9,16 +9,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/core/events.js';
-import { createModelHandler } from '../../src/gateway/models/model-proxy.js';
-import type { WireUsage } from '../../src/gateway/types.js';
-import { realBinary } from '../acceptance/helpers.js';
-import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
-import { prepareCodexHome } from '../fixtures/engine-homes/codex.js';
-import { prepareGeminiHome } from '../fixtures/engine-homes/gemini.js';
-import type { MockApi } from '../fixtures/mock-apis/types.js';
-import { ANTHROPIC, type ApiCase, GEMINI, OPENAI, USAGE } from './model-requests.js';
-import { type FakePorts, fakePorts, REAL_KEY, type Stub, startStub, TOKEN } from './model-stub.js';
+import type { Usage } from '../../../src/core/events.js';
+import { createModelHandler } from '../../../src/gateway/models/model-proxy.js';
+import type { WireUsage } from '../../../src/gateway/types.js';
+import { realBinary } from '../../acceptance/helpers.js';
+import { prepareClaudeHome } from '../../fixtures/engine-homes/claude.js';
+import { prepareCodexHome } from '../../fixtures/engine-homes/codex.js';
+import { prepareGeminiHome } from '../../fixtures/engine-homes/gemini.js';
+import type { MockApi } from '../../fixtures/mock-apis/types.js';
+import { ANTHROPIC, type ApiCase, GEMINI, OPENAI, USAGE } from '../model-requests.js';
+import { type FakePorts, fakePorts, REAL_KEY, type Stub, startStub, TOKEN } from '../model-stub.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

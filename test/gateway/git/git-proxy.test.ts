@@ -10,13 +10,13 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../../src/acts/decide.js';
-import { resolvePolicy } from '../../src/acts/policy.js';
-import { createGitHandler } from '../../src/gateway/git/git-proxy.js';
-import type { GatewayHandler } from '../../src/gateway/types.js';
-import { type GitUpstream, startGitUpstream } from '../fixtures/git-upstream.js';
-import { git } from '../helpers/git.js';
-import { type Harness, runGit, startHarness, TEST_TOKEN } from './git-harness.js';
+import type { Policy } from '../../../src/acts/decide.js';
+import { resolvePolicy } from '../../../src/acts/policy.js';
+import { createGitHandler } from '../../../src/gateway/git/git-proxy.js';
+import type { GatewayHandler } from '../../../src/gateway/types.js';
+import { type GitUpstream, startGitUpstream } from '../../fixtures/git-upstream.js';
+import { git } from '../../helpers/git.js';
+import { type Harness, runGit, startHarness, TEST_TOKEN } from '../git-harness.js';
 
 const strict = resolvePolicy(undefined, undefined, 'main');
 const permissive = resolvePolicy(

@@ -13,7 +13,7 @@ import {
   ReceivePackHeadReader,
   readPkt,
   refNameProblem,
-} from '../../src/gateway/git/pkt-line.js';
+} from '../../../src/gateway/git/pkt-line.js';
 
 const Z = '0'.repeat(40);
 const A = 'a'.repeat(40);

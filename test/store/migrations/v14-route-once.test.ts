@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { type Db, openDb } from '../../src/store/db.js';
-import { MIGRATIONS } from '../../src/store/migrations/index.js';
-import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { type Db, openDb } from '../../../src/store/db.js';
+import { MIGRATIONS } from '../../../src/store/migrations/index.js';
+import { SqliteInbox } from '../../../src/store/sqlite/inbox.js';
 
 let dir: string;
 let path: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LineReader } from '../../src/engines/protocols/line-reader.js';
+import { LineReader } from '../../../src/engines/protocols/line-reader.js';
 
 interface Recorded {
   lines: string[];

@@ -6,11 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LoopError } from '../../src/core/errors.js';
-import type { DeliveryRecord, RoutedDelivery } from '../../src/core/ports/inbox.js';
-import { type Db, openDb } from '../../src/store/db.js';
-import { MIGRATIONS } from '../../src/store/migrations/index.js';
-import { PRUNABLE_SQL, SqliteInbox } from '../../src/store/sqlite/inbox.js';
+import { LoopError } from '../../../src/core/errors.js';
+import type { DeliveryRecord, RoutedDelivery } from '../../../src/core/ports/inbox.js';
+import { type Db, openDb } from '../../../src/store/db.js';
+import { MIGRATIONS } from '../../../src/store/migrations/index.js';
+import { PRUNABLE_SQL, SqliteInbox } from '../../../src/store/sqlite/inbox.js';
 
 const WI = 'github:octo/widgets#7';
 const NOW = new Date('2026-03-31T12:00:00.000Z');

@@ -3,8 +3,8 @@ import {
   clientResponseHeaders,
   upstreamRequestHeaders,
   upstreamUrl,
-} from '../../src/gateway/models/rewrite.js';
-import { guessApi, vendorError } from '../../src/gateway/models/vendor-errors.js';
+} from '../../../src/gateway/models/rewrite.js';
+import { guessApi, vendorError } from '../../../src/gateway/models/vendor-errors.js';
 
 const TOKEN = `tlg1_${'a'.repeat(43)}`;
 const REAL = 'sk-real-0123456789';

@@ -4,14 +4,14 @@
  * (side-band demultiplexed, progress skipped) and each act settled from it.
  */
 import { describe, expect, it } from 'vitest';
-import { resolvePolicy } from '../../src/acts/policy.js';
+import { resolvePolicy } from '../../../src/acts/policy.js';
 import {
   encodePkt,
   encodeSideband,
   FLUSH_PKT,
   type RefCommand,
   readPkt,
-} from '../../src/gateway/git/pkt-line.js';
+} from '../../../src/gateway/git/pkt-line.js';
 import {
   actOfCommand,
   clientCaps,
@@ -23,7 +23,7 @@ import {
   refusalReply,
   refusedActs,
   settlePush,
-} from '../../src/gateway/git/receive-pack.js';
+} from '../../../src/gateway/git/receive-pack.js';
 
 const Z = '0'.repeat(40);
 const A = 'a'.repeat(40);

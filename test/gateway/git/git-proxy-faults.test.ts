@@ -13,12 +13,12 @@ import { type AddressInfo, createServer, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { resolvePolicy } from '../../src/acts/policy.js';
-import { createGitHandler } from '../../src/gateway/git/git-proxy.js';
-import { encodePkt, FLUSH_PKT } from '../../src/gateway/git/pkt-line.js';
-import { type GitUpstream, startGitUpstream } from '../fixtures/git-upstream.js';
-import { git } from '../helpers/git.js';
-import { type Harness, runGit, startHarness, TEST_TOKEN } from './git-harness.js';
+import { resolvePolicy } from '../../../src/acts/policy.js';
+import { createGitHandler } from '../../../src/gateway/git/git-proxy.js';
+import { encodePkt, FLUSH_PKT } from '../../../src/gateway/git/pkt-line.js';
+import { type GitUpstream, startGitUpstream } from '../../fixtures/git-upstream.js';
+import { git } from '../../helpers/git.js';
+import { type Harness, runGit, startHarness, TEST_TOKEN } from '../git-harness.js';
 
 const strict = resolvePolicy(undefined, undefined, 'main');
 const Z = '0'.repeat(40);

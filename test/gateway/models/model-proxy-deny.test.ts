@@ -6,10 +6,10 @@
 import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModelHandler, type ModelProxyOptions } from '../../src/gateway/models/model-proxy.js';
-import type { ModelApi } from '../../src/gateway/types.js';
-import { ANTHROPIC, type ApiCase, CASES, GEMINI, OPENAI, USAGE } from './model-requests.js';
-import { fakePorts, REAL_KEY, startStub, TOKEN } from './model-stub.js';
+import { createModelHandler, type ModelProxyOptions } from '../../../src/gateway/models/model-proxy.js';
+import type { ModelApi } from '../../../src/gateway/types.js';
+import { ANTHROPIC, type ApiCase, CASES, GEMINI, OPENAI, USAGE } from '../model-requests.js';
+import { fakePorts, REAL_KEY, startStub, TOKEN } from '../model-stub.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

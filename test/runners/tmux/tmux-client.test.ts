@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Tmux } from '../../src/runners/tmux/tmux.js';
-import { stopTmuxServer } from '../helpers/tmux.js';
+import { Tmux } from '../../../src/runners/tmux/tmux.js';
+import { stopTmuxServer } from '../../helpers/tmux.js';
 
 // A private server per test file (`tmux -L <unique>`); killed at the end, never the default one.
 const socket = `the-loop-test-${randomUUID().slice(0, 8)}`;

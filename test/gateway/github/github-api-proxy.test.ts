@@ -9,10 +9,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { resolvePolicy } from '../../src/acts/policy.js';
-import { createGitHubApiHandler, handleGitHubApi } from '../../src/gateway/github/api-proxy.js';
-import type { GatewayHandler } from '../../src/gateway/types.js';
-import { startMockGitHubApi } from '../fixtures/mock-github-api.js';
+import { resolvePolicy } from '../../../src/acts/policy.js';
+import { createGitHubApiHandler, handleGitHubApi } from '../../../src/gateway/github/api-proxy.js';
+import type { GatewayHandler } from '../../../src/gateway/types.js';
+import { startMockGitHubApi } from '../../fixtures/mock-github-api.js';
 import {
   type GitHubHarness,
   prepareGhDir,
@@ -20,7 +20,7 @@ import {
   runGh,
   startHarness,
   TEST_TOKEN,
-} from './github-harness.js';
+} from '../github-harness.js';
 
 /** The default policy but with pull request merges set to `rule`. */
 const mergePolicy = (rule: 'allow' | 'deny-protected') =>

@@ -5,10 +5,10 @@ import {
   notAllowedMessage,
   refusedBody,
   shownPath,
-} from '../../src/gateway/models/allow-list.js';
-import { pathUnderBase, upstreamUrl } from '../../src/gateway/models/rewrite.js';
-import { vendorError } from '../../src/gateway/models/vendor-errors.js';
-import type { ModelApi } from '../../src/gateway/types.js';
+} from '../../../src/gateway/models/allow-list.js';
+import { pathUnderBase, upstreamUrl } from '../../../src/gateway/models/rewrite.js';
+import { vendorError } from '../../../src/gateway/models/vendor-errors.js';
+import type { ModelApi } from '../../../src/gateway/types.js';
 
 type Row = [ModelApi, string, string];
 

@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGitHubApiHandler, type GitHubApiHandler } from '../../src/gateway/github/api-proxy.js';
-import { type GitHubHarness, prepareGhDir, REAL_TOKEN, startHarness, TEST_TOKEN } from './github-harness.js';
+import { createGitHubApiHandler, type GitHubApiHandler } from '../../../src/gateway/github/api-proxy.js';
+import { type GitHubHarness, prepareGhDir, REAL_TOKEN, startHarness, TEST_TOKEN } from '../github-harness.js';
 
 let dir: string;
 let h: GitHubHarness;
