@@ -10,7 +10,7 @@ import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock, lockHeldError, lockPath } from './dispatch/lock.js';
 import { dispatchWorkspaces } from './dispatch/workspaces.js';
 import { createIngressHandler, webhookSecret } from './github/ingress.js';
-import { routeEvent } from './github/route.js';
+import { routeEvent, routingDigest } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
 import { heldReason, holdAfterTurn } from './ledger/budget-hold.js';
@@ -219,6 +219,7 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     checkSession: (session) => app.turns.checkSession(session),
     // Deliveries are routed on arrival; only rows an older version stored unrouted are routed here.
     routeLegacy: (event, payload) => routeEvent(event, payload, config),
+    routingDigest: routingDigest(config),
     logger: app.logger,
     concurrency: config.dispatch.concurrency,
     closeGraceMs: config.dispatch.closeGraceSeconds * 1000,
@@ -243,25 +244,28 @@ export async function startDaemon(app: App): Promise<Daemon> {
   app.scrubber.add(secret);
   const lock = acquireLock(lockPath(dataDir), 'daemon');
   if ('heldBy' in lock) throw lockHeldError(lock.heldBy, dataDir);
-  await recoverBeforeDispatch(app);
+  // What started is stopped again, in reverse, when a later step fails (the lock released last).
+  const undo: Array<() => unknown> = [() => lock.release()];
+  const unwind = async () => {
+    for (const step of undo.reverse()) await step();
+  };
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   try {
+    await recoverBeforeDispatch(app);
     server = await listenForWebhooks(app, dispatcher, secret);
-  } catch (error) {
-    lock.release();
-    throw error;
-  }
-  app.telemetry.listenAt(server.url);
-  try {
+    const listening = server;
+    undo.push(() => listening.close());
+    app.telemetry.listenAt(server.url);
+    undo.push(() => app.telemetry.listenAt(undefined));
     await app.guard.gateway.start();
+    undo.push(() => app.guard.gateway.stop());
+    await dispatcher.start();
   } catch (error) {
-    await server.close();
-    app.telemetry.listenAt(undefined);
-    lock.release();
+    await dispatcher.stop(0);
+    await unwind();
     throw error;
   }
-  await dispatcher.start();
   const retention = startRetention({
     inbox: app.inbox,
     retainDays: config.inbox.retainDays,

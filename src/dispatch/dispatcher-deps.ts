@@ -32,6 +32,12 @@ export interface DispatcherDeps {
    * runs as stored. Without it, such a row is rejected (unrouted) or fails (no plan).
    */
   routeLegacy?: ((event: string, payload: unknown) => RoutedDelivery) | undefined;
+  /**
+   * The digest of the routing config now (`routingDigest`): a stored plan made under another one is
+   * routed once more through `routeLegacy` when it runs, so a config change (authorization, a
+   * repository's path or engine) applies to what is still queued or retried.
+   */
+  routingDigest?: string | undefined;
   logger: Logger;
   concurrency: number;
   closeGraceMs: number;

@@ -147,6 +147,9 @@ export class Dispatcher {
       }
     }
     for (const workItem of plan.graceFor) this.armCloseGrace(workItem);
+    // Deliveries a close made moot were counted against the concurrency limit in this plan: plan
+    // again at once rather than leave the slots idle until the next poll.
+    if (plan.ignored.length > 0) this.again = true;
   }
 
   /**
@@ -263,8 +266,9 @@ export class Dispatcher {
       await inbox.finish(deliveryId, { status: 'done', turnId: null, error: null });
       return;
     }
-    // As routed on arrival; a row from an older version is routed once here.
-    const plan = (await inbox.plan(deliveryId)) ?? (await this.planLegacy(claim));
+    // As routed on arrival; a row from an older version, or one planned under another routing config,
+    // is routed once more here.
+    const plan = await this.planOf(claim);
     if (!plan) return;
     try {
       const manual = claim.source === 'manual';
@@ -297,6 +301,18 @@ export class Dispatcher {
       await inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
       logger.warn('delivery failed before its turn ran', { delivery: deliveryId, error: message });
     }
+  }
+
+  /** The stored plan, unless the routing config changed since it was made (then routed again, once). */
+  private async planOf(claim: Claim): Promise<RoutedTurn | undefined> {
+    const stored = await this.deps.inbox.plan(claim.deliveryId);
+    const now = this.deps.routingDigest;
+    if (stored && (!stored.routedUnder || !now || stored.routedUnder === now)) return stored;
+    if (stored)
+      this.deps.logger.info('the routing config changed since this delivery was planned: routing it again', {
+        delivery: claim.deliveryId,
+      });
+    return this.planLegacy(claim);
   }
 
   /**

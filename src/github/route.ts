@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { describeError } from '../core/errors.js';
 import type { RoutedDelivery } from '../core/ports/inbox.js';
@@ -177,7 +178,24 @@ function planFor(
     workspace: repo.workspace,
     author: login,
     trigger: candidate.trigger ?? '',
+    routedUnder: routingDigest(config),
   };
+}
+
+const digests = new WeakMap<RoutingConfig, string>();
+
+/** What a stored plan remembers of the config it was made under (computed once per config object). */
+export function routingDigest(config: RoutingConfig): string {
+  let digest = digests.get(config);
+  if (digest === undefined) {
+    const { routing, repos, defaults } = config;
+    digest = createHash('sha256')
+      .update(JSON.stringify({ routing, repos, defaults }))
+      .digest('hex')
+      .slice(0, 16);
+    digests.set(config, digest);
+  }
+  return digest;
 }
 
 /**

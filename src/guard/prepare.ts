@@ -166,12 +166,14 @@ export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput):
 }
 
 /** The turn's token revoked once its engine is gone; a failure is logged, never thrown at the turn. */
-function revokeTurnToken(deps: Pick<GuardDeps, 'tokens' | 'logger'>, token: string): void {
-  deps.tokens.revoke(token).catch((error: unknown) => {
+async function revokeTurnToken(deps: Pick<GuardDeps, 'tokens' | 'logger'>, token: string): Promise<void> {
+  try {
+    await deps.tokens.revoke(token);
+  } catch (error) {
     deps.logger.error("could not revoke a turn's capability token (it stays valid until its session ends)", {
       error,
     });
-  });
+  }
 }
 
 /** What the turn must say of the engine's model API when the gateway does not serve it. */

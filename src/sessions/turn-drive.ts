@@ -26,7 +26,7 @@ export interface DriveInput {
   sandbox?: RunTurnInput['sandbox'];
   launchKey?: string | undefined;
   /** After the engine is gone (its turn's token revoked). */
-  release?: (() => void) | undefined;
+  release?: (() => Promise<void>) | undefined;
   start: (input: RunTurnInput) => Promise<RunOutcome>;
 }
 
@@ -84,7 +84,7 @@ export class TurnDriver {
       throw error;
     } finally {
       // The engine is gone (release is given for the process runner only: a TUI keeps its token).
-      input.release?.();
+      await input.release?.();
     }
     if (outcome.detached) {
       // The engine goes on without us (the daemon is stopping): the turn stays running, to be adopted.

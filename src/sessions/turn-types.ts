@@ -129,7 +129,7 @@ export interface PreparedEngine {
   /** What guards the engine (sandbox, gateway address, permission mode), as a key (see RunTurnInput). */
   launchKey?: string | undefined;
   /** Called when the turn ends on the process runner: the turn's capability token is revoked. */
-  release?: (() => void) | undefined;
+  release?: (() => Promise<void>) | undefined;
   /** Said at the start of the turn (no sandbox, a credential the gateway cannot hold…). */
   notes: string[];
 }

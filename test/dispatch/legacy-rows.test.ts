@@ -162,3 +162,37 @@ it('without a router, a legacy row is rejected (unrouted) or fails (no plan), sa
   expect((await inbox.get('routed-no-plan'))?.error).toMatch(/no router/);
   expect(prompts).toEqual([]);
 });
+
+/** A row as this version stores it: routed on arrival, its plan made under the routing config `under`. */
+async function planned(id: string, text: string, under: string): Promise<void> {
+  const plan = routeLegacy('', { text: `stored ${text}` });
+  if (plan.action !== 'deliver') throw new Error('the stub router plans a turn');
+  await inbox.accept({
+    id,
+    source: 'github',
+    event: 'issue_comment',
+    action: 'created',
+    body: JSON.stringify({ text }),
+    routed: { ...plan, routedUnder: under },
+  });
+  routed.length = 0;
+}
+
+it('a plan made under another routing config is routed once more when it runs; one made under this one runs as stored', async () => {
+  await planned('same-config', 'one', 'config-a');
+  await planned('config-changed', 'two', 'config-b');
+  await planned('now-refused', 'ignore', 'config-b');
+  await planned('from-run', 'three', '');
+  await runAll(dispatcher({ routingDigest: 'config-a' }));
+
+  // Only the two planned under config-b were routed again; the refused one fails saying why.
+  expect(routed).toEqual(['two', 'ignore']);
+  expect(prompts).toEqual(['prompt: stored one', 'prompt: two', 'prompt: stored three']);
+  expect(await inbox.get('config-changed')).toMatchObject({ status: 'done', route: 'deliver' });
+  expect(await inbox.get('now-refused')).toMatchObject({
+    status: 'failed',
+    error: 'routing changed: ignore',
+  });
+  // Stored as routed now: a retry under the same config runs it as stored.
+  expect((await inbox.plan('config-changed'))?.prompt).toBe('prompt: two');
+});

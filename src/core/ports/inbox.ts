@@ -16,6 +16,12 @@ export interface TurnPlan {
   workspace: 'checkout' | 'worktree';
   author: string;
   trigger: string;
+  /**
+   * The digest of the routing config (routing, repos, defaults) the plan was made under. A plan made
+   * under another config (a person de-authorized meanwhile, a repository's path fixed) is routed once
+   * more, from its body, when it runs. Absent: a plan no config made (`the-loop run`), run as stored.
+   */
+  routedUnder?: string | undefined;
 }
 
 /** What the router made of a delivery: run a turn, close the work item, or nothing (with why). */

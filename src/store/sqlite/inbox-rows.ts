@@ -75,6 +75,7 @@ const turnPlanSchema = z.object({
   workspace: z.enum(['checkout', 'worktree']),
   author: z.string(),
   trigger: z.string(),
+  routedUnder: z.string().optional(),
 });
 
 /** A stored turn plan back as the router returned it; undefined when the column does not hold one. */
