@@ -1,14 +1,21 @@
 /**
- * The architecture check run by `npm run lint` (after biome). It reads every file under `src/` once
+ * The architecture check run by `npm run lint` (after biome). It reads every source file under `src/`
+ * (`.ts`, `.tsx`, `.mts`, `.cts`, `.js`, `.mjs` … and whatever `tsconfig.build.json` compiles) once
  * and fails (exit 1, each violation named with its file, line and import) on:
  * - folders of `src/` that import each other in a cycle (`main.ts`, `main-*.ts`: one node);
  * - a centre file (under `src/core/`, or `rules.ts`, `*-rules.ts`, `plan-*.ts`, `*-plan.ts`) importing
  *   an adapter, a Node builtin other than `node:crypto`/`node:path`, or a package other than `zod`;
- * - SQL text, `better-sqlite3` or `src/store/db.ts` outside `src/store/` (the composition root may
+ * - a centre file using an I/O global: `process`, `fetch`, `require`, `globalThis`, `XMLHttpRequest`,
+ *   `WebSocket` (unless a parameter or a declaration of its own scope holds the name);
+ * - SQL text (upper-case statements, statements of full shape in any case, and any text handed to
+ *   `.prepare(` / `.exec(` that starts like a statement), `better-sqlite3` or `src/store/db.ts` outside `src/store/` (the composition root may
  *   open the database);
  * - a call building the database, a store, a server, the gateway, the dispatcher, a runner or a tmux
  *   client (`openDb(`, `new Sqlite…(`, `startHttpServer(`, `new Dispatcher(`, `new Tmux(` …) outside
- *   the composition root (`src/main.ts`, `src/main-*.ts`);
+ *   the composition root (`src/main.ts`, `src/main-*.ts`), under its own name or an alias
+ *   (`import { Dispatcher as D }`, a default export, a renamed re-export, `const T = Tmux`);
+ * - an `import()` / `require()` whose module is not a literal (the graph cannot see it);
+ * - a getter or setter over 80 lines (Biome's function-size rule skips them);
  * - `docs/architecture.md` out of step: its folder graph block differs from the imports, or its
  *   layout leaves a folder of `src/` unnamed.
  *
@@ -19,8 +26,11 @@
  */
 import { resolve } from 'node:path';
 import {
+  accessorViolations,
+  centreGlobalViolations,
   centreViolations,
   cycleViolations,
+  dynamicImportViolations,
   sqlViolations,
   storeViolations,
   type Violation,
@@ -58,7 +68,7 @@ function main(): void {
   const options = parseArgs(process.argv.slice(2));
   const scan = scanSources(options.root);
   if (scan.files.length === 0) {
-    process.stderr.write(`architecture: no TypeScript files under ${options.root}/src\n`);
+    process.stderr.write(`architecture: no source files under ${options.root}/src\n`);
     process.exit(1);
   }
   const graph = folderGraph(scan.files, scan.imports);
@@ -76,9 +86,12 @@ function main(): void {
   const violations: Violation[] = [
     ...cycleViolations(graph),
     ...centreViolations(scan),
+    ...centreGlobalViolations(scan),
     ...storeViolations(scan),
     ...sqlViolations(scan),
     ...rootViolations(scan.calls),
+    ...dynamicImportViolations(scan),
+    ...accessorViolations(scan),
     ...docsViolations(options.root, edges, srcFolders(scan.files)),
   ];
   const ms = Math.round(performance.now() - started);

@@ -4,15 +4,27 @@
  * - a centre file imports only centre files, `src/core/`, `zod`, `node:crypto` and `node:path`;
  * - no SQL text, no `better-sqlite3` and no `src/store/db.ts` outside the store (the composition root
  *   may open the database);
- * - only the composition root builds the database, stores, servers, dispatcher, runners (root.ts).
+ * - only the composition root builds the database, stores, servers, dispatcher, runners (root.ts);
+ * - a centre file reaches no I/O global (`process`, `fetch`, `require`, `globalThis`, … : scope.ts);
+ * - every `import()` / `require()` names its module by a literal, so the graph sees it;
+ * - no getter or setter over 80 lines (Biome's function rule does not count them).
  */
 import { basename } from 'node:path';
 import { edgeKey, type FolderGraph, folderCycles } from './graph.js';
 import { isRootFile } from './root.js';
-import type { ImportRef, Scan } from './scan.js';
+import { ACCESSOR_MAX_LINES, type ImportRef, type Scan } from './scan.js';
 
 export interface Violation {
-  rule: 'folder-cycle' | 'centre-import' | 'sql-outside-store' | 'store-access' | 'composition-root' | 'docs';
+  rule:
+    | 'folder-cycle'
+    | 'centre-import'
+    | 'centre-global'
+    | 'sql-outside-store'
+    | 'store-access'
+    | 'composition-root'
+    | 'dynamic-import'
+    | 'accessor-size'
+    | 'docs';
   message: string;
 }
 
@@ -20,7 +32,7 @@ export interface Violation {
 export function isCentre(path: string): boolean {
   if (!path.startsWith('src/')) return false;
   if (path.startsWith('src/core/')) return true;
-  return /^(?:rules|.+-rules|plan-.+|.+-plan)\.ts$/.test(basename(path));
+  return /^(?:rules|.+-rules|plan-.+|.+-plan)\.(?:[cm]?[jt]s|[jt]sx)$/.test(basename(path));
 }
 
 /** Where the database may be named: the store, and the composition root that opens it. */
@@ -103,6 +115,36 @@ export function sqlViolations(scan: Scan): Violation[] {
     for (const hit of hits) lines.push(`  line ${hit.line}: ${excerpt(hit.text)}`);
     return { rule: 'sql-outside-store', message: lines.join('\n') };
   });
+}
+
+export function centreGlobalViolations(scan: Scan): Violation[] {
+  return scan.globals.map((hit) => ({
+    rule: 'centre-global',
+    message: `centre file ${hit.file}:${hit.line} uses the global ${hit.text}: the centre reaches no I/O through globals (process, fetch, require, globalThis, XMLHttpRequest, WebSocket); take what it needs as an argument or a port`,
+  }));
+}
+
+/**
+ * `import(…)` / `require(…)` of a computed module: the folder graph and every import rule would miss
+ * what it loads. None in `src/` today (the CLI's lazy command imports name their modules literally);
+ * should one ever be needed, allow it here by file and by the call's text, with the reason.
+ */
+const DYNAMIC_IMPORTS_ALLOWED: ReadonlyArray<{ file: string; text: string }> = [];
+
+export function dynamicImportViolations(scan: Scan): Violation[] {
+  return scan.dynamicImports
+    .filter((hit) => !DYNAMIC_IMPORTS_ALLOWED.some((a) => a.file === hit.file && a.text === hit.text))
+    .map((hit) => ({
+      rule: 'dynamic-import',
+      message: `${hit.file}:${hit.line} ${excerpt(hit.text)}: the module is not a literal, so no rule can see what it loads; name it with a string literal`,
+    }));
+}
+
+export function accessorViolations(scan: Scan): Violation[] {
+  return scan.accessors.map((hit) => ({
+    rule: 'accessor-size',
+    message: `${hit.file}:${hit.line} ${hit.text}: no getter or setter over ${ACCESSOR_MAX_LINES} lines (as no function); split it`,
+  }));
 }
 
 /** `src/a/x.ts:3 imports '../b/y.js' (type-only)`. */

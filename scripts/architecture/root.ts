@@ -14,8 +14,10 @@ import type { Violation } from './checks.js';
 export interface RootCall {
   file: string;
   line: number;
-  /** As the message shows it: `openDb(`, `new Tmux(`. */
+  /** As the message shows it: `openDb(`, `new Tmux(`, `new D(` for an alias. */
   call: string;
+  /** The root-only name it calls: `call`'s own, or the one an alias stands for (`Dispatcher`). */
+  origin: string;
   /** What it builds: `a database`, `a tmux client`. */
   builds: string;
 }
@@ -40,6 +42,11 @@ export function rootOnly(name: string, isNew: boolean): string | null {
   return /^Sqlite[A-Z]\w*$/.test(name) ? 'a SQLite store' : null;
 }
 
+/** A name only the root may call, with `new` or without. */
+export function rootOnlyName(name: string): boolean {
+  return rootOnly(name, true) !== null || rootOnly(name, false) !== null;
+}
+
 /** A root file: `src/main.ts` or `src/main-<part>.ts`, directly under `src/`. */
 export function isRootFile(path: string): boolean {
   return /^src\/main(?:-[^/]+)?\.ts$/.test(path);
@@ -47,13 +54,19 @@ export function isRootFile(path: string): boolean {
 
 /** A store building its own parts (`new Sqlite…(` under `src/store/`). */
 const storeOwnPart = (hit: RootCall) =>
-  hit.file.startsWith('src/store/') && hit.call.startsWith('new Sqlite');
+  hit.file.startsWith('src/store/') && hit.call.startsWith('new ') && hit.origin.startsWith('Sqlite');
 
 export function rootViolations(calls: readonly RootCall[]): Violation[] {
   return calls
     .filter((hit) => !isRootFile(hit.file) && !storeOwnPart(hit))
     .map((hit) => ({
       rule: 'composition-root',
-      message: `${hit.file}:${hit.line} calls ${hit.call}…): only the composition root (src/main.ts, src/main-*.ts) builds ${hit.builds}; ask it for one`,
+      message: `${hit.file}:${hit.line} calls ${hit.call}…)${alias(hit)}: only the composition root (src/main.ts, src/main-*.ts) builds ${hit.builds}; ask it for one`,
     }));
+}
+
+/** ` (D is Dispatcher)` when the call names a root-only constructor or factory under another name. */
+function alias(hit: RootCall): string {
+  const name = hit.call.replace(/^new /, '').slice(0, -1);
+  return name === hit.origin ? '' : ` (${name} is ${hit.origin})`;
 }

@@ -371,4 +371,204 @@ describe('check-architecture', () => {
     await check(root, '--write-docs');
     expect(await check(root)).toMatchObject({ code: 0, stderr: '' });
   });
+
+  it('reads .tsx, .mjs and .js files under src/ and what tsconfig.build.json compiles, as it reads .ts', async () => {
+    const bad = {
+      'tsconfig.build.json': JSON.stringify({
+        compilerOptions: { allowJs: true, jsx: 'preserve' },
+        include: ['src'],
+      }),
+      'src/core/view.tsx':
+        "import { readFileSync } from 'node:fs';\nexport const View = () => <p>{String(readFileSync)}</p>;\n",
+      'src/web/legacy.mjs': "export const purge = (db) => db.prepare('DELETE FROM usage_ledger');\n",
+      'src/web/old.js': 'export const tmux = () => new Tmux();\n',
+    };
+    const run = await check(cleanTree(bad));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("centre file src/core/view.tsx:1 imports 'node:fs'");
+    expect(run.stderr).toContain('[sql-outside-store] src/web/legacy.mjs contains SQL outside src/store/');
+    expect(run.stderr).toContain('[composition-root] src/web/old.js:1 calls new Tmux(…)');
+    expect(run.stdout + run.stderr).toMatch(/\(12 files,/);
+
+    const good = await check(
+      cleanTree({
+        'tsconfig.build.json': bad['tsconfig.build.json'],
+        'src/core/view.tsx': 'export const View = (p: { text: string }) => <p>{p.text}</p>;\n',
+        'src/web/legacy.mjs': 'export const purge = (ledger) => ledger.purge();\n',
+        'src/web/old.js': 'export const tmux = (root) => root.tmux();\n',
+      }),
+    );
+    expect(good).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('follows a root-only constructor or factory under another name: renamed, default, re-exported, namespaced, aliased', async () => {
+    const hub = {
+      'src/web/tmux.ts': 'export class Tmux {}\n',
+      'src/web/hub.ts': [
+        'export class Dispatcher {}',
+        'export default Dispatcher;',
+        "export { Tmux as Mux } from './tmux.js';",
+      ].join('\n'),
+    };
+    const uses = (from: string) =>
+      [
+        `import Hub, { Dispatcher as D, Mux } from '${from}hub.js';`,
+        `import * as hub from '${from}hub.js';`,
+        `import { Tmux as T } from '${from}tmux.js';`,
+        'const Alias = hub.Mux;',
+        'const { Dispatcher: Picked } = hub;',
+        'export const built = () => [new D({}), new Hub(),',
+        '  new Mux(), new hub.Mux(), new Alias(), new Picked(), new T(), new hub.Dispatcher()];',
+      ].join('\n');
+    const run = await check(cleanTree({ ...hub, 'src/web/console.ts': uses('./') }));
+    expect(run.code).toBe(1);
+    const found = run.stderr.split('\n').filter((line) => line.includes('[composition-root]'));
+    expect(found.map((line) => /calls (.*?): only/.exec(line)?.[1])).toEqual([
+      'new D(…) (D is Dispatcher)',
+      'new Hub(…) (Hub is Dispatcher)',
+      'new Dispatcher(…)',
+      'new Mux(…) (Mux is Tmux)',
+      'new hub.Mux(…) (hub.Mux is Tmux)',
+      'new Alias(…) (Alias is Tmux)',
+      'new Picked(…) (Picked is Dispatcher)',
+      'new T(…) (T is Tmux)',
+    ]);
+    expect(found[0]).toContain(
+      'src/web/console.ts:6 calls new D(…) (D is Dispatcher): only the composition root',
+    );
+
+    // The same calls in a root file are fine.
+    const good = await check(cleanTree({ ...hub, 'src/main-console.ts': uses('./web/') }));
+    expect(good).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('refuses an import() or require() whose module is not a literal', async () => {
+    const run = await check(
+      cleanTree({
+        'src/web/lazy.ts': [
+          'declare const require: (m: string) => unknown;',
+          'export const load = (name: string) => [',
+          `  import(\`../store/\${name}.js\`),`,
+          '  import(name),',
+          '  require(name),',
+          "  import('./server.js'),",
+          '];',
+        ].join('\n'),
+      }),
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `[dynamic-import] src/web/lazy.ts:3 import(\`../store/\${name}.js\`): the module is not a literal`,
+    );
+    expect(run.stderr).toContain('[dynamic-import] src/web/lazy.ts:4 import(name)');
+    expect(run.stderr).toContain('[dynamic-import] src/web/lazy.ts:5 require(name)');
+    expect(run.stderr).toMatch(/architecture: 3 dynamic-import \(/);
+
+    const good = await check(
+      cleanTree({
+        'src/web/lazy.ts': "export const load = () => [import('./server.js'), import(`./server.js`)];\n",
+      }),
+    );
+    expect(good).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('takes lower-case SQL for SQL: statements of full shape, and what .prepare( / .exec( get', async () => {
+    const sql = [
+      'export const q = (db: { prepare(s: string): unknown; exec(s: string): unknown }, t: string) => [',
+      "  db.prepare('select 1'),",
+      "  db.exec('pragma foreign_keys = on'),",
+      `  db.exec(\`  begin; \${t}\`),`,
+      "  'select id, name from sessions where id = ?',",
+      "  'delete from jobs where id = ?',",
+      "  'insert into usage (a, b) values (?, ?)',",
+      "  'update jobs set state = ?',",
+      "  'create table if not exists notes (id)',",
+      '];',
+    ].join('\n');
+    const run = await check(cleanTree({ 'src/web/q.ts': sql }));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('src/web/q.ts contains SQL outside src/store/ (8 literals):');
+    for (const line of [2, 3, 4, 5, 6, 7, 8, 9]) expect(run.stderr).toMatch(new RegExp(`  line ${line}: `));
+
+    const good = await check(
+      cleanTree({
+        'src/store/sqlite/q.ts': sql,
+        'src/web/prose.ts': [
+          "export const a = 'Select a session from the list where it ended, then delete from the queue.';",
+          "export const b = 'Update your config: set the engine = claude, and create table-like output.';",
+          "export const c = /select (\\w+)/.exec('selected: x');",
+          "export const d = 'select one from each list where you can';",
+        ].join('\n'),
+      }),
+    );
+    expect(good).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('fails on a centre file reaching I/O through a global, not on a name its own scope declares', async () => {
+    const run = await check(
+      cleanTree({
+        'src/core/env.ts': [
+          'export const home = () => process.env.HOME;',
+          'export const get = (url: string) => fetch(url);',
+          'export const g = globalThis;',
+          "export const ws = () => new WebSocket('ws://x');",
+          'export const platform = process.platform;',
+          'export const all = { process };',
+        ].join('\n'),
+      }),
+    );
+    expect(run.code).toBe(1);
+    const found = run.stderr.split('\n').filter((line) => line.includes('[centre-global]'));
+    expect(
+      found.map((line) => /centre file (\S+) uses the global (\w+)/.exec(line)?.slice(1).join(' ')),
+    ).toEqual([
+      'src/core/env.ts:1 process',
+      'src/core/env.ts:2 fetch',
+      'src/core/env.ts:3 globalThis',
+      'src/core/env.ts:4 WebSocket',
+      'src/core/env.ts:5 process',
+      'src/core/env.ts:6 process',
+    ]);
+
+    const good = await check(
+      cleanTree({
+        'src/core/env.ts': [
+          'export const get = (fetch: (u: string) => Promise<unknown>, url: string) => fetch(url);',
+          'export type Fetch = typeof fetch;',
+          'export const o = { process: 1, fetch: 2 };',
+          'export const p = o.process + o.fetch;',
+          'export function f() {',
+          '  const process = { env: {} as Record<string, string> };',
+          '  return process.env;',
+          '}',
+          'export class C { globalThis = 1; fetch() { return this.globalThis; } }',
+        ].join('\n'),
+        // Adapters may use them.
+        'src/web/env.ts': 'export const home = () => process.env.HOME ?? fetch;\n',
+      }),
+    );
+    expect(good).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('fails on a getter or setter over 80 lines', async () => {
+    const accessor = (kind: 'get' | 'set', lines: number) => [
+      `  ${kind} value(${kind === 'set' ? 'v: number' : ''})${kind === 'get' ? ': number' : ''} {`,
+      '    let n = 0;',
+      ...Array.from({ length: lines - 4 }, () => '    n++;'),
+      kind === 'get' ? '    return n;' : '    this.n = v + n;',
+      '  }',
+    ];
+    const big = (lines: number) =>
+      ['export class Big {', '  n = 0;', ...accessor('get', lines), ...accessor('set', lines), '}'].join(
+        '\n',
+      );
+    const run = await check(cleanTree({ 'src/web/big.ts': big(81) }));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      '[accessor-size] src/web/big.ts:3 get value (81 lines): no getter or setter over 80 lines',
+    );
+    expect(run.stderr).toContain('[accessor-size] src/web/big.ts:84 set value (81 lines)');
+
+    expect(await check(cleanTree({ 'src/web/big.ts': big(80) }))).toMatchObject({ code: 0, stderr: '' });
+  });
 });
