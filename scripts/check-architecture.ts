@@ -31,6 +31,7 @@ import {
   centreViolations,
   cycleViolations,
   dynamicImportViolations,
+  fileSizeViolations,
   sqlViolations,
   storeViolations,
   type Violation,
@@ -92,6 +93,7 @@ function main(): void {
     ...rootViolations(scan.calls),
     ...dynamicImportViolations(scan),
     ...accessorViolations(scan),
+    ...fileSizeViolations(scan),
     ...docsViolations(options.root, edges, srcFolders(scan.files)),
   ];
   const ms = Math.round(performance.now() - started);

@@ -7,12 +7,13 @@
  * - only the composition root builds the database, stores, servers, dispatcher, runners (root.ts);
  * - a centre file reaches no I/O global (`process`, `fetch`, `require`, `globalThis`, … : scope.ts);
  * - every `import()` / `require()` names its module by a literal, so the graph sees it;
- * - no getter or setter over 80 lines (Biome's function rule does not count them).
+ * - no getter or setter over 80 lines (Biome's function rule does not count them);
+ * - no file over 400 lines as `wc -l` counts them (Biome's file rule leaves some lines out).
  */
 import { basename } from 'node:path';
 import { edgeKey, type FolderGraph, folderCycles } from './graph.js';
 import { isRootFile } from './root.js';
-import { ACCESSOR_MAX_LINES, type ImportRef, type Scan } from './scan.js';
+import { ACCESSOR_MAX_LINES, FILE_MAX_LINES, type ImportRef, type Scan } from './scan.js';
 
 export interface Violation {
   rule:
@@ -24,6 +25,7 @@ export interface Violation {
     | 'composition-root'
     | 'dynamic-import'
     | 'accessor-size'
+    | 'file-size'
     | 'docs';
   message: string;
 }
@@ -144,6 +146,13 @@ export function accessorViolations(scan: Scan): Violation[] {
   return scan.accessors.map((hit) => ({
     rule: 'accessor-size',
     message: `${hit.file}:${hit.line} ${hit.text}: no getter or setter over ${ACCESSOR_MAX_LINES} lines (as no function); split it`,
+  }));
+}
+
+export function fileSizeViolations(scan: Scan): Violation[] {
+  return scan.longFiles.map((hit) => ({
+    rule: 'file-size',
+    message: `${hit.file} has ${hit.text}: no file over ${FILE_MAX_LINES} lines; split it along its phases`,
   }));
 }
 

@@ -1,11 +1,11 @@
 import { describeError, LoopError } from '../core/errors.js';
-import type { Claim, DeliveryRecord, RoutedDelivery, RoutedTurn } from '../core/ports/inbox.js';
+import type { Claim, RoutedTurn } from '../core/ports/inbox.js';
 import type { TurnRecord } from '../core/ports/sessions.js';
 import { SHUTDOWN } from '../runners/runner.js';
 import type { TurnResult } from '../sessions/turn-service.js';
 import type { DispatcherDeps } from './dispatcher-deps.js';
-import { manualBodySchema, manualPlan } from './manual-plan.js';
 import { heldCandidates, planClaims } from './plan-claims.js';
+import { planOf, routeUnrouted } from './reroute.js';
 
 export type { DispatcherDeps, ManualBody } from './dispatcher-deps.js';
 
@@ -128,7 +128,7 @@ export class Dispatcher {
    */
   private async pass(): Promise<void> {
     const { inbox } = this.deps;
-    const pending = await this.routeUnrouted(await inbox.pending());
+    const pending = await routeUnrouted(this.deps, await inbox.pending());
     const base = { pending, running: [...this.running.keys()], only: this.deps.only, upTo: this.deps.upTo };
     // A held session (over budget…) gets nothing more until a person resumes it: asked of the first
     // in line of each work item (asking may put the hold on: a ceiling reached).
@@ -150,42 +150,6 @@ export class Dispatcher {
     // Deliveries a close made moot were counted against the concurrency limit in this plan: plan
     // again at once rather than leave the slots idle until the next poll.
     if (plan.ignored.length > 0) this.again = true;
-  }
-
-  /**
-   * Rows an older version stored unrouted are routed once, now, and stored so (ignore and reject are
-   * settled by it). Every other delivery was routed on arrival.
-   */
-  private async routeUnrouted(pending: DeliveryRecord[]): Promise<DeliveryRecord[]> {
-    if (pending.every((d) => d.route !== null || d.status !== 'queued')) return pending;
-    const routed: DeliveryRecord[] = [];
-    for (const d of pending) {
-      if (d.route !== null || d.status !== 'queued') {
-        routed.push(d);
-        continue;
-      }
-      let route: RoutedDelivery;
-      try {
-        route = await this.routeLegacy(d);
-      } catch (error) {
-        route = { action: 'reject', reason: `unreadable delivery: ${describeError(error)}` };
-      }
-      await this.deps.inbox.setRoute(d.id, route);
-      const reason = 'reason' in route ? route.reason : null;
-      if (route.action === 'reject') this.deps.logger.warn('delivery rejected', { delivery: d.id, reason });
-      if (route.action === 'ignore' || route.action === 'reject') continue;
-      routed.push({ ...d, route: route.action, workItem: route.workItem, reason });
-    }
-    return routed;
-  }
-
-  /** The one routing of a row stored before deliveries were routed on arrival (its body is read). */
-  private async routeLegacy(d: Pick<DeliveryRecord, 'id' | 'event' | 'source'>): Promise<RoutedDelivery> {
-    const payload: unknown = JSON.parse(await this.deps.inbox.readBody(d.id));
-    if (d.source === 'manual') return manualPlan(manualBodySchema.parse(payload));
-    if (!this.deps.routeLegacy)
-      throw new Error('stored by an older version without its plan, and no router to route it');
-    return this.deps.routeLegacy(d.event, payload);
   }
 
   private armCloseGrace(workItem: string): void {
@@ -268,7 +232,7 @@ export class Dispatcher {
     }
     // As routed on arrival; a row from an older version, or one planned under another routing config,
     // is routed once more here.
-    const plan = await this.planOf(claim);
+    const plan = await planOf(this.deps, claim);
     if (!plan) return;
     try {
       const manual = claim.source === 'manual';
@@ -301,40 +265,6 @@ export class Dispatcher {
       await inbox.finish(deliveryId, { status: 'failed', turnId: null, error: message });
       logger.warn('delivery failed before its turn ran', { delivery: deliveryId, error: message });
     }
-  }
-
-  /** The stored plan, unless the routing config changed since it was made (then routed again, once). */
-  private async planOf(claim: Claim): Promise<RoutedTurn | undefined> {
-    const stored = await this.deps.inbox.plan(claim.deliveryId);
-    const now = this.deps.routingDigest;
-    if (stored && (!stored.routedUnder || !now || stored.routedUnder === now)) return stored;
-    if (stored)
-      this.deps.logger.info('the routing config changed since this delivery was planned: routing it again', {
-        delivery: claim.deliveryId,
-      });
-    return this.planLegacy(claim);
-  }
-
-  /**
-   * A start or deliver stored by an older version with its route but not its plan: routed once, from
-   * its body, and the plan stored (a retry or a restart runs it as stored). undefined: the routing
-   * changed since (the delivery failed, saying so).
-   */
-  private async planLegacy(claim: Claim): Promise<RoutedTurn | undefined> {
-    const { inbox } = this.deps;
-    const d = await inbox.get(claim.deliveryId);
-    if (!d) throw new LoopError('internal', `delivery ${claim.deliveryId} is gone`);
-    const routed = await this.routeLegacy(d);
-    if (routed.action !== 'start' && routed.action !== 'deliver') {
-      await inbox.finish(claim.deliveryId, {
-        status: 'failed',
-        turnId: null,
-        error: `routing changed: ${routed.action}`,
-      });
-      return undefined;
-    }
-    await inbox.setRoute(claim.deliveryId, routed);
-    return routed;
   }
 
   /** Record how a delivery's turn went — or leave it for the next dispatcher when the turn goes on. */

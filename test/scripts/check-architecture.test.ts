@@ -571,4 +571,13 @@ describe('check-architecture', () => {
 
     expect(await check(cleanTree({ 'src/web/big.ts': big(80) }))).toMatchObject({ code: 0, stderr: '' });
   });
+
+  it('fails on a file over 400 lines as wc -l counts them, comments and blank lines included', async () => {
+    const long = (lines: number) =>
+      `${Array.from({ length: lines }, (_, k) => (k % 3 === 0 ? '// a comment' : k % 3 === 1 ? '' : `export const v${k} = ${k};`)).join('\n')}\n`;
+    const run = await check(cleanTree({ 'src/web/long.ts': long(401) }));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('[file-size] src/web/long.ts has 401 lines: no file over 400 lines');
+    expect(await check(cleanTree({ 'src/web/long.ts': long(400) }))).toMatchObject({ code: 0, stderr: '' });
+  });
 });
