@@ -10,7 +10,7 @@ import { verifySignature } from './verify.js';
 export interface IngressOptions {
   secret: string;
   maxBodyBytes: number;
-  inbox: Pick<Inbox, 'acceptMany' | 'known'>;
+  inbox: Pick<Inbox, 'acceptMany' | 'knownAmong'>;
   logger: Logger;
   /** Called after a new delivery is committed (wakes the dispatcher). */
   onAccepted: (deliveryId: string) => void;
@@ -83,7 +83,7 @@ export function createIngressHandler(options: IngressOptions) {
 function storeOnce(
   options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
 ): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<AcceptOutcome> {
-  const accept = groupCommit(options.inbox);
+  const accept = groupCommit(options);
   const inflight = new Map<string, Promise<AcceptOutcome>>();
   return async (d, payload) => {
     const first = inflight.get(d.id);
@@ -91,10 +91,7 @@ function storeOnce(
       await first;
       return 'duplicate';
     }
-    const stored = (async (): Promise<AcceptOutcome> => {
-      if (await options.inbox.known(d.id)) return 'duplicate';
-      return accept({ ...d, routed: routeOnce(options, d.event, payload, d.id) });
-    })();
+    const stored = accept(d, payload);
     inflight.set(d.id, stored);
     try {
       return await stored;
@@ -105,18 +102,32 @@ function storeOnce(
 }
 
 /**
- * Group commit: deliveries whose bodies completed in the same turn of the event loop are committed
- * in one transaction (one WAL commit), then each is answered. Nothing is answered before its commit.
+ * Group commit: deliveries whose bodies completed in the same turn of the event loop are looked up
+ * in one query (a stored id is a redelivery: a duplicate, not routed again), the others routed and
+ * committed in one transaction (one WAL commit), then each is answered. Nothing is answered before
+ * its commit. (The in-flight map above keeps one id out of a batch twice.)
  */
-function groupCommit(inbox: Pick<Inbox, 'acceptMany'>): (d: NewDelivery) => Promise<AcceptOutcome> {
-  type Pending = { d: NewDelivery; resolve: (v: AcceptOutcome) => void; reject: (e: unknown) => void };
+function groupCommit(
+  options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
+): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<AcceptOutcome> {
+  type Pending = {
+    d: Omit<NewDelivery, 'routed'>;
+    payload: object;
+    resolve: (v: AcceptOutcome) => void;
+    reject: (e: unknown) => void;
+  };
   let queue: Pending[] = [];
   const flush = async () => {
     const items = queue;
     queue = [];
     try {
-      const out = await inbox.acceptMany(items.map((i) => i.d));
-      for (const [k, item] of items.entries()) {
+      const stored = await options.inbox.knownAmong(items.map((i) => i.d.id));
+      const fresh = items.filter((i) => !stored.has(i.d.id));
+      const out = await options.inbox.acceptMany(
+        fresh.map((i) => ({ ...i.d, routed: routeOnce(options, i.d.event, i.payload, i.d.id) })),
+      );
+      for (const item of items) if (stored.has(item.d.id)) item.resolve('duplicate');
+      for (const [k, item] of fresh.entries()) {
         const outcome = out[k];
         if (outcome) item.resolve(outcome);
         else item.reject(new Error('the inbox did not answer for every delivery'));
@@ -125,9 +136,9 @@ function groupCommit(inbox: Pick<Inbox, 'acceptMany'>): (d: NewDelivery) => Prom
       for (const i of items) i.reject(error);
     }
   };
-  return (d) =>
+  return (d, payload) =>
     new Promise((resolve, reject) => {
-      queue.push({ d, resolve, reject });
+      queue.push({ d, payload, resolve, reject });
       if (queue.length === 1) setImmediate(() => void flush());
     });
 }

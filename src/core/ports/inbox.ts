@@ -107,6 +107,8 @@ export interface Inbox {
   accept(delivery: NewDelivery): Promise<AcceptOutcome>;
   /** Whether a delivery with this id is stored (a redelivery is answered without routing it again). */
   known(id: string): Promise<boolean>;
+  /** Which of these delivery ids are stored (one lookup for a batch: ingress's group commit). */
+  knownAmong(ids: readonly string[]): Promise<Set<string>>;
   get(id: string): Promise<DeliveryRecord | undefined>;
   /** The payload as received; undefined for an unknown delivery or one whose body was pruned. */
   body(id: string): Promise<string | undefined>;

@@ -117,6 +117,14 @@ export class SqliteInbox implements Inbox {
     return this.q('SELECT 1 FROM deliveries WHERE id = ?').get(id) !== undefined;
   }
 
+  async knownAmong(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const found = this.q('SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').all(
+      JSON.stringify(ids),
+    ) as Array<{ id: string }>;
+    return new Set(found.map((row) => row.id));
+  }
+
   async get(id: string): Promise<DeliveryRecord | undefined> {
     return this.read(id);
   }

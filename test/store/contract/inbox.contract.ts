@@ -52,6 +52,8 @@ function arrivalAndOrder(factory: StoreFactory): void {
     const again = delivery('d-1', routed('ignore', workItem(), { reason: 'other' }), '{"zen":"second"}');
     expect(await store().inbox.accept(again)).toBe('duplicate');
     expect(await store().inbox.known('d-1')).toBe(true);
+    expect(await store().inbox.knownAmong(['d-2', 'd-1', 'd-3'])).toEqual(new Set(['d-1']));
+    expect(await store().inbox.knownAmong([])).toEqual(new Set());
     expect(await store().inbox.get('d-1')).toMatchObject({
       id: 'd-1',
       source: 'github',
