@@ -1,7 +1,7 @@
 import type { z } from 'zod';
+import { sanitizeLine } from '../core/text.js';
 import { type GitHubUser, payloadSchemas, type RoutedEventName } from './events.js';
 import { mentions, mentionsIn } from './mention.js';
-import { sanitizeLine } from './prompt.js';
 
 type Payloads = { [K in RoutedEventName]: z.infer<(typeof payloadSchemas)[K]> };
 

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError, LoopError } from '../core/errors.js';
 import type { AcceptOutcome, Inbox, NewDelivery, RoutedDelivery } from '../core/ports/inbox.js';
+import { sanitizeLine } from '../core/text.js';
 import type { Logger } from '../log/logger.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
 import { reply } from '../web/server.js';
-import { sanitizeLine } from './prompt.js';
 import { verifySignature } from './verify.js';
 
 export interface IngressOptions {

@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { LoopError } from '../core/errors.js';
-import { sanitizeLine, sanitizeUntrusted, UNTRUSTED_LIMIT } from '../core/text.js';
-
-export { sanitizeLine, sanitizeUntrusted, UNTRUSTED_LIMIT };
 
 /**
  * Prompts rendered from GitHub events. Text from GitHub (titles, bodies, comments, branch names,

@@ -2,17 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { describeError } from '../core/errors.js';
 import type { RoutedDelivery } from '../core/ports/inbox.js';
+import { sanitizeLine, sanitizeUntrusted } from '../core/text.js';
 import { canonicalRepository, formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { type Candidate, candidateFor, parsePayload, type RoutedPayload } from './candidate.js';
 import type { GitHubUser } from './events.js';
-import {
-  DEFAULT_TEMPLATES,
-  type MarkerSource,
-  randomMarker,
-  renderPrompt,
-  sanitizeLine,
-  sanitizeUntrusted,
-} from './prompt.js';
+import { DEFAULT_TEMPLATES, type MarkerSource, randomMarker, renderPrompt } from './prompt.js';
 
 export { mentions } from './mention.js';
 

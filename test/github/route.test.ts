@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { configSchema } from '../../src/config/schema.js';
+import { UNTRUSTED_LIMIT } from '../../src/core/text.js';
 import type { payloadSchemas, RoutedEventName } from '../../src/github/events.js';
-import { UNTRUSTED_LIMIT } from '../../src/github/prompt.js';
 import { mentions, type RouteResult, type RoutingConfig, routeEvent } from '../../src/github/route.js';
 
 type Payload<K extends RoutedEventName> = z.infer<(typeof payloadSchemas)[K]>;

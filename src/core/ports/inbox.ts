@@ -105,8 +105,6 @@ export interface Inbox {
   acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]>;
   /** One delivery: `acceptMany([delivery])`. */
   accept(delivery: NewDelivery): Promise<AcceptOutcome>;
-  /** Whether a delivery with this id is stored (a redelivery is answered without routing it again). */
-  known(id: string): Promise<boolean>;
   /** Which of these delivery ids are stored (one lookup for a batch: ingress's group commit). */
   knownAmong(ids: readonly string[]): Promise<Set<string>>;
   get(id: string): Promise<DeliveryRecord | undefined>;

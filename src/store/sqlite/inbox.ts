@@ -113,10 +113,6 @@ export class SqliteInbox implements Inbox {
     };
   }
 
-  async known(id: string): Promise<boolean> {
-    return this.q('SELECT 1 FROM deliveries WHERE id = ?').get(id) !== undefined;
-  }
-
   async knownAmong(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const found = this.q('SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').all(
