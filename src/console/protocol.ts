@@ -1,0 +1,139 @@
+/**
+ * The console's wire contract, shared by the daemon (src/console/) and the browser (console/src/):
+ * the JSON the API answers, and the messages of its two WebSockets. Types only: the browser bundle
+ * imports nothing else from src/.
+ */
+
+/** What a session is, as the console shows it (console/status-rules.ts derives it). */
+export type ConsoleStatus =
+  | 'running'
+  | 'idle'
+  | 'waiting'
+  | 'held'
+  | 'over-budget'
+  | 'breach'
+  | 'unaccounted'
+  | 'lost'
+  | 'closed'
+  | 'ended';
+
+/** A person typing in a session: deliveries to it are held until hand back. */
+export interface TakeoverView {
+  by: string;
+  since: string;
+  /** The console login that took over (its public id), null when taken over from the CLI. */
+  principal: string | null;
+}
+
+/** One row of the sessions page (GET /api/sessions, and the live socket's `sessions` message). */
+export interface SessionRow {
+  id: string;
+  workItem: string;
+  engine: string;
+  runner: string;
+  tmuxTarget: string | null;
+  status: ConsoleStatus;
+  /** Why it is held, in words (a hold's reason, a take over), else null. */
+  heldReason: string | null;
+  takeover: TakeoverView | null;
+  turns: number;
+  /** Total tokens of its metered turns; null when no turn was metered. */
+  tokens: number | null;
+  /** Estimated cost of its priced turns; null when unknown (never shown as $0). */
+  costUsd: number | null;
+  /** Turns whose usage nothing measured (their cost is unknown). */
+  unmeteredTurns: number;
+  lastTurnAt: string | null;
+  createdAt: string;
+}
+
+export interface ActView {
+  id: number;
+  at: string;
+  /** `command`: found in the turn's tool uses (best effort); `wire`: seen by the gateway (certain). */
+  source: string;
+  kind: string;
+  tool: string;
+  /** The command or API call, scrubbed (as stored). */
+  command: string;
+  outcome: string;
+  verdict: 'allow' | 'deny';
+  rule: string | null;
+  evasion: string | null;
+  breach: boolean;
+  workItem: string;
+  sessionId: string;
+  turnSeq: number | null;
+}
+
+export interface TurnView {
+  id: number;
+  seq: number;
+  status: string;
+  endReason: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  meter: string;
+  model: string | null;
+  usage: {
+    inputTokens: number;
+    outputTokens: number;
+    cacheReadTokens: number;
+    cacheWriteTokens: number;
+  } | null;
+  costUsd: number | null;
+  /** `engine-reported`, `list-price`, … ; null with a null cost: unknown. */
+  costBasis: string | null;
+  error: string | null;
+  warnings: string[];
+  acts: ActView[];
+}
+
+/** GET /api/sessions/:id */
+export interface SessionDetail {
+  session: SessionRow;
+  turns: TurnView[];
+}
+
+/** A turn event as it streams (process sessions): the stored event, already scrubbed. */
+export interface EventView {
+  turnId: number;
+  seq: number;
+  at: string;
+  event: { type: string } & Record<string, unknown>;
+}
+
+/** Messages the live socket (/ws/live) sends. The client sends `{ t: 'watch', sessionId }` or `{ t: 'watch', sessionId: null }`. */
+export type LiveMessage =
+  | { t: 'sessions'; rows: SessionRow[] }
+  | { t: 'session'; detail: SessionDetail }
+  | { t: 'events'; sessionId: string; events: EventView[] }
+  | { t: 'error'; message: string };
+
+export type LiveClientMessage = { t: 'watch'; sessionId: string | null };
+
+/**
+ * The terminal socket (/ws/terminal/:sessionId): output is binary frames (raw terminal bytes,
+ * coalesced); control is JSON text frames.
+ */
+export type TerminalServerMessage =
+  | { t: 'hello'; role: 'viewer' | 'writer'; cols: number; rows: number; takeover: TakeoverView | null }
+  | { t: 'role'; role: 'viewer' | 'writer'; takeover: TakeoverView | null }
+  | { t: 'size'; cols: number; rows: number }
+  | { t: 'closed'; reason: string };
+
+export type TerminalClientMessage =
+  /** Bytes of output the browser has written to its terminal (total since connect). */
+  | { t: 'ack'; bytes: number }
+  /** Keys typed (forwarded only from the writer, filtered of terminal reports). */
+  | { t: 'input'; data: string }
+  /** The writer's terminal size (only the writer resizes the agent's window). */
+  | { t: 'resize'; cols: number; rows: number };
+
+/** Sub-protocols of both sockets: the first names the protocol, the second carries the page's ticket. */
+export const WS_PROTOCOL = 'the-loop.console.v1';
+export const TICKET_PROTOCOL_PREFIX = 'ticket.';
+/** Header a state-changing request carries its page's ticket in. */
+export const TICKET_HEADER = 'x-loop-ticket';
+/** The meta tag a page's ticket is rendered into. */
+export const TICKET_META = 'loop-ticket';
