@@ -45,6 +45,18 @@ export interface SessionWaiting {
   message: string;
 }
 
+/**
+ * A person typing in the session (taken over from the console or the CLI): deliveries to its work
+ * item are held until they hand it back.
+ */
+export interface SessionTakeover {
+  /** Who, in words (`alice@host`): shown on every page and in `sessions list`. */
+  by: string;
+  since: string;
+  /** The console login that took over (its public id); null when taken over from the CLI. */
+  principal: string | null;
+}
+
 export interface SessionRecord {
   id: string;
   /** The work item in its canonical case (`github:octo/widgets#7`). */
@@ -74,6 +86,8 @@ export interface SessionRecord {
   budgetRaise: BudgetRaise;
   /** The TUI waits for a person (a permission prompt): shown as `waiting for a person`. */
   waiting: SessionWaiting | null;
+  /** A person took the session over: its deliveries wait for the hand back. */
+  takeover: SessionTakeover | null;
   createdAt: string;
   updatedAt: string;
   closedAt: string | null;
@@ -218,6 +232,12 @@ export interface SessionStore {
   close(id: string, reason: string): Promise<SessionRecord>;
   /** Hold deliveries to a session (null: release it). */
   setHold(id: string, hold: SessionHold | null): Promise<void>;
+  /**
+   * A person takes the session over (null: hands it back), returning it as written. Taking over
+   * needs an active session (`usage` otherwise) that no one else holds (`usage`, naming who);
+   * handing back works whatever its status. `session-missing` when unknown.
+   */
+  setTakeover(id: string, takeover: SessionTakeover | null): Promise<SessionRecord>;
   /** Raise a session's ceilings by these amounts (added to earlier raises). */
   raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord>;
   /** An active session found gone (`lost`) or ended by its engine (`ended`), with what was seen. */
@@ -251,8 +271,11 @@ export interface SessionStore {
   finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord>;
   /** A session's turns in their order (by seq). */
   turns(sessionId: string): Promise<TurnRecord[]>;
-  /** A turn's events in the order appended (seq increasing). */
-  events(turnId: number): Promise<StoredEvent[]>;
+  /**
+   * A turn's events in the order appended (seq increasing); with `after`, only those after that seq,
+   * at most `limit` of them (what a live view polls for).
+   */
+  events(turnId: number, after?: { seq: number; limit: number }): Promise<StoredEvent[]>;
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
   recoverLostTurns(
     isAlive: (pid: number) => boolean,

@@ -2,6 +2,7 @@ import { workItemIdentity } from './v12-work-item-identity.js';
 import { inboxRetention } from './v13-inbox-retention.js';
 import { routeOnce } from './v14-route-once.js';
 import { actsTurnSeq } from './v15-acts-turn-seq.js';
+import { sessionTakeover } from './v16-takeover.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -349,4 +350,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   inboxRetention,
   routeOnce,
   actsTurnSeq,
+  sessionTakeover,
 ];

@@ -7,6 +7,7 @@ import type {
   SessionHold,
   SessionRecord,
   SessionStatus,
+  SessionTakeover,
   SessionWaiting,
   TurnGuard,
   TurnRecord,
@@ -32,6 +33,7 @@ export interface SessionRow {
   budget_raise: string | null;
   tmux_target: string | null;
   waiting: string | null;
+  takeover: string | null;
   created_at: string;
   updated_at: string;
   closed_at: string | null;
@@ -85,6 +87,7 @@ export const toSession = (r: SessionRow): SessionRecord => ({
   budgetRaise: r.budget_raise ? (JSON.parse(r.budget_raise) as BudgetRaise) : {},
   tmuxTarget: r.tmux_target,
   waiting: r.waiting ? (JSON.parse(r.waiting) as SessionWaiting) : null,
+  takeover: r.takeover ? (JSON.parse(r.takeover) as SessionTakeover) : null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   closedAt: r.closed_at,

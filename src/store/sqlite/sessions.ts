@@ -10,6 +10,7 @@ import type {
   SessionRecord,
   SessionStatus,
   SessionStore,
+  SessionTakeover,
   SessionWaiting,
   StoredEvent,
   TurnEnd,
@@ -19,6 +20,7 @@ import type {
 import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
 import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
 import type { Db } from '../db.js';
+import { readEventsAfter, writeTakeover } from './session-console.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './session-rows.js';
 import {
   insertTurnEvent,
@@ -193,6 +195,10 @@ export class SqliteSessionStore implements SessionStore {
     this.touch(id, 'hold = ?', hold ? JSON.stringify(hold) : null);
   }
 
+  async setTakeover(id: string, takeover: SessionTakeover | null): Promise<SessionRecord> {
+    return writeTakeover(this.db, id, takeover, this.now());
+  }
+
   async raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord> {
     // Read and write under one write lock: a raise made at the same moment by another process is
     // added to, never overwritten.
@@ -333,8 +339,8 @@ export class SqliteSessionStore implements SessionStore {
     ).map(toTurn);
   }
 
-  async events(turnId: number): Promise<StoredEvent[]> {
-    return readTurnEvents(this.db, turnId);
+  async events(turnId: number, after?: { seq: number; limit: number }): Promise<StoredEvent[]> {
+    return after ? readEventsAfter(this.db, turnId, after) : readTurnEvents(this.db, turnId);
   }
 
   async recoverLostTurns(

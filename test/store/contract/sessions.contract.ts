@@ -21,6 +21,7 @@ import {
   usage,
   workItem,
 } from './fixtures.js';
+import { takeoverCases } from './takeover.contract.js';
 
 const ALL_TIME = { since: new Date('2000-01-01'), until: new Date('2100-01-01'), by: 'day' as const };
 
@@ -28,6 +29,7 @@ export function sessionsContract(factory: StoreFactory): void {
   describe(`SessionStore contract (${factory.name})`, () => {
     describe('sessions, turns and events', () => sessionsAndTurns(factory));
     describe('two handles, restart, scrubbing', () => twoHandlesAndRestart(factory));
+    describe('take over, events after a cursor', () => takeoverCases(factory));
   });
 }
 

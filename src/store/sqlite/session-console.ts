@@ -1,0 +1,56 @@
+import { LoopError } from '../../core/errors.js';
+import type { TurnEvent } from '../../core/events.js';
+import type { SessionRecord, SessionTakeover, StoredEvent } from '../../core/ports/sessions.js';
+import { takeoverRefusal } from '../../sessions/takeover-rules.js';
+import type { Db } from '../db.js';
+import { type SessionRow, toSession } from './session-rows.js';
+
+/**
+ * The registry's side of what the console asks (part of the sessions' owner, beside sessions.ts):
+ * a take over written, and a turn's events after a cursor.
+ */
+
+/**
+ * Set or clear a session's take over. Read and written under one write lock: of two people taking
+ * it over at once, one wins and the other is told who holds it.
+ */
+export function writeTakeover(
+  db: Db,
+  id: string,
+  takeover: SessionTakeover | null,
+  at: string,
+): SessionRecord {
+  return db
+    .transaction(() => {
+      const row = db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+      if (!row) throw new LoopError('session-missing', `no session ${id}`);
+      const refused = takeover && takeoverRefusal(toSession(row), takeover);
+      if (refused) throw refused;
+      const value = takeover ? JSON.stringify(takeover) : null;
+      db.prepare('UPDATE sessions SET takeover = ?, updated_at = ? WHERE id = ?').run(value, at, id);
+      return toSession({ ...row, takeover: value, updated_at: at });
+    })
+    .immediate();
+}
+
+/** A turn's events after `seq`, in order, at most `limit` (the primary key serves the range). */
+export function readEventsAfter(
+  db: Db,
+  turnId: number,
+  after: { seq: number; limit: number },
+): StoredEvent[] {
+  const rows = db
+    .prepare('SELECT * FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?')
+    .all(turnId, after.seq, Math.max(0, Math.floor(after.limit))) as {
+    turn_id: number;
+    seq: number;
+    at: string;
+    data: string;
+  }[];
+  return rows.map((r) => ({
+    turnId: r.turn_id,
+    seq: r.seq,
+    at: r.at,
+    event: JSON.parse(r.data) as TurnEvent,
+  }));
+}
