@@ -13,7 +13,7 @@ import { createIngressHandler, webhookSecret } from './github/ingress.js';
 import { routeEvent, routingDigest } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
-import { heldReason, holdAfterTurn } from './ledger/budget-hold.js';
+import { holdAfterTurn } from './ledger/budget-hold.js';
 import type { Ledger } from './ledger/ledger.js';
 import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
@@ -23,6 +23,7 @@ import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { createRunners } from './main-runners.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
+import { deliveryHold } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
 import type { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -215,7 +216,7 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     store: app.store,
     runTurn: (request) => app.turns.runTurn(request),
     adoptTurn: (turn, request) => app.turns.adoptTurn(turn, request),
-    heldReason: (workItem) => heldReason(app, workItem),
+    heldReason: (workItem) => deliveryHold(app, workItem),
     checkSession: (session) => app.turns.checkSession(session),
     // Deliveries are routed on arrival; only rows an older version stored unrouted are routed here.
     routeLegacy: (event, payload) => routeEvent(event, payload, config),
