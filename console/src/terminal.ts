@@ -18,6 +18,7 @@ import {
   WS_PROTOCOL,
 } from '../../src/console/protocol.js';
 import { socketProtocols, socketUrl } from './api.js';
+import { openWithoutInlineStyles } from './xterm-styles.js';
 
 export type Role = 'viewer' | 'writer';
 
@@ -68,7 +69,7 @@ export function mountTerminal(
   callbacks: TerminalCallbacks,
 ): TerminalView {
   const term = newTerminal();
-  term.open(container);
+  const unstyle = openWithoutInlineStyles(term, container);
   let role: Role = 'viewer';
   let written = 0;
   let acked = 0;
@@ -141,6 +142,7 @@ export function mountTerminal(
     close() {
       ws.close();
       term.dispose();
+      unstyle();
     },
   };
 }
