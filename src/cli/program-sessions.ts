@@ -85,6 +85,7 @@ function addDriveCommands(sessions: Command, io: Io, withApp: WithApp): void {
     .action(async (ref: string, opts, cmd: Command) =>
       withApp(cmd, async (app) => (await import('./sessions.js')).resumeSession(app, io, ref, opts)),
     );
+  addTakeoverCommands(sessions, io, withApp);
   sessions
     .command('close')
     .description('end a session (its history is kept)')
@@ -93,6 +94,34 @@ function addDriveCommands(sessions: Command, io: Io, withApp: WithApp): void {
     .action(async (ref: string, opts, cmd: Command) =>
       withApp(cmd, async (app) =>
         (await import('./sessions.js')).closeSession(app.store, app.runners, io, ref, opts),
+      ),
+    );
+}
+
+/** `sessions takeover|handback`: a person types in a session while its deliveries wait. */
+function addTakeoverCommands(sessions: Command, io: Io, withApp: WithApp): void {
+  sessions
+    .command('takeover')
+    .description('take a session over: its deliveries wait while you type in it (sessions attach)')
+    .argument('<work-item|session-id>')
+    .option(
+      '--as <name>',
+      'who is typing, as shown on every page and in `sessions list` (default $USER@host)',
+    )
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) =>
+        (await import('./sessions-takeover.js')).takeoverCommand(app, io, ref, opts),
+      ),
+    );
+  sessions
+    .command('handback')
+    .description('hand a taken-over session back: its held deliveries run next')
+    .argument('<work-item|session-id>')
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withApp(cmd, async (app) =>
+        (await import('./sessions-takeover.js')).handbackCommand(app, io, ref, opts),
       ),
     );
 }

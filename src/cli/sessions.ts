@@ -1,12 +1,13 @@
 import type { ActRecord } from '../acts/audit.js';
 import { LoopError } from '../core/errors.js';
-import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
+import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { holdIfOverBudget } from '../ledger/budget-hold.js';
 import { formatAmount, parseRaise } from '../ledger/budget-rules.js';
-import { addUsage } from '../ledger/usage.js';
 import type { App } from '../main.js';
 import { isSessionHolding, type Runner } from '../runners/runner.js';
+import { type SessionSummary, summarizeTurns } from '../sessions/summary.js';
+import { takeoverReason } from '../sessions/takeover-rules.js';
 import {
   formatCost,
   formatDuration,
@@ -47,31 +48,6 @@ export async function findSession(store: SessionStore, ref: string): Promise<Ses
   });
 }
 
-interface SessionSummary {
-  turns: number;
-  running: boolean;
-  lastTurnAt: string | null;
-  usage: TurnRecord['usage'];
-  unmeteredTurns: number;
-  costUsd: number | null;
-}
-
-export function summarizeTurns(turns: readonly TurnRecord[]): SessionSummary {
-  const metered = turns.filter((t) => t.usage !== null);
-  const usage = metered.length
-    ? metered.map((t) => t.usage as NonNullable<TurnRecord['usage']>).reduce(addUsage)
-    : null;
-  const costs = turns.filter((t) => t.costUsd !== null);
-  return {
-    turns: turns.length,
-    running: turns.some((t) => t.status === 'running'),
-    lastTurnAt: turns.at(-1)?.startedAt ?? null,
-    usage,
-    unmeteredTurns: turns.filter((t) => t.usage === null && t.status !== 'running').length,
-    costUsd: costs.length ? costs.reduce((sum, t) => sum + (t.costUsd ?? 0), 0) : null,
-  };
-}
-
 export async function listSessions(
   store: SessionStore,
   io: Io,
@@ -109,7 +85,7 @@ export async function listSessions(
         s.engine,
         s.runner,
         s.tmuxTarget ?? '-',
-        s.waiting ? 'waiting for a person' : m.running ? 'running' : s.hold ? s.hold.kind : s.status,
+        listStatus(s, m),
         String(m.turns),
         m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
         m.lastTurnAt ?? '-',
@@ -118,6 +94,12 @@ export async function listSessions(
     ),
   );
   return EXIT.ok;
+}
+
+/** A session's STATUS in `sessions list`: a person typing in it first (its deliveries wait). */
+function listStatus(s: SessionRecord, m: SessionSummary): string {
+  if (s.status === 'active' && s.takeover) return `taken over by ${s.takeover.by}`;
+  return s.waiting ? 'waiting for a person' : m.running ? 'running' : s.hold ? s.hold.kind : s.status;
 }
 
 export async function showSession(
@@ -143,7 +125,7 @@ export async function showSession(
     `  cwd         ${session.cwd}`,
     `  credential  ${session.credentialKind ? `${session.credentialKind} via ${session.credentialEnv}` : 'none found in the environment (the engine uses its own login, if any)'}`,
     `  guard       ${formatGuard(turns.at(-1)?.guard ?? null)}`,
-    `  status      ${session.waiting ? `waiting for a person since ${session.waiting.since}: ${oneLine(session.waiting.message, 200)}` : summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}${session.hold ? ` · held, ${session.hold.kind}: ${session.hold.reason}` : ''}`,
+    `  status      ${session.waiting ? `waiting for a person since ${session.waiting.since}: ${oneLine(session.waiting.message, 200)}` : summary.running ? 'active, turn running' : session.status}${session.closeReason ? ` (${session.closeReason})` : ''}${session.hold ? ` · held, ${session.hold.kind}: ${session.hold.reason}` : ''}${session.status === 'active' && session.takeover ? ` · ${takeoverReason(session)}` : ''}`,
     `  created     ${session.createdAt}${session.closedAt ? ` · closed ${session.closedAt}` : ''}`,
     `  usage       ${summary.usage ? formatTokens(summary.usage) : 'unknown'}${summary.unmeteredTurns ? ` · ${summary.unmeteredTurns} turn(s) unmetered, not included` : ''}`,
     '',
