@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { LoopError } from '../core/errors.js';
 import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
 import { BUILTIN_PRESETS } from '../engines/presets.js';
+import { applyConsoleAlias } from './console-schema.js';
 import { resolveDataDir } from './data-dir.js';
 import { checkRepoKeys } from './repos.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
@@ -210,6 +211,7 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       hint: 'Export the variables named, or change the env: references.',
     });
   }
+  applyConsoleAlias(resolved, where);
   const parsed = configSchema.safeParse(resolved);
   if (!parsed.success) {
     throw new LoopError(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { policySchema } from '../acts/policy.js';
 import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
+import { consoleSchema } from './console-schema.js';
 import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
 import { serverSchema } from './server-schema.js';
 
@@ -223,6 +224,7 @@ export const configSchema = z
       .strict()
       .prefault({}),
     server: serverSchema,
+    console: consoleSchema,
     webhook: z
       .object({
         secret: z

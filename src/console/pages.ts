@@ -1,0 +1,89 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TICKET_META } from './protocol.js';
+
+/**
+ * The front end's files (built by `npm run build` into dist/console/), read once at start: the four
+ * page templates and a fixed list of assets. A request names an asset from that list or gets a 404;
+ * no request path ever reaches the file system, so no path can traverse out of it.
+ */
+
+export const PAGES = ['sessions', 'session', 'usage', 'acts'] as const;
+export type PageName = (typeof PAGES)[number];
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.woff': 'font/woff',
+  '.txt': 'text/plain; charset=utf-8',
+};
+/** An asset larger than this is not served (the bundle is a few hundred KB). */
+const MAX_ASSET_BYTES = 16 * 1024 * 1024;
+const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$/;
+
+export interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+export interface Pages {
+  /** The page's template, or undefined when the front end is not built. */
+  template(name: PageName): string | undefined;
+  asset(name: string): Asset | undefined;
+  /** Where the files were read from, and what was missing (said once in the log at start). */
+  dir: string;
+  missing: string[];
+}
+
+/**
+ * dist/console: tsc writes this module there and the front end's build writes the pages beside it;
+ * run from src/ (tsx, tests), the same folder of the last build.
+ */
+export function defaultStaticDir(): string {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  return existsSync(join(here, 'sessions.html')) ? here : join(here, '..', '..', 'dist', 'console');
+}
+
+/** Read the templates and the assets of `dir` (missing files are reported, not fatal). */
+export function loadPages(dir: string): Pages {
+  const templates = new Map<PageName, string>();
+  const missing: string[] = [];
+  for (const name of PAGES) {
+    const path = join(dir, `${name}.html`);
+    if (existsSync(path)) templates.set(name, readFileSync(path, 'utf8'));
+    else missing.push(`${name}.html`);
+  }
+  const assets = new Map<string, Asset>();
+  const assetDir = join(dir, 'assets');
+  if (existsSync(assetDir)) {
+    for (const name of readdirSync(assetDir)) {
+      const type = CONTENT_TYPES[extname(name).toLowerCase()];
+      const path = join(assetDir, name);
+      if (!type || !ASSET_NAME.test(name)) continue;
+      const stat = statSync(path);
+      if (!stat.isFile() || stat.size > MAX_ASSET_BYTES) continue;
+      assets.set(name, { body: readFileSync(path), type });
+    }
+  } else missing.push('assets/');
+  return {
+    dir,
+    missing,
+    template: (name) => templates.get(name),
+    asset: (name) => (ASSET_NAME.test(name) ? assets.get(name) : undefined),
+  };
+}
+
+const TICKET_TAG = new RegExp(`<meta\\s+name="${TICKET_META}"\\s+content="[^"]*"\\s*/?>`);
+
+/** The page with its ticket in `<meta name="loop-ticket" content="…">` (HTML-escaped). */
+export function renderPage(template: string, ticket: string): string {
+  const escaped = ticket.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return template.replace(TICKET_TAG, () => `<meta name="${TICKET_META}" content="${escaped}">`);
+}

@@ -1,0 +1,106 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../log/logger.js';
+import { hostAllowed, principalOf } from './access.js';
+import { type ApiContext, handleApi } from './api.js';
+import { loggablePath, loginCookie, secure, send, sendError, sendJson, sendMessagePage } from './http.js';
+import { type PageName, type Pages, renderPage } from './pages.js';
+import { SESSION_ID } from './ports.js';
+
+/**
+ * The console's HTTP routes. Every response carries the security headers; every request names an
+ * allowed Host first. Assets and /healthz need no login (nothing secret in them); pages need a
+ * browser login; /api a login or the Bearer token.
+ */
+
+export interface RouteContext extends ApiContext {
+  pages: Pages;
+  /** `Secure` on the cookie (publicOrigin is https). */
+  secureCookie: boolean;
+  sessionHours: number;
+  logger: Logger;
+}
+
+const AGAIN = 'Run `the-loop console` on the machine the daemon runs on, and open the link it prints.';
+
+export async function handleRequest(ctx: RouteContext, req: IncomingMessage, res: ServerResponse) {
+  secure(res);
+  if (!hostAllowed(ctx.access, req)) {
+    // Another site's name pointed at this address (DNS rebinding), or a proxy not configured.
+    return sendError(
+      res,
+      421,
+      'this host is not the console',
+      'Add it to console.allowedHosts if it is yours.',
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://console.invalid');
+  } catch {
+    return sendError(res, 400, 'bad request');
+  }
+  const path = url.pathname;
+  if (path.startsWith('/api/')) return handleApi(ctx, req, res, url);
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return sendError(res, 405, `${req.method} is not allowed here`);
+  if (path === '/healthz') return sendJson(res, 200, { ok: true });
+  if (path.startsWith('/assets/')) return serveAsset(ctx, res, path.slice('/assets/'.length));
+  if (path.startsWith('/login/')) return logIn(ctx, res, path.slice('/login/'.length));
+  if (path === '/') return send(res, 303, '', 'text/plain', { location: '/sessions' });
+  const page = pageOf(path);
+  if (!page) return sendError(res, 404, 'not found');
+  return servePage(ctx, req, res, page);
+}
+
+function pageOf(path: string): PageName | undefined {
+  if (path === '/sessions' || path === '/usage' || path === '/acts') return path.slice(1) as PageName;
+  const one = /^\/sessions\/([^/]+)$/.exec(path);
+  return one?.[1] && SESSION_ID.test(one[1]) ? 'session' : undefined;
+}
+
+function serveAsset(ctx: RouteContext, res: ServerResponse, name: string) {
+  const asset = ctx.pages.asset(name);
+  if (!asset) return sendError(res, 404, 'not found');
+  send(res, 200, asset.body, asset.type);
+}
+
+/** A login link: exchanged once for the cookie, then a redirect to a URL without the code. */
+function logIn(ctx: RouteContext, res: ServerResponse, code: string) {
+  const check = ctx.access.auth.checkLoginCode(code);
+  if (!check.ok) {
+    ctx.logger.warn('console: login refused', { path: loggablePath('/login/'), why: check.why });
+    return sendMessagePage(res, 403, 'This login link cannot be used', [
+      check.why === 'used'
+        ? 'It was used already: each link logs in once.'
+        : check.why === 'expired'
+          ? 'It has expired: a link is valid for one minute.'
+          : 'It is not a valid login link.',
+      AGAIN,
+    ]);
+  }
+  const { sid, login } = ctx.access.auth.createLogin(check.who);
+  ctx.logger.info('console: logged in', { who: login.who, login: login.publicId });
+  send(res, 303, '', 'text/plain', {
+    'set-cookie': loginCookie(sid, { secure: ctx.secureCookie, maxAgeS: ctx.sessionHours * 3600 }),
+    location: '/sessions',
+  });
+}
+
+function servePage(ctx: RouteContext, req: IncomingMessage, res: ServerResponse, page: PageName) {
+  const principal = principalOf(ctx.access, req);
+  if (principal?.kind !== 'login') {
+    return sendMessagePage(res, 401, 'Log in to the console', [
+      'You are not logged in, or your login expired.',
+      AGAIN,
+    ]);
+  }
+  const template = ctx.pages.template(page);
+  if (template === undefined) {
+    return sendMessagePage(res, 503, 'The console is not built', [
+      `${page}.html is missing from ${ctx.pages.dir}.`,
+      'Build it with `npm run build` and restart the daemon.',
+    ]);
+  }
+  const ticket = ctx.access.auth.ticketFor(principal.sid, principal.login);
+  send(res, 200, renderPage(template, ticket), 'text/html; charset=utf-8');
+}
