@@ -1,5 +1,5 @@
 /**
- * Builds the browser console (issue 14) into dist/console/: each page's entry bundled by esbuild
+ * Builds the browser console (issue 14) into dist/console-ui/ (beside, never inside, tsc's dist/console/): each page's entry bundled by esbuild
  * (ESM, Chrome 110+, minified, a linked source map) into assets/<page>.js, the page templates to
  * <page>.html (the daemon fills in their ticket), the stylesheet and xterm.js's to assets/.
  * No code splitting: the daemon serves a fixed list of asset names.
@@ -19,12 +19,12 @@ export const PAGES = ['sessions', 'session', 'usage', 'acts'] as const;
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 export interface BuildConsoleOptions {
-  /** Where to write (default dist/console). Emptied first: no stale asset outlives a build. */
+  /** Where to write (default dist/console-ui). Emptied first: no stale asset outlives a build. */
   outdir?: string;
 }
 
 export async function buildConsole(options: BuildConsoleOptions = {}): Promise<string> {
-  const outdir = resolve(options.outdir ?? join(ROOT, 'dist', 'console'));
+  const outdir = resolve(options.outdir ?? join(ROOT, 'dist', 'console-ui'));
   const assets = join(outdir, 'assets');
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(assets, { recursive: true });
