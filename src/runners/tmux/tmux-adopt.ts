@@ -5,6 +5,7 @@ import type { RunOutcome, RunTurnInput, SessionProbe } from '../runner.js';
 import { HookEventsTail } from './hook-events-tail.js';
 import { checkTarget } from './tmux.js';
 import { follow } from './tmux-follow.js';
+import { keepWindowSize } from './tmux-launch.js';
 import {
   ACCEPT_MS,
   endedByEngine,
@@ -33,6 +34,8 @@ export async function adoptTurn(
     }
     const pane = await paneStateSure(options, target);
     if (pane.state !== 'alive') return { adopted: false, reason: `tmux session ${target} is gone` };
+    // Mid-turn: its size is fixed as it is (resizing would redraw the TUI under the turn).
+    await keepWindowSize(options, target, false);
     if (mark.phase === 'delivering') {
       // The paste had not completed: nothing was submitted, so the delivery can run again.
       return { adopted: false, reason: 'its daemon stopped before the prompt was pasted' };

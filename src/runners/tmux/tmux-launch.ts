@@ -58,6 +58,9 @@ export async function readyForTurn(options: TmuxRunnerOptions, ctx: TurnContext)
     if (!started.ok) return started;
   } else if ((ctx.state.launchKey ?? null) !== (ctx.input.launchKey ?? null)) {
     return failed(await retire(options, ctx));
+  } else {
+    // A TUI an earlier daemon started (maybe before agent windows kept their size): fix it.
+    await keepWindowSize(options, ctx.target, true);
   }
   return ctx.hooks ? await catchUp(options, ctx) : READY;
 }
@@ -171,6 +174,10 @@ async function startSession(
     envFile,
     ...(sandboxed ? ['--sandboxed'] : []),
     ...command,
+    // Same tmux command, so no client can attach before it applies: the window keeps its -x/-y size
+    // whatever size a client attaching has; only the console's writer resizes it.
+    ';',
+    ...fixedWindowSize(pane, options),
     // Same tmux command, so it applies before the program can exit: keep its last screen.
     ...(hooks ? [';', 'set-option', '-w', '-t', pane, 'remain-on-exit', 'on'] : []),
   ]);
@@ -187,6 +194,36 @@ async function startSession(
   ctx.state.launchKey = input.launchKey;
   saveState(dir, ctx.state);
   return { ok: true, envFile };
+}
+
+/**
+ * The tmux commands that fix a window's size: `window-size manual` (clients attaching, with any
+ * size, never resize it), then the size itself — tmux 3.3a's default (`latest`) may already have
+ * given a new window the size of a client attached to another session of the server.
+ */
+function fixedWindowSize(pane: string, size?: { width: number; height: number }): string[] {
+  const manual = ['set-option', '-w', '-t', pane, 'window-size', 'manual'];
+  if (!size) return manual;
+  return [...manual, ';', 'resize-window', '-t', pane, '-x', String(size.width), '-y', String(size.height)];
+}
+
+/**
+ * Fix the size of a TUI's window this daemon did not start (adopted after a restart, or started by
+ * an earlier version): between turns back to the configured size (`resize`: no one types in it then,
+ * a take over holds the turns); during an adopted turn, as it is. Best effort: a failure is logged.
+ */
+export async function keepWindowSize(
+  options: Pick<TmuxRunnerOptions, 'tmux' | 'logger' | 'width' | 'height'>,
+  target: string,
+  resize: boolean,
+): Promise<void> {
+  const set = await options.tmux.run(fixedWindowSize(`=${target}:`, resize ? options : undefined));
+  if (!set.ok) {
+    options.logger.warn('could not fix the size of a TUI window (window-size manual)', {
+      target,
+      error: set.stderr.trim() || `exit ${set.code}`,
+    });
+  }
 }
 
 /** Wait for the engine's SessionStart while its pane is watched; a failed start is reported. */
