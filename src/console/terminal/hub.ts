@@ -1,0 +1,276 @@
+import type { WebSocket } from 'ws';
+import type { Logger } from '../../log/logger.js';
+import { checkTarget, type Tmux } from '../../runners/tmux/tmux.js';
+import type { TakeoverView } from '../protocol.js';
+import { ControlClient } from './control-client.js';
+import { FLOW_HIGH, FLOW_LOW, windowForTerminal } from './flow-rules.js';
+import { spawnViewerPty } from './pty-viewer.js';
+import { stopPid } from './stop.js';
+import { CLOSE, type Role, Viewer, type ViewerHooks } from './viewer.js';
+import { pinWindowSize, scrollback, windowInfo } from './window.js';
+
+/**
+ * The console's live tmux terminals. Every viewer gets its own read-only tmux client on a pty; the
+ * daemon, not tmux, decides who types: only a socket whose login took the session over (a writer)
+ * has its keys (filtered of terminal reports) typed into the pane, through one control-mode client
+ * per taken-over session, and only a writer resizes the window.
+ */
+
+export interface TerminalHubOptions {
+  tmux: Tmux;
+  logger: Logger;
+  limits?: { perSession?: number; total?: number; high?: number; low?: number };
+}
+
+export interface TerminalViewerInfo {
+  sessionId: string;
+  /** The tmux session's name (checked against tmux.ts's TARGET before use). */
+  target: string;
+  /** The login's public id: a writer when it is the takeover's principal. */
+  principal: string;
+  takeover: TakeoverView | null;
+}
+
+interface Link {
+  control: ControlClient;
+  paneId: string;
+}
+
+interface Entry {
+  sessionId: string;
+  target: string;
+  takeover: TakeoverView | null;
+  viewers: Set<Viewer>;
+  /** The writer's control client, made on first use while the session is taken over. */
+  link: Promise<Link | null> | null;
+  /** Counts links made and ended: a link made for an earlier takeover is no longer the session's. */
+  generation: number;
+  /** Status lines under the window (rows of a client = window rows + these). */
+  status: number;
+  pinned: boolean;
+  /** The latest size a writer asked for, applied one at a time. */
+  wantSize: { cols: number; rows: number } | null;
+  resizing: boolean;
+}
+
+const roleOf = (principal: string, takeover: TakeoverView | null): Role =>
+  takeover?.principal != null && takeover.principal === principal ? 'writer' : 'viewer';
+
+export class TerminalHub {
+  private readonly tmux: Tmux;
+  private readonly logger: Logger;
+  private readonly perSession: number;
+  private readonly total: number;
+  private readonly flow: { high: number; low: number };
+  private readonly sessions = new Map<string, Entry>();
+  private readonly entries = new Map<Viewer, Entry>();
+  /** Every pty and control client started, until it exits: close() ends each by pid. */
+  private readonly live = new Set<{
+    pid: number | undefined;
+    exited: Promise<void>;
+    signal: NodeJS.Signals;
+  }>();
+  private viewerCount = 0;
+  private closing = false;
+  private readonly hooks: ViewerHooks;
+
+  constructor(options: TerminalHubOptions) {
+    this.tmux = options.tmux;
+    this.logger = options.logger;
+    this.perSession = options.limits?.perSession ?? 16;
+    this.total = options.limits?.total ?? 256;
+    this.flow = { high: options.limits?.high ?? FLOW_HIGH, low: options.limits?.low ?? FLOW_LOW };
+    this.hooks = {
+      input: (viewer, keys) => this.typed(viewer, keys),
+      resize: (viewer, cols, rows) => this.resized(viewer, cols, rows),
+      gone: (viewer) => this.forget(viewer),
+    };
+  }
+
+  /** A new viewer on an accepted, authenticated WebSocket. */
+  attach(socket: WebSocket, viewer: TerminalViewerInfo): void {
+    if (this.closing) return void socket.close(CLOSE.goingAway, 'the daemon is stopping');
+    try {
+      checkTarget(viewer.target);
+    } catch {
+      return void socket.close(CLOSE.notFound, 'not a tmux session');
+    }
+    const entry = this.sessions.get(viewer.sessionId);
+    // Counted before anything asynchronous, so a burst of connections cannot pass the caps together.
+    if (this.viewerCount >= this.total || (entry?.viewers.size ?? 0) >= this.perSession) {
+      return void socket.close(CLOSE.tooMany, 'too many viewers');
+    }
+    const session = entry ?? this.newEntry(viewer);
+    session.takeover = viewer.takeover;
+    const role = roleOf(viewer.principal, session.takeover);
+    const v = new Viewer(socket, viewer.principal, role, this.flow, this.hooks, this.logger);
+    session.viewers.add(v);
+    this.entries.set(v, session);
+    this.viewerCount++;
+    void this.open(session, v).catch((error: unknown) => {
+      this.logger.warn('console terminal failed to open', { sessionId: session.sessionId, error });
+      v.end(CLOSE.error, 'the terminal could not be opened');
+    });
+  }
+
+  /** Take over / hand back happened: make the principal's sockets of this session writers (null: everyone views). */
+  setTakeover(sessionId: string, takeover: TakeoverView | null): void {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    const before = entry.takeover?.principal ?? null;
+    entry.takeover = takeover;
+    if ((takeover?.principal ?? null) !== before) this.unlink(entry);
+    for (const v of entry.viewers) v.setRole(roleOf(v.principal, takeover), takeover);
+  }
+
+  /** The session ended: close its viewers with this reason. */
+  closeSession(sessionId: string, reason: string): void {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    for (const v of [...entry.viewers]) v.end(CLOSE.gone, reason, true);
+    this.unlink(entry);
+    this.sessions.delete(sessionId);
+  }
+
+  counts(): { viewers: number; sessions: number } {
+    return { viewers: this.viewerCount, sessions: this.sessions.size };
+  }
+
+  /** Ends every pty and control client it started (by pid), and closes every socket. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const entry of [...this.sessions.values()]) {
+      for (const v of [...entry.viewers]) v.end(CLOSE.goingAway, 'the daemon is stopping');
+      this.unlink(entry);
+    }
+    this.sessions.clear();
+    await Promise.all([...this.live].map((p) => stopPid(p.pid, p.exited, p.signal)));
+  }
+
+  private newEntry(viewer: TerminalViewerInfo): Entry {
+    const entry: Entry = {
+      sessionId: viewer.sessionId,
+      target: viewer.target,
+      takeover: viewer.takeover,
+      viewers: new Set(),
+      link: null,
+      generation: 0,
+      status: 1,
+      pinned: false,
+      wantSize: null,
+      resizing: false,
+    };
+    this.sessions.set(viewer.sessionId, entry);
+    return entry;
+  }
+
+  private async open(entry: Entry, v: Viewer): Promise<void> {
+    if (!entry.pinned) entry.pinned = await pinWindowSize(this.tmux, entry.target);
+    const info = await windowInfo(this.tmux, entry.target);
+    if (v.closed) return;
+    if (!info) return v.end(CLOSE.notFound, 'the tmux session is not there');
+    entry.status = info.status;
+    const size = { cols: info.cols, rows: info.rows + info.status };
+    const history = await scrollback(this.tmux, entry.target, { rows: size.rows, history: info.history });
+    if (v.closed || this.closing) return;
+    const pty = await spawnViewerPty(this.tmux, entry.target, size);
+    this.track(pty.pid, new Promise<void>((resolve) => pty.onExit(() => resolve())), 'SIGHUP');
+    if (this.closing) return void pty.kill('SIGHUP');
+    v.start(pty, size, history, entry.takeover);
+  }
+
+  private track(pid: number | undefined, exited: Promise<void>, signal: NodeJS.Signals): void {
+    const item = { pid, exited, signal };
+    this.live.add(item);
+    void exited.then(() => this.live.delete(item));
+  }
+
+  private forget(v: Viewer): void {
+    const entry = this.entries.get(v);
+    if (!entry) return;
+    this.entries.delete(v);
+    entry.viewers.delete(v);
+    this.viewerCount--;
+    if (entry.viewers.size === 0 && this.sessions.get(entry.sessionId) === entry) {
+      this.unlink(entry);
+      this.sessions.delete(entry.sessionId);
+    }
+  }
+
+  /** The writer's control client: one per taken-over session, made on first use. */
+  private linkOf(entry: Entry): Promise<Link | null> {
+    if (entry.link) return entry.link;
+    const generation = ++entry.generation;
+    const link = this.makeLink(entry, generation);
+    entry.link = link;
+    void link.then((l) => {
+      if (!l && entry.generation === generation) entry.link = null;
+    });
+    return link;
+  }
+
+  private async makeLink(entry: Entry, generation: number): Promise<Link | null> {
+    const info = await windowInfo(this.tmux, entry.target);
+    // Handed back (or ended) while we asked: no client.
+    if (!info || entry.generation !== generation || this.closing) return null;
+    const control = new ControlClient(this.tmux, entry.target, this.logger);
+    this.track(control.pid, control.exited, 'SIGTERM');
+    // Its session gone, or tmux's server: the next keys start a new one (or find nothing).
+    void control.exited.then(() => {
+      if (entry.generation === generation) entry.link = null;
+    });
+    return { control, paneId: info.paneId };
+  }
+
+  /** Hand back (or the session's end): the control client goes. */
+  private unlink(entry: Entry): void {
+    const link = entry.link;
+    entry.generation++;
+    entry.link = null;
+    void link?.then((l) => l?.control.close());
+  }
+
+  private typed(v: Viewer, keys: string): void {
+    const entry = this.entryOf(v);
+    if (!entry || v.role !== 'writer') return;
+    const bytes = Buffer.from(keys, 'utf8');
+    void this.linkOf(entry).then(async (link) => {
+      // Checked again after the wait: a hand back in between ends the typing.
+      if (!link || v.role !== 'writer' || v.closed) return;
+      if (!(await link.control.sendKeys(link.paneId, bytes))) {
+        this.logger.warn('console: keys not delivered to the pane', { sessionId: entry.sessionId });
+      }
+    });
+  }
+
+  private resized(v: Viewer, cols: number, rows: number): void {
+    const entry = this.entryOf(v);
+    if (!entry || v.role !== 'writer') return;
+    const size = windowForTerminal(cols, rows, entry.status);
+    if (!size) return;
+    entry.wantSize = size;
+    if (!entry.resizing) void this.applySizes(entry);
+  }
+
+  /** The writer's sizes, latest first, one at a time; every viewer's client follows the window. */
+  private async applySizes(entry: Entry): Promise<void> {
+    entry.resizing = true;
+    try {
+      for (let size = entry.wantSize; size; size = entry.wantSize) {
+        entry.wantSize = null;
+        const link = await this.linkOf(entry);
+        if (!link || !(await link.control.resizeWindow(size.cols, size.rows))) continue;
+        const info = await windowInfo(this.tmux, entry.target);
+        if (!info) continue;
+        entry.status = info.status;
+        for (const v of entry.viewers) v.resize(info.cols, info.rows + info.status);
+      }
+    } finally {
+      entry.resizing = false;
+    }
+  }
+
+  private entryOf(v: Viewer): Entry | undefined {
+    return this.entries.get(v);
+  }
+}

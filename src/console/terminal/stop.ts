@@ -1,0 +1,38 @@
+/**
+ * End a process we started, by its pid, in steps: a first signal (SIGHUP for a tmux client on a pty,
+ * as a terminal hang-up; SIGTERM otherwise), a wait, then SIGKILL and a bounded wait. Never by name.
+ */
+export async function stopPid(
+  pid: number | undefined,
+  exited: Promise<unknown>,
+  first: NodeJS.Signals = 'SIGTERM',
+  waitMs = 1000,
+): Promise<'exited' | 'killed'> {
+  if (pid === undefined) return 'exited';
+  const done = exited.then(() => 'exited' as const);
+  signal(pid, first);
+  if ((await raceTimer(done, waitMs)) === 'exited') return 'exited';
+  signal(pid, 'SIGKILL');
+  await raceTimer(done, waitMs);
+  return 'killed';
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Already gone.
+  }
+}
+
+async function raceTimer<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
