@@ -30,6 +30,8 @@ const metricOf = (g: ReportGroup, metric: Metric): number | null =>
 const label = (key: string) => (key.length > 12 ? `${key.slice(0, 11)}…` : key);
 
 function axisLabel(value: number, metric: Metric): string {
+  // The origin is a bare 0: "$0" on the page would read as a cost, and unknown is never $0.
+  if (value === 0) return '0';
   return metric === 'cost' ? `$${value < 1 ? value.toFixed(2) : Math.round(value)}` : formatInt(value);
 }
 
