@@ -31,6 +31,18 @@ export interface TerminalViewerInfo {
   takeover: TakeoverView | null;
 }
 
+export interface ViewerStats {
+  sessionId: string;
+  principal: string;
+  role: Role;
+  sent: number;
+  acked: number;
+  buffered: number;
+  paused: boolean;
+  bad: number;
+  ignored: number;
+}
+
 interface Link {
   control: ControlClient;
   paneId: string;
@@ -134,6 +146,18 @@ export class TerminalHub {
 
   counts(): { viewers: number; sessions: number } {
     return { viewers: this.viewerCount, sessions: this.sessions.size };
+  }
+
+  /** Each socket's state (for health checks, tests and the bench): its flow and its bad frames. */
+  stats(): ViewerStats[] {
+    return [...this.entries].map(([v, entry]) => ({
+      sessionId: entry.sessionId,
+      principal: v.principal,
+      role: v.role,
+      ...v.flowState,
+      bad: v.bad,
+      ignored: v.ignored,
+    }));
   }
 
   /** Ends every pty and control client it started (by pid), and closes every socket. */
