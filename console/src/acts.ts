@@ -15,7 +15,7 @@ function heldTable(rows: readonly SessionRow[]): HTMLElement {
   const held = rows.filter(isResumable);
   if (held.length === 0) return note('No session is held.');
   return table(
-    ['Work item', 'Status', ''],
+    ['Work item', 'Status', 'Action'],
     held.map((row) =>
       h(
         'tr',

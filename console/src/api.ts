@@ -31,9 +31,9 @@ async function failure(response: Response): Promise<ApiError> {
   try {
     const body: unknown = await response.json();
     if (body && typeof body === 'object') {
-      const named =
-        (body as { error?: unknown; message?: unknown }).error ?? (body as { message?: unknown }).message;
-      if (typeof named === 'string' && named) message = named;
+      const { error, message: text, hint } = body as { error?: unknown; message?: unknown; hint?: unknown };
+      const named = typeof error === 'string' && error ? error : typeof text === 'string' && text ? text : '';
+      if (named) message = typeof hint === 'string' && hint ? `${named} (${hint})` : named;
     }
   } catch {
     // Not JSON (a proxy's page, a dropped connection): the status says enough.

@@ -10,6 +10,20 @@ import { isResumable } from './status.js';
 
 let counter = 0;
 
+/**
+ * What the daemon answered, in words. Its shape is the daemon's resume outcome (released, raised
+ * and maybe still over, or not held); read loosely: the page only needs the gist.
+ */
+export function resumeResult(outcome: unknown): string {
+  const o = (outcome ?? {}) as { kind?: unknown; again?: { reason?: unknown } | null };
+  if (o.kind === 'not-held') return 'it was not held';
+  if (o.kind === 'raised' && o.again) {
+    const reason = typeof o.again.reason === 'string' ? `: ${o.again.reason}` : '';
+    return `raised, but still over budget${reason}. Raise it further.`;
+  }
+  return o.kind === 'raised' ? 'raised and resumed' : 'resumed';
+}
+
 export function resumeControl(row: SessionRow, onDone?: () => void): HTMLElement | null {
   if (!isResumable(row)) return null;
   const id = `raise-${++counter}`;
@@ -33,8 +47,8 @@ export function resumeControl(row: SessionRow, onDone?: () => void): HTMLElement
     button.disabled = true;
     result.textContent = 'resuming…';
     postJson(`/api/sessions/${encodeURIComponent(row.id)}/resume`, raise ? { raise } : {})
-      .then(() => {
-        result.textContent = 'resumed';
+      .then((outcome) => {
+        result.textContent = resumeResult(outcome);
         onDone?.();
       })
       .catch((error: unknown) => {

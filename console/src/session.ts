@@ -106,7 +106,11 @@ function render(detail: SessionDetail): void {
 
 function onMessage(message: LiveMessage): void {
   if (message.t === 'session' && message.detail.session.id === sessionId) render(message.detail);
-  else if (message.t === 'events' && message.sessionId === sessionId) appendEvents(message.events);
+  else if (message.t === 'sessions' && current) {
+    // The list changes first (a take over, a hold): the summary follows it before the detail does.
+    const row = message.rows.find((r) => r.id === sessionId);
+    if (row && JSON.stringify(row) !== JSON.stringify(current.session)) render({ ...current, session: row });
+  } else if (message.t === 'events' && message.sessionId === sessionId) appendEvents(message.events);
   else if (message.t === 'error') showError(message.message);
 }
 

@@ -7,7 +7,17 @@ import { formatDate, formatInt, formatTokens, formatUsd } from './format.js';
 import { resumeControl } from './resume.js';
 import { statusCell } from './status.js';
 
-const HEADERS = ['Work item', 'Engine', 'Runner', 'Status', 'Turns', 'Tokens', 'Est. cost', 'Last turn', ''];
+const HEADERS = [
+  'Work item',
+  'Engine',
+  'Runner',
+  'Status',
+  'Turns',
+  'Tokens',
+  'Est. cost',
+  'Last turn',
+  'Action',
+];
 
 function costCell(row: SessionRow): HTMLTableCellElement {
   const cell = td(formatUsd(row.costUsd), true);

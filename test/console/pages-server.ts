@@ -112,7 +112,9 @@ function post(state: State, req: IncomingMessage, res: ServerResponse, path: str
     broadcast(state.terms, { t: 'role', role: 'viewer', takeover: null });
     tmux({ status: 'running', takeover: null });
   }
-  json(res, 200, { ok: true });
+  // The daemon's answers: a resume's outcome, a take over's state.
+  if (path.endsWith('/resume')) return json(res, 200, { kind: 'raised', amount: 5, again: null });
+  json(res, 200, { takeover: path.endsWith('/takeover') ? takeover : null });
 }
 
 function get(state: State, res: ServerResponse, url: URL) {

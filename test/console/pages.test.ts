@@ -186,6 +186,7 @@ describe('session page: a tmux session’s terminal', () => {
       { path: '/api/sessions/s-tmux/takeover', body: {}, ticket: fake.ticket, origin: fake.url },
     ]);
     await expect.poll(() => shown(page.locator('#banner'))).toContain('acme/app#3 by ada@laptop');
+    await expect.poll(() => shown(page.locator('#summary [data-status]'))).toBe('taken over');
     await page.locator('.xterm-screen').click();
     await page.keyboard.type('ls');
     await expect
@@ -249,7 +250,7 @@ describe('acts page', () => {
 
     await held.getByLabel('Raise by').fill('5');
     await held.getByRole('button', { name: 'Resume' }).click();
-    await expect.poll(() => shown(held.locator('.result'))).toBe('resumed');
+    await expect.poll(() => shown(held.locator('.result'))).toBe('raised and resumed');
     expect(fake.posts).toEqual([
       { path: '/api/sessions/s-over/resume', body: { raise: '5' }, ticket: fake.ticket, origin: fake.url },
     ]);
