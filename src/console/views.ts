@@ -1,0 +1,175 @@
+import type { ActFilter, ActRecord, ActStore } from '../core/ports/acts.js';
+import type { SessionRecord, SessionStore, StoredEvent, TurnRecord } from '../core/ports/sessions.js';
+import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import { totalTokens } from '../ledger/usage.js';
+import { summarizeTurns } from '../sessions/summary.js';
+import type { ActView, EventView, SessionDetail, SessionRow, TurnView } from './protocol.js';
+import { consoleHeldReason, consoleStatus } from './status-rules.js';
+
+/**
+ * What the console shows, read through the ports (sessions, turns, events, acts) and shaped for
+ * the wire (protocol.ts). Unknown stays unknown: a session with no metered turn has no token count
+ * and one with no priced turn no cost (null, never 0).
+ */
+
+/** Sessions no longer active shown after the active ones: the latest this many. */
+export const ENDED_ROWS = 200;
+/** Events one call returns at most (a live view polls again for the rest). */
+export const EVENTS_PER_CALL = 500;
+/** Acts one call returns at most. */
+export const ACTS_MAX = 1000;
+/** A session's acts read for its page (its turns' acts; more than this are left out of it). */
+const SESSION_ACTS = 5000;
+
+type Sessions = Pick<SessionStore, 'list' | 'turns'>;
+
+/** One row of the sessions page. */
+export async function sessionRow(
+  deps: { store: Pick<SessionStore, 'turns'> },
+  s: SessionRecord,
+): Promise<SessionRow> {
+  return rowOf(s, await deps.store.turns(s.id));
+}
+
+function rowOf(s: SessionRecord, turns: readonly TurnRecord[]): SessionRow {
+  const summary = summarizeTurns(turns);
+  return {
+    id: s.id,
+    workItem: s.workItem,
+    engine: s.engine,
+    runner: s.runner,
+    tmuxTarget: s.tmuxTarget,
+    status: consoleStatus(s, summary),
+    heldReason: consoleHeldReason(s),
+    takeover: s.takeover && { by: s.takeover.by, since: s.takeover.since, principal: s.takeover.principal },
+    turns: summary.turns,
+    tokens: summary.usage ? totalTokens(summary.usage) : null,
+    costUsd: summary.costUsd,
+    unmeteredTurns: summary.unmeteredTurns,
+    lastTurnAt: summary.lastTurnAt,
+    createdAt: s.createdAt,
+  };
+}
+
+/** Every active session (newest first), then the latest ENDED_ROWS others. */
+export async function sessionRows(deps: { store: Sessions }): Promise<SessionRow[]> {
+  const active = await deps.store.list({ status: 'active' });
+  // The newest of any status, enough of them that ENDED_ROWS are not active.
+  const recent = await deps.store.list({ limit: ENDED_ROWS + active.length });
+  const ended = recent.filter((s) => s.status !== 'active').slice(0, ENDED_ROWS);
+  const rows: SessionRow[] = [];
+  for (const s of [...active, ...ended]) rows.push(await sessionRow(deps, s));
+  return rows;
+}
+
+const actView = (a: ActRecord): ActView => ({
+  id: a.id,
+  at: a.at,
+  source: a.source,
+  kind: a.kind,
+  tool: a.tool,
+  command: a.command,
+  outcome: a.outcome,
+  verdict: a.verdict,
+  rule: a.rule,
+  evasion: a.evasion,
+  breach: a.breach,
+  workItem: a.workItem,
+  sessionId: a.sessionId,
+  turnSeq: a.turnSeq,
+});
+
+function turnView(t: TurnRecord, acts: ActView[]): TurnView {
+  const u = t.usage;
+  return {
+    id: t.id,
+    seq: t.seq,
+    status: t.status,
+    endReason: t.endReason,
+    startedAt: t.startedAt,
+    endedAt: t.endedAt,
+    meter: t.meter,
+    model: t.model,
+    usage: u && {
+      inputTokens: u.inputTokens,
+      outputTokens: u.outputTokens,
+      cacheReadTokens: u.cacheReadTokens,
+      cacheWriteTokens: u.cacheCreationTokens,
+    },
+    costUsd: t.costUsd,
+    costBasis: t.costUsd === null ? null : t.costBasis,
+    error: t.error,
+    warnings: t.warnings,
+    acts,
+  };
+}
+
+/** One session's page: its row, and its turns with their acts (each turn's in the order they happened). */
+export async function sessionDetail(
+  deps: { store: Pick<SessionStore, 'get' | 'turns'>; acts: Pick<ActStore, 'list'> },
+  id: string,
+): Promise<SessionDetail | undefined> {
+  const session = await deps.store.get(id);
+  if (!session) return undefined;
+  const turns = await deps.store.turns(id);
+  const byTurn = new Map<number, ActView[]>();
+  // Newest first from the store: reversed, so each turn's acts read in the order they happened.
+  for (const a of (await deps.acts.list({ sessionId: id, limit: SESSION_ACTS })).reverse()) {
+    const list = byTurn.get(a.turnId) ?? [];
+    list.push(actView(a));
+    byTurn.set(a.turnId, list);
+  }
+  return { session: rowOf(session, turns), turns: turns.map((t) => turnView(t, byTurn.get(t.id) ?? [])) };
+}
+
+/**
+ * Acts, newest first: every one, or the breaches only, of a work item or a session, at most `limit`
+ * (ACTS_MAX, 500 by default). A work item not written as one is a `work-item-invalid` LoopError.
+ */
+export async function actViews(
+  deps: { acts: Pick<ActStore, 'list'> },
+  filter: {
+    breaches?: boolean;
+    workItem?: string | undefined;
+    sessionId?: string | undefined;
+    limit?: number;
+  },
+): Promise<ActView[]> {
+  const query: ActFilter = { limit: Math.min(Math.max(1, Math.floor(filter.limit ?? 500)), ACTS_MAX) };
+  if (filter.breaches) query.breachesOnly = true;
+  if (filter.workItem) query.workItem = formatWorkItem(parseWorkItem(filter.workItem));
+  if (filter.sessionId) query.sessionId = filter.sessionId;
+  return (await deps.acts.list(query)).map(actView);
+}
+
+const eventView = (e: StoredEvent): EventView => ({
+  turnId: e.turnId,
+  seq: e.seq,
+  at: e.at,
+  event: e.event as EventView['event'],
+});
+
+/**
+ * A session's stored events as they stream. Without a cursor: the last EVENTS_PER_CALL of its
+ * running turn, else of its latest. With one (the last event the caller has): the events after it,
+ * in its turn and the turns after, the first EVENTS_PER_CALL of them (the next call goes on).
+ */
+export async function eventViews(
+  deps: { store: Pick<SessionStore, 'currentTurn' | 'turns' | 'events'> },
+  sessionId: string,
+  after?: { turnId: number; seq: number },
+): Promise<EventView[]> {
+  if (!after) {
+    const turn = await deps.store.currentTurn(sessionId);
+    return turn ? (await deps.store.events(turn.id)).slice(-EVENTS_PER_CALL).map(eventView) : [];
+  }
+  const out: EventView[] = [];
+  for (const t of await deps.store.turns(sessionId)) {
+    if (t.id < after.turnId) continue;
+    const seq = t.id === after.turnId ? after.seq : 0;
+    const events = await deps.store.events(t.id, { seq, limit: EVENTS_PER_CALL - out.length });
+    out.push(...events.map(eventView));
+    if (out.length >= EVENTS_PER_CALL) break;
+  }
+  return out;
+}
