@@ -1,5 +1,3 @@
-import type { TerminalClientMessage } from '../protocol.js';
-
 /**
  * The terminal socket's rules (pure): when a viewer's output stops and goes on (flow control), what a
  * client frame is, and what sizes a writer may ask for.
@@ -51,13 +49,23 @@ export function applyAck(state: FlowState, bytes: number): { state: FlowState; b
   return { state: bytes > state.acked ? { ...state, acked: bytes } : state, bad: false };
 }
 
+/**
+ * A client frame of the terminal socket: the shape of protocol.ts's TerminalClientMessage, spelled
+ * out here because the centre imports no adapter (viewer.ts passes one for the other, so the compiler
+ * keeps them the same).
+ */
+export type ClientFrame =
+  | { t: 'ack'; bytes: number }
+  | { t: 'input'; data: string }
+  | { t: 'resize'; cols: number; rows: number };
+
 /** Bad frames (non-JSON, unknown, binary) a socket may send before it is closed with 1008. */
 export const MAX_BAD_FRAMES = 200;
 
 /** One client frame: a message, or why it is bad. */
 export function parseClientFrame(
   data: string,
-): { ok: true; message: TerminalClientMessage } | { ok: false; why: string } {
+): { ok: true; message: ClientFrame } | { ok: false; why: string } {
   let value: unknown;
   try {
     value = JSON.parse(data);

@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from 'ws';
 import type { Logger } from '../../log/logger.js';
-import type { TakeoverView, TerminalServerMessage } from '../protocol.js';
+import type { TakeoverView, TerminalClientMessage, TerminalServerMessage } from '../protocol.js';
 import {
   applyAck,
   type FlowLimits,
@@ -185,7 +185,7 @@ export class Viewer {
       this.badFrame(parsed ? parsed.why : 'binary frame');
       return;
     }
-    const message = parsed.message;
+    const message: TerminalClientMessage = parsed.message;
     if (message.t === 'ack') {
       const acked = applyAck(this.flow, message.bytes);
       if (acked.bad) this.badFrame('ack beyond what was sent');
