@@ -2,10 +2,10 @@ import type { ActRecord } from '../acts/audit.js';
 import { LoopError } from '../core/errors.js';
 import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import { holdIfOverBudget } from '../ledger/budget-hold.js';
-import { formatAmount, parseRaise } from '../ledger/budget-rules.js';
+import { formatAmount } from '../ledger/budget-rules.js';
 import type { App } from '../main.js';
 import { isSessionHolding, type Runner } from '../runners/runner.js';
+import { resumeHeld } from '../sessions/resume.js';
 import { type SessionSummary, summarizeTurns } from '../sessions/summary.js';
 import { takeoverReason } from '../sessions/takeover-rules.js';
 import {
@@ -227,73 +227,29 @@ export async function resumeSession(
   ref: string,
   options: { raise?: string; json?: boolean },
 ): Promise<number> {
-  const session = await findSession(app.store, ref);
-  if (session.status !== 'active') {
-    throw new LoopError(
-      'usage',
-      `${session.workItem}'s session is ${session.status}: there is nothing to resume`,
-      {
-        hint: 'The next delivery to this work item starts a new session.',
-      },
-    );
-  }
-  const hold = session.hold;
-  if (!hold) {
+  const outcome = await resumeHeld(app, await findSession(app.store, ref), options.raise);
+  const { session } = outcome;
+  if (outcome.kind === 'not-held') {
     if (options.json) io.out(`${toJson({ resumed: false, held: false, session })}\n`);
     else io.out(`${session.workItem}: session ${session.id.slice(0, 8)} is not held.\n`);
     return EXIT.ok;
   }
-  if (hold.kind === 'unaccounted') {
-    if (options.raise !== undefined) {
-      throw new LoopError(
-        'usage',
-        `${session.workItem} is held as unaccounted, not over budget: resume it without --raise`,
+  if (outcome.kind === 'released') {
+    const hold = outcome.released;
+    if (options.json) io.out(`${toJson({ resumed: true, released: hold, session })}\n`);
+    else if (hold.kind === 'breach')
+      io.out(
+        `${session.workItem}: resumed after the policy breach (${hold.reason}). Held deliveries run next.\n`,
       );
-    }
-    await app.store.setHold(session.id, null);
-    const after = (await app.store.get(session.id)) as SessionRecord;
-    if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
     else
       io.out(
         `${session.workItem}: acknowledged (${hold.reason}); its turns may go unmeasured or unaudited. Held deliveries run next.\n`,
       );
     return EXIT.ok;
   }
-  if (hold.kind === 'breach') {
-    // A person has seen the breach (`the-loop acts`): the session goes on.
-    if (options.raise !== undefined) {
-      throw new LoopError(
-        'usage',
-        `${session.workItem} is held for a policy breach, not a budget: resume it without --raise`,
-      );
-    }
-    await app.store.setHold(session.id, null);
-    const after = (await app.store.get(session.id)) as SessionRecord;
-    if (options.json) io.out(`${toJson({ resumed: true, released: hold, session: after })}\n`);
-    else
-      io.out(
-        `${session.workItem}: resumed after the policy breach (${hold.reason}). Held deliveries run next.\n`,
-      );
-    return EXIT.ok;
-  }
-  if (options.raise === undefined) {
-    throw new LoopError('usage', `${session.workItem} is over budget: ${hold.reason}`, {
-      hint: `Raise the ${hold.scope} ceiling: the-loop sessions resume ${session.workItem} --raise <${hold.dimension === 'usd' ? 'dollars' : hold.dimension}>`,
-    });
-  }
-  const amount = parseRaise(options.raise, hold.dimension);
-  if (Number.isNaN(amount)) {
-    throw new LoopError(
-      'usage',
-      `--raise takes a positive ${hold.dimension === 'usd' ? 'amount of dollars' : `whole number of ${hold.dimension}`}, not ${JSON.stringify(options.raise)}`,
-    );
-  }
-  const raised = await app.store.raiseBudget(session.id, { [hold.dimension]: amount });
-  await app.store.setHold(session.id, null);
-  const again = await holdIfOverBudget(app, { ...raised, hold: null });
-  const after = (await app.store.get(session.id)) as SessionRecord;
+  const { released: hold, amount, again } = outcome;
   if (options.json) {
-    io.out(`${toJson({ resumed: again === null, raised: { [hold.dimension]: amount }, session: after })}\n`);
+    io.out(`${toJson({ resumed: again === null, raised: { [hold.dimension]: amount }, session })}\n`);
   } else if (again) {
     io.out(
       `${session.workItem}: raised by ${formatAmount(hold.dimension, amount)}, but still over budget: ${again.reason}. Raise it further.\n`,
