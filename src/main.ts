@@ -19,6 +19,7 @@ import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
 import { type AppOptions, type Base, openBase } from './main-base.js';
+import { type ConsoleHandle, startConsole } from './main-console.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { createRunners } from './main-runners.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
@@ -234,6 +235,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
 export interface Daemon {
   server: HttpServer;
   dispatcher: Dispatcher;
+  /** The browser console (undefined: console.enabled is false). */
+  console: ConsoleHandle | undefined;
   webhookUrl: string;
   stop(graceMs?: number): Promise<void>;
 }
@@ -252,6 +255,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
   };
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
+  let consoleHandle: ConsoleHandle | undefined;
   try {
     await recoverBeforeDispatch(app);
     server = await listenForWebhooks(app, dispatcher, secret);
@@ -261,6 +265,9 @@ export async function startDaemon(app: App): Promise<Daemon> {
     undo.push(() => app.telemetry.listenAt(undefined));
     await app.guard.gateway.start();
     undo.push(() => app.guard.gateway.stop());
+    consoleHandle = await startConsole(app, dispatcher);
+    const started = consoleHandle;
+    undo.push(() => started?.stop());
     await dispatcher.start();
   } catch (error) {
     await dispatcher.stop(0);
@@ -276,12 +283,14 @@ export async function startDaemon(app: App): Promise<Daemon> {
   return {
     server,
     dispatcher,
+    console: consoleHandle,
     webhookUrl: `${server.url}${config.webhook.path}`,
     stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
       await retention.stop();
       // The dispatcher first: turns finishing in the grace period still export their telemetry
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);
+      await consoleHandle?.stop();
       await server.close();
       await app.guard.gateway.stop();
       app.telemetry.listenAt(undefined);

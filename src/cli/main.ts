@@ -68,6 +68,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   addDoctorCommand(program, context);
   addConfigCommands(program, context);
   addServeCommand(program, context);
+  addConsoleCommand(program, context);
   return program;
 }
 
@@ -301,6 +302,22 @@ function addServeCommand(program: Command, { io, setExit, globals }: ProgramCont
           ...opts,
         }),
       );
+    });
+}
+
+/** `console`: a login link to the running daemon's console (reads the config, never the database). */
+function addConsoleCommand(program: Command, { io, setExit, globals }: ProgramContext): void {
+  program
+    .command('console')
+    .description("print a single-use login link to the running daemon's browser console (valid one minute)")
+    .option('--as <name>', 'who the console shows you as (default: $USER@host)')
+    .option('--open', 'open the link with xdg-open (printed when xdg-open is missing)')
+    .option('--json', 'JSON output: {url, expiresAt}')
+    .action(async (opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { loadConfig } = await import('../config/load.js');
+      const loaded = loadConfig({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+      setExit(await (await import('./console.js')).consoleCommand(io, loaded, opts));
     });
 }
 

@@ -1,6 +1,6 @@
 import { WebSocket } from 'ws';
 import type { Logger } from '../log/logger.js';
-import type { ConsoleDeps } from './ports.js';
+import type { ConsoleDeps, EventCursor } from './ports.js';
 import type { EventView, LiveMessage } from './protocol.js';
 
 /**
@@ -30,7 +30,7 @@ interface Client {
   watching: string | null;
   sentRows: string | undefined;
   sentDetail: string | undefined;
-  cursor: { turnId: number; seq: number } | undefined;
+  cursor: EventCursor | undefined;
   bad: number;
 }
 
@@ -156,20 +156,16 @@ export class LiveHub {
   }
 
   private async pushEvents(clients: Client[]): Promise<void> {
-    for (const [id, watchers] of byWatched(clients)) {
-      const events = await this.read('events', () => this.deps.turnEvents(id));
-      if (!events || events.length === 0) continue;
-      for (const client of watchers) {
-        if (client.watching !== id) continue;
-        const fresh = after(events, client.cursor).slice(-MAX_EVENTS);
-        const last = fresh.at(-1);
-        if (!last) continue;
-        client.cursor = { turnId: last.turnId, seq: last.seq };
-        this.send(
-          client,
-          JSON.stringify({ t: 'events', sessionId: id, events: fresh } satisfies LiveMessage),
-        );
-      }
+    for (const client of clients) {
+      const id = client.watching;
+      if (!id) continue;
+      const events = await this.read('events', () => this.deps.turnEvents(id, client.cursor, MAX_EVENTS));
+      // Only what is past the cursor (the store says so already; a stand-in may not).
+      const fresh = after(events ?? [], client.cursor);
+      const last = fresh.at(-1);
+      if (!last || client.watching !== id) continue;
+      client.cursor = { turnId: last.turnId, seq: last.seq };
+      this.send(client, JSON.stringify({ t: 'events', sessionId: id, events: fresh } satisfies LiveMessage));
     }
   }
 
@@ -223,7 +219,7 @@ function byWatched(clients: Client[]): Map<string, Client[]> {
 }
 
 /** Events past the cursor: a new turn (another id) starts from its first event. */
-function after(events: EventView[], cursor: { turnId: number; seq: number } | undefined): EventView[] {
+function after(events: EventView[], cursor: EventCursor | undefined): EventView[] {
   if (!cursor) return events;
   return events.filter((e) => e.turnId > cursor.turnId || (e.turnId === cursor.turnId && e.seq > cursor.seq));
 }

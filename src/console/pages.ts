@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { TICKET_META } from './protocol.js';
 
 /**
- * The front end's files (built by `npm run build` into dist/console/), read once at start: the four
+ * The front end's files (built by `npm run build` into dist/console-ui/), read once at start: the four
  * page templates and a fixed list of assets. A request names an asset from that list or gets a 404;
  * no request path ever reaches the file system, so no path can traverse out of it.
  */
@@ -43,12 +43,13 @@ export interface Pages {
 }
 
 /**
- * dist/console: tsc writes this module there and the front end's build writes the pages beside it;
- * run from src/ (tsx, tests), the same folder of the last build.
+ * dist/console-ui: the front end's build (scripts/build-console.ts), beside tsc's dist/console/
+ * where this module runs from when built; from src/console (tsx, tests), the last build's.
  */
 export function defaultStaticDir(): string {
   const here = fileURLToPath(new URL('.', import.meta.url));
-  return existsSync(join(here, 'sessions.html')) ? here : join(here, '..', '..', 'dist', 'console');
+  const built = join(here, '..', 'console-ui');
+  return existsSync(join(built, 'sessions.html')) ? built : join(here, '..', '..', 'dist', 'console-ui');
 }
 
 /** Read the templates and the assets of `dir` (missing files are reported, not fatal). */

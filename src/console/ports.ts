@@ -10,8 +10,11 @@ import type { ActView, EventView, SessionDetail, SessionRow, TakeoverView } from
 export interface ConsoleDeps {
   sessionRows(): Promise<SessionRow[]>;
   sessionDetail(id: string): Promise<SessionDetail | undefined>;
-  /** The stored events of the session's running turn, else its latest (scrubbed, in order). */
-  turnEvents(sessionId: string): Promise<EventView[]>;
+  /**
+   * The stored events (scrubbed, in order) of the session's running turn, else its latest: those
+   * after `after` when it names that turn, else its last ones; at most `limit`.
+   */
+  turnEvents(sessionId: string, after: EventCursor | undefined, limit: number): Promise<EventView[]>;
   usage(query: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport>;
   acts(filter: { breaches: boolean; workItem?: string | undefined }): Promise<ActView[]>;
   /** What `the-loop sessions resume` does; returns what it did (JSON). LoopError when it cannot. */
@@ -24,6 +27,12 @@ export interface ConsoleDeps {
   notifyDispatcher(): void;
   /** The tmux session a terminal socket attaches to; undefined: no terminal for this session. */
   terminalOf(sessionId: string): Promise<{ target: string; takeover: TakeoverView | null } | undefined>;
+}
+
+/** Where a page is in a session's event stream: the last event it was sent. */
+export interface EventCursor {
+  turnId: number;
+  seq: number;
 }
 
 /** The terminal hub (console/terminal/hub.ts) as the server uses it. */

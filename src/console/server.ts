@@ -41,7 +41,7 @@ export interface ConsoleServerOptions extends Omit<Bind, 'port'> {
   logger: Logger;
   deps: ConsoleDeps;
   terminals?: TerminalPort | undefined;
-  /** Where the built front end is (default: dist/console). */
+  /** Where the built front end is (default: dist/console-ui). */
   staticDir?: string | undefined;
   limits?: Partial<ListenerLimits> | undefined;
   live?: { rowsMs?: number; eventsMs?: number } | undefined;
