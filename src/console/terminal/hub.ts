@@ -68,6 +68,9 @@ interface Entry {
 const roleOf = (principal: string, takeover: TakeoverView | null): Role =>
   takeover?.principal != null && takeover.principal === principal ? 'writer' : 'viewer';
 
+const sameTakeover = (a: TakeoverView | null, b: TakeoverView | null): boolean =>
+  a === b || (!!a && !!b && a.by === b.by && a.since === b.since && a.principal === b.principal);
+
 export class TerminalHub {
   private readonly tmux: Tmux;
   private readonly logger: Logger;
@@ -113,7 +116,9 @@ export class TerminalHub {
       return void socket.close(CLOSE.tooMany, 'too many viewers');
     }
     const session = entry ?? this.newEntry(viewer);
-    session.takeover = viewer.takeover;
+    // The newest word on the takeover (the server read it from the store just now) holds for all.
+    if (!sameTakeover(session.takeover, viewer.takeover))
+      this.setTakeover(session.sessionId, viewer.takeover);
     const role = roleOf(viewer.principal, session.takeover);
     const v = new Viewer(socket, viewer.principal, role, this.flow, this.hooks, this.logger);
     session.viewers.add(v);
