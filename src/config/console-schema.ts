@@ -43,7 +43,13 @@ export const consoleSchema = z
       .min(1)
       .default('127.0.0.1')
       .describe('Address the console listens on. Anything but loopback needs console.publicOrigin (https).'),
-    port: z.number().int().min(0).max(65535).default(7701).describe('Port of the console listener.'),
+    port: z
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .default(7702)
+      .describe('Port of the console listener (the gateway has 7701).'),
     publicOrigin: z
       .string()
       .max(300)
@@ -94,7 +100,7 @@ export const consoleSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['publicOrigin'],
-        message: `console.host ${c.host} is not a loopback address, so console.publicOrigin is required: the https origin people reach the console through (a TLS proxy in front of it). Or bind console.host to 127.0.0.1 and reach it over SSH (ssh -L 7701:127.0.0.1:7701).`,
+        message: `console.host ${c.host} is not a loopback address, so console.publicOrigin is required: the https origin people reach the console through (a TLS proxy in front of it). Or bind console.host to 127.0.0.1 and reach it over SSH (ssh -L 7702:127.0.0.1:7702).`,
       });
     }
   })

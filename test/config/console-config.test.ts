@@ -19,11 +19,11 @@ function load(config: Record<string, unknown>) {
 }
 
 describe('console config', () => {
-  it('defaults: enabled on 127.0.0.1:7701, no public origin, bounded viewers', () => {
+  it('defaults: enabled on 127.0.0.1:7702 (the gateway has 7701), no public origin, bounded viewers', () => {
     expect(load({}).config.console).toEqual({
       enabled: true,
       host: '127.0.0.1',
-      port: 7701,
+      port: 7702,
       publicOrigin: undefined,
       allowedHosts: [],
       maxViewersPerSession: 16,
