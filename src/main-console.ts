@@ -1,3 +1,4 @@
+import { consolePort } from './config/console-schema.js';
 import { loadOrCreateToken } from './console/auth.js';
 import { removeConsoleFile, writeConsoleFile } from './console/console-file.js';
 import type { ConsoleDeps } from './console/ports.js';
@@ -38,7 +39,7 @@ export async function startConsole(app: App, dispatcher: Dispatcher): Promise<Co
   try {
     server = await startConsoleServer({
       host: c.host,
-      port: c.port,
+      port: consolePort(c, config.server),
       publicOrigin: c.publicOrigin,
       allowedHosts: c.allowedHosts,
       sessionHours: c.sessionHours,

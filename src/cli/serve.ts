@@ -78,6 +78,11 @@ async function printStatus(io: Io, app: App, daemon: Daemon): Promise<void> {
   io.out('the-loop daemon\n');
   io.out(`  webhook   ${daemon.webhookUrl}  (POST; content type application/json)\n`);
   io.out(`  health    ${daemon.server.url}/healthz\n`);
+  io.out(
+    daemon.console
+      ? `  console   ${daemon.console.server.origin}  (log in: the-loop console)\n`
+      : '  console   off (console.enabled: false)\n',
+  );
   io.out(`  config    ${loaded.path ?? '(defaults)'}\n`);
   io.out(`  data dir  ${loaded.dataDir}\n`);
   io.out(`  secret    webhook.secret in the config (not shown)\n`);

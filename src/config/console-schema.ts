@@ -48,8 +48,10 @@ export const consoleSchema = z
       .int()
       .min(0)
       .max(65535)
-      .default(7702)
-      .describe('Port of the console listener (the gateway has 7701).'),
+      .optional()
+      .describe(
+        'Port of the console listener: 7702 by default (the gateway has 7701); any free port when server.port is 0 (ephemeral daemons, tests). 0: any free port (`the-loop console` finds it).',
+      ),
     publicOrigin: z
       .string()
       .max(300)
@@ -111,6 +113,17 @@ export const consoleSchema = z
   .prefault({});
 
 export type ConsoleConfig = z.output<typeof consoleSchema>;
+
+export const DEFAULT_CONSOLE_PORT = 7702;
+
+/**
+ * The port the console binds: the configured one; unset, 7702 — or any free port when the webhook
+ * listener itself takes any free port (`serve --port 0`: daemons side by side, as tests run them,
+ * must not fight over a fixed console port).
+ */
+export function consolePort(console: Pick<ConsoleConfig, 'port'>, server: { port: number }): number {
+  return console.port ?? (server.port === 0 ? 0 : DEFAULT_CONSOLE_PORT);
+}
 
 /**
  * The seed's `routing.webTerminal: { enabled, host, port }` is the console under its first name:

@@ -3,7 +3,7 @@
  * publicOrigin (with a hint), publicOrigin's form, and the seed's `routing.webTerminal` alias.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isLoopbackHost } from '../../src/config/console-schema.js';
+import { consolePort, isLoopbackHost } from '../../src/config/console-schema.js';
 import { loadConfig } from '../../src/config/load.js';
 import { makeProject } from '../helpers/cli.js';
 
@@ -20,16 +20,21 @@ function load(config: Record<string, unknown>) {
 
 describe('console config', () => {
   it('defaults: enabled on 127.0.0.1:7702 (the gateway has 7701), no public origin, bounded viewers', () => {
-    expect(load({}).config.console).toEqual({
+    const { config } = load({});
+    expect(config.console).toEqual({
       enabled: true,
       host: '127.0.0.1',
-      port: 7702,
+      port: undefined,
       publicOrigin: undefined,
       allowedHosts: [],
       maxViewersPerSession: 16,
       maxViewers: 256,
       sessionHours: 12,
     });
+    expect(consolePort(config.console, config.server)).toBe(7702);
+    // A daemon on any free webhook port (serve --port 0) takes any free console port too.
+    expect(consolePort(config.console, { port: 0 })).toBe(0);
+    expect(consolePort({ port: 9000 }, { port: 0 })).toBe(9000);
   });
 
   it('refuses a non-loopback bind without an https publicOrigin, saying what to do', () => {
