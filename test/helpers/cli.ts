@@ -76,6 +76,8 @@ export function fakeEngineConfig(
   return {
     sandbox: { mode: 'none' },
     gateway: { port: 0 },
+    // Daemons of tests run side by side: the console takes any free port too.
+    console: { port: 0 },
     defaults: { engine: 'fake', backstopSeconds: 60, killGraceSeconds: 0.5 },
     engines: {
       fake: {
