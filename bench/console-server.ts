@@ -55,6 +55,7 @@ function benchDeps(sessionId: string): ConsoleDeps {
     turns: 0,
     tokens: null,
     costUsd: null,
+    unpricedRows: 0,
     unmeteredTurns: 0,
     lastTurnAt: null,
     createdAt,

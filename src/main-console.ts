@@ -72,8 +72,9 @@ function consoleDeps(app: App, dispatcher: Dispatcher): ConsoleDeps {
     return session;
   };
   return {
-    sessionRows: () => sessionRows(app),
-    sessionDetail: (id) => sessionDetail(app, id),
+    // The console's costs are the ledger's (its store: the Ledger service only prices what it adds).
+    sessionRows: () => sessionRows({ store: app.store, ledger: app.ledger.store }),
+    sessionDetail: (id) => sessionDetail({ store: app.store, acts: app.acts, ledger: app.ledger.store }, id),
     turnEvents: (id, after) => eventViews(app, id, after),
     usage: (query) => app.ledger.store.report(query),
     acts: (filter) => actViews(app, filter),

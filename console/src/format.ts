@@ -22,6 +22,18 @@ export function formatUsd(usd: number | null): string {
   return usd < 1 ? `~$${usd.toFixed(4)}` : `~$${usd.toFixed(2)}`;
 }
 
+/**
+ * A session's or a turn's cost from the ledger: null is "unknown"; a sum that leaves unpriced rows
+ * out says so ("~$0.4200 + unknown (3 unpriced)"), so a partial figure never reads as the whole.
+ * `basis` (a turn's: `list-price`…) follows the figure it qualifies.
+ */
+export function formatCost(costUsd: number | null, unpricedRows: number, basis?: string | null): string {
+  if (costUsd === null) return 'unknown';
+  const dollars =
+    basis === undefined ? formatUsd(costUsd) : `${formatUsd(costUsd)} (${basis ?? 'basis unknown'})`;
+  return unpricedRows > 0 ? `${dollars} + unknown (${formatInt(unpricedRows)} unpriced)` : dollars;
+}
+
 /** A group's cost: its priced rows, plus "unknown" when some rows have no price (as `the-loop usage`). */
 export function formatGroupCost(g: Pick<ReportGroup, 'costUsd' | 'unpricedRows' | 'rows'>): string {
   if (g.rows === 0) return '-';

@@ -2,17 +2,12 @@
 import type { TurnView } from '../../src/console/protocol.js';
 import { actsTable } from './acts-table.js';
 import { h } from './dom.js';
-import { formatDate, formatInt, formatUsd } from './format.js';
+import { formatCost, formatDate, formatInt } from './format.js';
 
 function usageText(turn: TurnView): string {
   const u = turn.usage;
   if (!u) return turn.meter === 'none' ? 'not measured (unmetered engine)' : 'no usage reported';
   return `${formatInt(u.inputTokens)} in · ${formatInt(u.outputTokens)} out · ${formatInt(u.cacheReadTokens)} cache read · ${formatInt(u.cacheWriteTokens)} cache write`;
-}
-
-function costText(turn: TurnView): string {
-  if (turn.costUsd === null) return 'unknown';
-  return `${formatUsd(turn.costUsd)} (${turn.costBasis ?? 'basis unknown'})`;
 }
 
 function pair(term: string, value: string, cls?: string): HTMLElement[] {
@@ -32,7 +27,11 @@ export function turnSection(turn: TurnView): HTMLElement {
       ...pair('Model', turn.model ?? 'unknown'),
       ...pair('Meter', turn.meter),
       ...pair('Usage', usageText(turn)),
-      ...pair('Est. cost', costText(turn), turn.costUsd === null ? 'unknown' : undefined),
+      ...pair(
+        'Est. cost',
+        formatCost(turn.costUsd, turn.unpricedRows, turn.costBasis),
+        turn.costUsd === null ? 'unknown' : undefined,
+      ),
     ),
     turn.error ? h('p', { class: 'error', role: 'note' }, h('strong', {}, 'Error: '), turn.error) : null,
     turn.warnings.length > 0

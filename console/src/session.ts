@@ -7,7 +7,7 @@ import type { EventView, LiveMessage, SessionDetail } from '../../src/console/pr
 import { getJson } from './api.js';
 import { showError, startPage } from './chrome.js';
 import { byId, fill, h, note } from './dom.js';
-import { formatDate, formatInt, formatTokens, formatUsd } from './format.js';
+import { formatCost, formatDate, formatInt, formatTokens } from './format.js';
 import { resumeControl } from './resume.js';
 import { eventLine } from './session-events.js';
 import { terminalSection } from './session-terminal.js';
@@ -36,7 +36,7 @@ function summary(detail: SessionDetail): HTMLElement {
       ['Runner', row.tmuxTarget ? `${row.runner} (${row.tmuxTarget})` : row.runner],
       ['Turns', formatInt(row.turns)],
       ['Tokens', formatTokens(row.tokens)],
-      ['Est. cost', formatUsd(row.costUsd)],
+      ['Est. cost', formatCost(row.costUsd, row.unpricedRows)],
       ['Unmetered turns', formatInt(row.unmeteredTurns)],
       ['Created', formatDate(row.createdAt)],
       ['Last turn', formatDate(row.lastTurnAt)],

@@ -3,7 +3,7 @@ import type { SessionRow } from '../../src/console/protocol.js';
 import { getJson } from './api.js';
 import { renderBanner, showError, startPage } from './chrome.js';
 import { byId, fill, h, note, table, td } from './dom.js';
-import { formatDate, formatInt, formatTokens, formatUsd } from './format.js';
+import { formatCost, formatDate, formatInt, formatTokens } from './format.js';
 import { resumeControl } from './resume.js';
 import { statusCell } from './status.js';
 
@@ -20,7 +20,7 @@ const HEADERS = [
 ];
 
 function costCell(row: SessionRow): HTMLTableCellElement {
-  const cell = td(formatUsd(row.costUsd), true);
+  const cell = td(formatCost(row.costUsd, row.unpricedRows), true);
   if (row.costUsd === null) cell.classList.add('unknown');
   // Priced turns plus unmetered ones: the sum leaves those out, so say so next to it.
   if (row.unmeteredTurns > 0 && row.costUsd !== null) {

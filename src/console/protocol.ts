@@ -39,9 +39,15 @@ export interface SessionRow {
   turns: number;
   /** Total tokens of its metered turns; null when no turn was metered. */
   tokens: number | null;
-  /** Estimated cost of its priced turns; null when unknown (never shown as $0). */
+  /**
+   * Estimated cost: the priced sum of its usage-ledger rows (list price or the engine's figure),
+   * plus the engine's figure of a turn the ledger has no row of; null when nothing is priced
+   * (never shown as $0).
+   */
   costUsd: number | null;
-  /** Turns whose usage nothing measured (their cost is unknown). */
+  /** Ledger rows without a price (unknown model): left out of `costUsd`, which is then partial. */
+  unpricedRows: number;
+  /** Finished turns nothing measured (no usage, no ledger row): their cost is unknown. */
   unmeteredTurns: number;
   lastTurnAt: string | null;
   createdAt: string;
@@ -81,9 +87,12 @@ export interface TurnView {
     cacheReadTokens: number;
     cacheWriteTokens: number;
   } | null;
+  /** The priced sum of the turn's ledger rows, else the engine's own figure; null: unknown. */
   costUsd: number | null;
-  /** `engine-reported`, `list-price`, … ; null with a null cost: unknown. */
+  /** `engine-reported`, `list-price`, or both (`engine-reported, list-price`); null with a null cost. */
   costBasis: string | null;
+  /** The turn's ledger rows without a price: left out of `costUsd`. */
+  unpricedRows: number;
   error: string | null;
   warnings: string[];
   acts: ActView[];

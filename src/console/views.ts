@@ -1,4 +1,5 @@
 import type { ActFilter, ActRecord, ActStore } from '../core/ports/acts.js';
+import type { CostFigure, LedgerStore, SessionCosts } from '../core/ports/ledger.js';
 import type { SessionRecord, SessionStore, StoredEvent, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { totalTokens } from '../ledger/usage.js';
@@ -7,9 +8,11 @@ import type { ActView, EventView, SessionDetail, SessionRow, TurnView } from './
 import { consoleHeldReason, consoleStatus } from './status-rules.js';
 
 /**
- * What the console shows, read through the ports (sessions, turns, events, acts) and shaped for
- * the wire (protocol.ts). Unknown stays unknown: a session with no metered turn has no token count
- * and one with no priced turn no cost (null, never 0).
+ * What the console shows, read through the ports (sessions, turns, events, acts, the ledger) and
+ * shaped for the wire (protocol.ts). Unknown stays unknown: a session with no metered turn has no
+ * token count and one with nothing priced no cost (null, never 0). Costs come from the usage ledger:
+ * a turn metered at the wire or from transcripts is priced there, never on its turn record (which
+ * holds only the engine's own figure).
  */
 
 /** Sessions no longer active shown after the active ones: the latest this many. */
@@ -22,16 +25,37 @@ export const ACTS_MAX = 1000;
 const SESSION_ACTS = 5000;
 
 type Sessions = Pick<SessionStore, 'list' | 'turns'>;
+type Costs = Pick<LedgerStore, 'sessionCosts'>;
 
 /** One row of the sessions page. */
 export async function sessionRow(
-  deps: { store: Pick<SessionStore, 'turns'> },
+  deps: { store: Pick<SessionStore, 'turns'>; ledger: Costs },
   s: SessionRecord,
 ): Promise<SessionRow> {
-  return rowOf(s, await deps.store.turns(s.id));
+  const costs = await deps.ledger.sessionCosts([s.id]);
+  return rowOf(s, await deps.store.turns(s.id), costs.get(s.id));
 }
 
-function rowOf(s: SessionRecord, turns: readonly TurnRecord[]): SessionRow {
+/**
+ * A session's cost: its ledger rows' priced sum, plus the engine's own figure of each turn the
+ * ledger has no row of (turns recorded before the ledger existed); null while nothing is priced.
+ * A finished turn with neither usage nor a ledger row is unmetered: unknown, and said so.
+ */
+function sessionCost(
+  turns: readonly TurnRecord[],
+  costs: SessionCosts | undefined,
+): Pick<SessionRow, 'costUsd' | 'unpricedRows' | 'unmeteredTurns'> {
+  let costUsd = costs?.total.costUsd ?? null;
+  let unmeteredTurns = 0;
+  for (const t of turns) {
+    if (costs?.turns.has(t.id)) continue;
+    if (t.costUsd !== null) costUsd = (costUsd ?? 0) + t.costUsd;
+    if (t.usage === null && t.status !== 'running') unmeteredTurns += 1;
+  }
+  return { costUsd, unpricedRows: costs?.total.unpricedRows ?? 0, unmeteredTurns };
+}
+
+function rowOf(s: SessionRecord, turns: readonly TurnRecord[], costs: SessionCosts | undefined): SessionRow {
   const summary = summarizeTurns(turns);
   return {
     id: s.id,
@@ -44,21 +68,23 @@ function rowOf(s: SessionRecord, turns: readonly TurnRecord[]): SessionRow {
     takeover: s.takeover && { by: s.takeover.by, since: s.takeover.since, principal: s.takeover.principal },
     turns: summary.turns,
     tokens: summary.usage ? totalTokens(summary.usage) : null,
-    costUsd: summary.costUsd,
-    unmeteredTurns: summary.unmeteredTurns,
+    ...sessionCost(turns, costs),
     lastTurnAt: summary.lastTurnAt,
     createdAt: s.createdAt,
   };
 }
 
 /** Every active session (newest first), then the latest ENDED_ROWS others. */
-export async function sessionRows(deps: { store: Sessions }): Promise<SessionRow[]> {
+export async function sessionRows(deps: { store: Sessions; ledger: Costs }): Promise<SessionRow[]> {
   const active = await deps.store.list({ status: 'active' });
   // The newest of any status, enough of them that ENDED_ROWS are not active.
   const recent = await deps.store.list({ limit: ENDED_ROWS + active.length });
   const ended = recent.filter((s) => s.status !== 'active').slice(0, ENDED_ROWS);
+  const sessions = [...active, ...ended];
+  // One ledger read for the whole page, not one per row.
+  const costs = await deps.ledger.sessionCosts(sessions.map((s) => s.id));
   const rows: SessionRow[] = [];
-  for (const s of [...active, ...ended]) rows.push(await sessionRow(deps, s));
+  for (const s of sessions) rows.push(rowOf(s, await deps.store.turns(s.id), costs.get(s.id)));
   return rows;
 }
 
@@ -79,7 +105,21 @@ const actView = (a: ActRecord): ActView => ({
   turnSeq: a.turnSeq,
 });
 
-function turnView(t: TurnRecord, acts: ActView[]): TurnView {
+/**
+ * A turn's cost: its ledger rows' (their bases joined), else — no row: a turn from before the
+ * ledger — the engine's own figure on the turn.
+ */
+function turnCost(
+  t: TurnRecord,
+  figure: CostFigure | undefined,
+): Pick<TurnView, 'costUsd' | 'costBasis' | 'unpricedRows'> {
+  if (!figure)
+    return { costUsd: t.costUsd, costBasis: t.costUsd === null ? null : t.costBasis, unpricedRows: 0 };
+  const basis = figure.costUsd === null ? '' : figure.bases.join(', ');
+  return { costUsd: figure.costUsd, costBasis: basis || null, unpricedRows: figure.unpricedRows };
+}
+
+function turnView(t: TurnRecord, acts: ActView[], figure: CostFigure | undefined): TurnView {
   const u = t.usage;
   return {
     id: t.id,
@@ -96,8 +136,7 @@ function turnView(t: TurnRecord, acts: ActView[]): TurnView {
       cacheReadTokens: u.cacheReadTokens,
       cacheWriteTokens: u.cacheCreationTokens,
     },
-    costUsd: t.costUsd,
-    costBasis: t.costUsd === null ? null : t.costBasis,
+    ...turnCost(t, figure),
     error: t.error,
     warnings: t.warnings,
     acts,
@@ -106,12 +145,13 @@ function turnView(t: TurnRecord, acts: ActView[]): TurnView {
 
 /** One session's page: its row, and its turns with their acts (each turn's in the order they happened). */
 export async function sessionDetail(
-  deps: { store: Pick<SessionStore, 'get' | 'turns'>; acts: Pick<ActStore, 'list'> },
+  deps: { store: Pick<SessionStore, 'get' | 'turns'>; acts: Pick<ActStore, 'list'>; ledger: Costs },
   id: string,
 ): Promise<SessionDetail | undefined> {
   const session = await deps.store.get(id);
   if (!session) return undefined;
   const turns = await deps.store.turns(id);
+  const costs = (await deps.ledger.sessionCosts([id])).get(id);
   const byTurn = new Map<number, ActView[]>();
   // Newest first from the store: reversed, so each turn's acts read in the order they happened.
   for (const a of (await deps.acts.list({ sessionId: id, limit: SESSION_ACTS })).reverse()) {
@@ -119,7 +159,10 @@ export async function sessionDetail(
     list.push(actView(a));
     byTurn.set(a.turnId, list);
   }
-  return { session: rowOf(session, turns), turns: turns.map((t) => turnView(t, byTurn.get(t.id) ?? [])) };
+  return {
+    session: rowOf(session, turns, costs),
+    turns: turns.map((t) => turnView(t, byTurn.get(t.id) ?? [], costs?.turns.get(t.id))),
+  };
 }
 
 /**

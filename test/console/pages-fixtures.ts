@@ -1,7 +1,8 @@
 /**
  * Canned wire data for the console's page test (test/console/pages.test.ts): the shapes of
  * src/console/protocol.ts and the ledger's UsageReport, with hostile strings where data is
- * untrusted (work items, error text, commands) and unknown costs where nothing was priced.
+ * untrusted (work items, error text, commands), unknown costs where nothing was priced, and a
+ * partial cost (list-priced wire rows beside rows of a model with no price) on the tmux session.
  */
 import type { ActView, EventView, SessionDetail, SessionRow, TurnView } from '../../src/console/protocol.js';
 import type { ReportGroup, UsageReport } from '../../src/core/ports/ledger.js';
@@ -19,6 +20,7 @@ const row = (over: Partial<SessionRow> & Pick<SessionRow, 'id' | 'workItem'>): S
   turns: 2,
   tokens: 12_345,
   costUsd: 0.42,
+  unpricedRows: 0,
   unmeteredTurns: 0,
   lastTurnAt: '2025-06-01T10:05:00.000Z',
   createdAt: '2025-06-01T09:00:00.000Z',
@@ -42,6 +44,7 @@ export const ROWS: SessionRow[] = [
     runner: 'tmux',
     tmuxTarget: 'loop-acme-app-3',
     status: 'running',
+    unpricedRows: 3,
   }),
   row({
     id: 's-over',
@@ -116,6 +119,7 @@ const turn = (over: Partial<TurnView> & Pick<TurnView, 'id' | 'seq'>): TurnView 
   usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 5000, cacheWriteTokens: 0 },
   costUsd: 0.21,
   costBasis: 'engine-reported',
+  unpricedRows: 0,
   error: null,
   warnings: [],
   acts: [],
@@ -125,6 +129,11 @@ const turn = (over: Partial<TurnView> & Pick<TurnView, 'id' | 'seq'>): TurnView 
 export function detailOf(id: string): SessionDetail | undefined {
   const session = [...ROWS_LATER].find((r) => r.id === id);
   if (!session) return undefined;
+  // Metered at the wire: list-priced rows beside rows of a model with no price.
+  if (id === 's-tmux') {
+    const wire = { meter: 'wire', costUsd: 0.42, costBasis: 'list-price', unpricedRows: 3 };
+    return { session, turns: [turn({ id: 30, seq: 1, ...wire })] };
+  }
   const turns =
     id === 's-unknown'
       ? [

@@ -87,6 +87,10 @@ describe('sessions page', () => {
     expect(cells).toContain('unknown');
     expect(cells.join(' ')).not.toMatch(/\$0(?!\.\d*[1-9])/);
     expect(await shown(page.locator('tr[data-session="s-over"]'))).toContain('over budget: 1.00 of 1.00');
+    // A sum that leaves unpriced rows out says so.
+    expect(await shown(page.locator('tr[data-session="s-tmux"]'))).toContain(
+      '~$0.4200 + unknown (3 unpriced)',
+    );
     expect(await page.locator('a[href="/sessions/s-priced"]').count()).toBe(1);
     await screenshot(page, 'sessions');
 
@@ -138,6 +142,9 @@ describe('session page: a tmux session’s terminal', () => {
     await page.goto(`${fake.url}/sessions/s-tmux`);
     await expect.poll(() => fake.terminals()).toBe(1);
     await expect.poll(() => shown(page.locator('#role'))).toBe('watching — read only');
+    expect(await shown(page.locator('.turn[data-turn="1"]'))).toContain(
+      '~$0.4200 (list-price) + unknown (3 unpriced)',
+    );
     // The server said 100x30: the viewer never fits the terminal to its box.
     await expect.poll(() => page.locator('.xterm-rows > div').count()).toBe(30);
     await page.evaluate("navigator.clipboard.writeText('before')");

@@ -36,6 +36,7 @@ export const ROW: SessionRow = {
   turns: 1,
   tokens: 10,
   costUsd: null,
+  unpricedRows: 0,
   unmeteredTurns: 0,
   lastTurnAt: null,
   createdAt: '2025-01-01T00:00:00.000Z',

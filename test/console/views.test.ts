@@ -1,7 +1,8 @@
 /**
- * The console's views over a real SQLite registry (sessions, turns, events, acts): the sessions
- * page's rows (active first, the latest ended ones, unknown never 0), a session's page with its
- * turns and acts, the acts page, and the events of a live view after a cursor, bounded.
+ * The console's views over a real SQLite registry (sessions, turns, events, acts, the usage
+ * ledger): the sessions page's rows (active first, the latest ended ones, unknown never 0, costs from
+ * the ledger), a session's page with its turns and acts, the acts page, and the events of a live
+ * view after a cursor, bounded.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,15 +18,19 @@ import {
   sessionRows,
 } from '../../src/console/views.js';
 import type { ActTurn, NewAct } from '../../src/core/ports/acts.js';
-import type { SessionRecord, TurnEnd, TurnRecord } from '../../src/core/ports/sessions.js';
+import type { Meter, SessionRecord, TurnEnd, TurnRecord } from '../../src/core/ports/sessions.js';
+import { Ledger, type LedgerEntry, NO_WIRE_YET } from '../../src/ledger/ledger.js';
+import { priceTable } from '../../src/ledger/pricing.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteActStore } from '../../src/store/sqlite/acts.js';
+import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 
 let dir: string;
 let db: Db;
 let store: SqliteSessionStore;
 let acts: SqliteActStore;
+let ledger: SqliteLedgerStore;
 let n = 0;
 
 beforeEach(() => {
@@ -33,6 +38,7 @@ beforeEach(() => {
   db = openDb(join(dir, 'the-loop.db'));
   store = new SqliteSessionStore(db, { scrub: (t) => t });
   acts = new SqliteActStore(db, { scrub: (t) => t });
+  ledger = new SqliteLedgerStore(db);
 });
 
 afterEach(() => {
@@ -73,12 +79,12 @@ const end = (fields: Partial<TurnEnd> = {}): TurnEnd => ({
   ...fields,
 });
 
-async function turn(session: SessionRecord, fields?: Partial<TurnEnd> | 'running'): Promise<TurnRecord> {
-  const begun = await store.beginTurn(session.id, {
-    promptDigest: 'sha256:x',
-    promptBytes: 1,
-    meter: 'transcript',
-  });
+async function turn(
+  session: SessionRecord,
+  fields?: Partial<TurnEnd> | 'running',
+  meter: Meter = 'transcript',
+): Promise<TurnRecord> {
+  const begun = await store.beginTurn(session.id, { promptDigest: 'sha256:x', promptBytes: 1, meter });
   return fields === 'running' ? begun : store.finishTurn(begun.id, end(fields));
 }
 
@@ -114,7 +120,7 @@ describe('sessionRows', () => {
     const c = await open();
     const d = await open();
     await store.markGone(d.id, 'lost', 'tmux session gone');
-    const rows = await sessionRows({ store });
+    const rows = await sessionRows({ store, ledger });
     expect(rows.map((r) => [r.id, r.status])).toEqual([
       [c.id, 'idle'],
       [a.id, 'idle'],
@@ -126,7 +132,7 @@ describe('sessionRows', () => {
   it(`shows at most ${ENDED_ROWS} ended sessions, every active one`, async () => {
     for (let i = 0; i < ENDED_ROWS + 5; i++) await store.close((await open()).id, 'done');
     const active = [await open(), await open()];
-    const rows = await sessionRows({ store });
+    const rows = await sessionRows({ store, ledger });
     expect(rows).toHaveLength(ENDED_ROWS + 2);
     expect(rows.slice(0, 2).map((r) => r.id)).toEqual([active[1]?.id, active[0]?.id]);
   });
@@ -139,7 +145,7 @@ describe('sessionRows', () => {
     const unmetered = await open();
     await turn(unmetered, { usage: null, costUsd: null });
     const fresh = await open();
-    const rows = new Map((await sessionRows({ store })).map((r) => [r.id, r]));
+    const rows = new Map((await sessionRows({ store, ledger })).map((r) => [r.id, r]));
     expect(rows.get(mixed.id)).toMatchObject({
       status: 'running',
       turns: 3,
@@ -164,7 +170,7 @@ describe('sessionRows', () => {
     await store.setTakeover(s.id, { by: 'alice@host', since, principal: 'p1' });
     const held = await open();
     await store.setHold(held.id, { kind: 'unaccounted', reason: 'no usage record', turnId: 1, since });
-    const rows = new Map((await sessionRows({ store })).map((r) => [r.id, r]));
+    const rows = new Map((await sessionRows({ store, ledger })).map((r) => [r.id, r]));
     expect(rows.get(s.id)).toMatchObject({
       status: 'held',
       heldReason: `taken over by alice@host since ${since}: hand back to go on`,
@@ -191,7 +197,7 @@ describe('sessionDetail', () => {
       'command',
     );
     await acts.save(actTurn(s, t2, '2026-03-01T10:01:00.000Z'), [act(1)], 'command');
-    const detail = await sessionDetail({ store, acts }, s.id);
+    const detail = await sessionDetail({ store, acts, ledger }, s.id);
     expect(detail?.session).toMatchObject({ id: s.id, turns: 2, status: 'idle' });
     expect(detail?.turns.map((t) => [t.seq, t.acts.map((a) => a.command)])).toEqual([
       [1, ['git push #1', 'git push #2']],
@@ -222,7 +228,103 @@ describe('sessionDetail', () => {
   });
 
   it('an unknown session has no page', async () => {
-    expect(await sessionDetail({ store, acts }, '00000000-0000-4000-8000-000000000000')).toBeUndefined();
+    expect(
+      await sessionDetail({ store, acts, ledger }, '00000000-0000-4000-8000-000000000000'),
+    ).toBeUndefined();
+  });
+});
+
+/** One metered request of a session as the ledger service records it (priced at list price), `wire` by default. */
+let sources = 0;
+async function record(
+  s: SessionRecord,
+  t: TurnRecord | null,
+  model: string,
+  over: Partial<LedgerEntry> = {},
+): Promise<void> {
+  const entry: LedgerEntry = {
+    meter: 'wire',
+    sourceId: `anthropic:msg_${++sources}`,
+    at: new Date().toISOString(),
+    sessionId: s.id,
+    workItem: s.workItem,
+    turnId: t?.id ?? null,
+    engine: 'claude',
+    runner: 'tmux',
+    model,
+    usage: {
+      inputTokens: 1000,
+      outputTokens: 200,
+      cacheReadTokens: 0,
+      cacheCreationTokens: 0,
+      reasoningTokens: 0,
+    },
+    payer: { kind: 'subscription', id: null },
+    ...over,
+  };
+  await new Ledger(ledger, priceTable()).add([entry], NO_WIRE_YET);
+}
+/** One claude-sonnet-4-5 request above at list price: 1,000 in at $3/M, 200 out at $15/M. */
+const SONNET = 0.006;
+
+describe('costs from the ledger', () => {
+  it('a tmux session metered at the wire: its turns carry no cost, the ledger prices them', async () => {
+    const s = await open();
+    const t = await turn(s, { costUsd: null }, 'wire');
+    await record(s, t, 'claude-sonnet-4-5');
+    await record(s, t, 'claude-sonnet-4-5');
+    // Between turns (a person typing in the TUI): the session's cost, no turn's.
+    await record(s, null, 'claude-sonnet-4-5');
+    const [row] = await sessionRows({ store, ledger });
+    expect(row).toMatchObject({ id: s.id, unpricedRows: 0, unmeteredTurns: 0 });
+    expect(row?.costUsd).toBeCloseTo(3 * SONNET, 10);
+    const detail = await sessionDetail({ store, acts, ledger }, s.id);
+    expect(detail?.session.costUsd).toBeCloseTo(3 * SONNET, 10);
+    expect(detail?.turns[0]).toMatchObject({ costBasis: 'list-price', unpricedRows: 0 });
+    expect(detail?.turns[0]?.costUsd).toBeCloseTo(2 * SONNET, 10);
+  });
+
+  it('rows of a model with no price: unknown (null) and counted, never $0; beside priced ones, a partial sum', async () => {
+    const unpriced = await open();
+    // Ended before its rows came: no usage on the turn, but the ledger measured it (not unmetered).
+    const u = await turn(unpriced, { usage: null, costUsd: null }, 'wire');
+    await record(unpriced, u, 'mystery-model-9');
+    await record(unpriced, u, 'mystery-model-9');
+    const partial = await open();
+    const p = await turn(partial, { costUsd: null }, 'wire');
+    await record(partial, p, 'claude-sonnet-4-5');
+    await record(partial, p, 'mystery-model-9');
+    const rows = new Map((await sessionRows({ store, ledger })).map((r) => [r.id, r]));
+    expect(rows.get(unpriced.id)).toMatchObject({ costUsd: null, unpricedRows: 2, unmeteredTurns: 0 });
+    expect(rows.get(partial.id)).toMatchObject({ unpricedRows: 1 });
+    expect(rows.get(partial.id)?.costUsd).toBeCloseTo(SONNET, 10);
+    const none = await sessionDetail({ store, acts, ledger }, unpriced.id);
+    expect(none?.turns[0]).toMatchObject({ costUsd: null, costBasis: null, unpricedRows: 2 });
+    const some = await sessionDetail({ store, acts, ledger }, partial.id);
+    expect(some?.turns[0]).toMatchObject({ costBasis: 'list-price', unpricedRows: 1 });
+  });
+
+  it("a turn the ledger has no row of keeps the engine's figure; one it has is counted once", async () => {
+    const s = await open();
+    // Recorded before the ledger existed: only the turn knows its cost.
+    const old = await turn(s, { costUsd: 0.25 });
+    const metered = await turn(s, { costUsd: 0.25 }, 'stream-json');
+    await record(s, metered, 'claude-x', {
+      meter: 'stream-json',
+      sourceId: `turn:${metered.id}`,
+      engineCostUsd: 0.25,
+    });
+    const wire = await turn(s, { costUsd: null }, 'wire');
+    await record(s, wire, 'claude-sonnet-4-5');
+    const [row] = await sessionRows({ store, ledger });
+    expect(row?.costUsd).toBeCloseTo(0.5 + SONNET, 10);
+    const detail = await sessionDetail({ store, acts, ledger }, s.id);
+    expect(detail?.turns.map((t) => [t.id, t.costBasis, t.unpricedRows])).toEqual([
+      [old.id, 'engine-reported', 0],
+      [metered.id, 'engine-reported', 0],
+      [wire.id, 'list-price', 0],
+    ]);
+    expect(detail?.turns.map((t) => t.costUsd)).toEqual([0.25, 0.25, expect.closeTo(SONNET, 10)]);
   });
 });
 

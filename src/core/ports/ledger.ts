@@ -97,6 +97,27 @@ export interface UsageReport {
   };
 }
 
+/**
+ * What some ledger rows cost, for a page that shows a cost (the console): the priced rows' sum, and
+ * how many rows it leaves out, so a partial sum says so and an unpriced one stays unknown.
+ */
+export interface CostFigure {
+  /** Sum of the priced rows; null when no row is priced (unknown, never $0). */
+  costUsd: number | null;
+  rows: number;
+  /** Rows without a price (unknown model): left out of `costUsd`. */
+  unpricedRows: number;
+  /** The priced rows' cost bases (`engine-reported`, `list-price`), sorted. */
+  bases: string[];
+}
+
+/** A session's rows: all of them (rows between turns too), and each turn's, by turn id. */
+export interface SessionCosts {
+  total: CostFigure;
+  /** Only the turns with rows: a turn absent here has none. */
+  turns: Map<number, CostFigure>;
+}
+
 /** One piece of a transcript import. */
 export interface ImportPiece {
   /** New rows; each counts when it is added (or corrects an existing row). */
@@ -139,6 +160,11 @@ export interface LedgerStore {
   turnHasRows(turnId: number): Promise<boolean>;
   /** What a turn's rows add up to, with their models; undefined when it has none. */
   turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined>;
+  /**
+   * What each session's rows cost, by session id; a session with no rows is absent (its cost is
+   * not the ledger's to say). Any number of ids: the store bounds each query itself.
+   */
+  sessionCosts(sessionIds: readonly string[]): Promise<Map<string, SessionCosts>>;
   /**
    * Totals from `since` (included) until `until` (excluded), grouped (in key order), with what they
    * leave out (the unmetered drives grouped by engine, runner and reason, the latest first).

@@ -7,10 +7,12 @@ import type {
   LedgerImport,
   LedgerStore,
   Pricer,
+  SessionCosts,
   UnmeteredDrive,
   UsageReport,
 } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
+import { sessionCosts } from './ledger-costs.js';
 import { usageReport } from './ledger-report.js';
 
 /**
@@ -175,6 +177,10 @@ export class SqliteLedgerStore implements LedgerStore {
       },
       model: row.models,
     };
+  }
+
+  async sessionCosts(sessionIds: readonly string[]): Promise<Map<string, SessionCosts>> {
+    return sessionCosts(this.db, sessionIds);
   }
 
   async report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport> {

@@ -2,10 +2,11 @@
  * The LedgerStore contract: a row once per (meter, source id) whoever writes it at once, a later
  * copy with a larger output correcting its row, waiting drives settled in the same write, one drive
  * per turn, imports committed in batches and dropped whole when aborted, reports in a stable order
- * over a half-open window, and everything across a restart.
+ * over a half-open window, everything across a restart, and sessions' costs (by session and by
+ * turn, unpriced rows counted, never a $0 for nothing priced).
  */
 import { describe, expect, it } from 'vitest';
-import type { LedgerStore } from '../../../src/core/ports/ledger.js';
+import type { LedgerStore, Pricer } from '../../../src/core/ports/ledger.js';
 import { type StoreFactory, useStore } from './factory.js';
 import { entry, perOutputToken, usage } from './fixtures.js';
 
@@ -27,6 +28,62 @@ export function ledgerContract(factory: StoreFactory): void {
   describe(`LedgerStore contract (${factory.name})`, () => {
     describe('rows and drives', () => rowsAndDrives(factory));
     describe('restart, imports, reports', () => importsReportsAndRestart(factory));
+    describe("sessions' costs", () => sessionCosts(factory));
+  });
+}
+
+/** `m`: a dollar per output token (list price); `e`: what the engine said; anything else: unpriced. */
+const mixedPrices: Pricer = (e) => {
+  if (e.model === 'm') return perOutputToken(e);
+  if (e.model === 'e') return { costUsd: 0.5, basis: 'engine-reported', priceKey: null, outputUnit: null };
+  return { costUsd: null, basis: null, priceKey: null, outputUnit: null };
+};
+
+function sessionCosts(factory: StoreFactory): void {
+  const { store } = useStore(factory);
+
+  it('sums priced rows per session and per turn, counts the unpriced ones; a session without rows is absent', async () => {
+    await store().ledger.add(
+      [
+        entry({ sourceId: 'a', sessionId: 's-1', turnId: 1 }),
+        entry({ sourceId: 'b', sessionId: 's-1', turnId: 1, model: 'mystery' }),
+        entry({ sourceId: 'c', sessionId: 's-1', turnId: 2, model: 'e' }),
+        // Between turns (a person driving the TUI): the session's, no turn's.
+        entry({ sourceId: 'd', sessionId: 's-1', turnId: null }),
+        entry({ sourceId: 'e', sessionId: 's-2', turnId: 3, model: 'mystery' }),
+        entry({ sourceId: 'f', sessionId: null, turnId: null }),
+      ],
+      mixedPrices,
+    );
+    const costs = await store().ledger.sessionCosts(['s-1', 's-2', 's-none']);
+    expect([...costs.keys()].sort()).toEqual(['s-1', 's-2']);
+    const one = costs.get('s-1');
+    expect(one?.total).toEqual({
+      costUsd: 10.5,
+      rows: 4,
+      unpricedRows: 1,
+      bases: ['engine-reported', 'list-price'],
+    });
+    expect([...(one?.turns.keys() ?? [])].sort()).toEqual([1, 2]);
+    expect(one?.turns.get(1)).toEqual({ costUsd: 5, rows: 2, unpricedRows: 1, bases: ['list-price'] });
+    expect(one?.turns.get(2)).toEqual({ costUsd: 0.5, rows: 1, unpricedRows: 0, bases: ['engine-reported'] });
+    // Nothing priced: unknown, never $0.
+    const two = costs.get('s-2');
+    expect(two?.total).toEqual({ costUsd: null, rows: 1, unpricedRows: 1, bases: [] });
+    expect(two?.turns.get(3)).toEqual({ costUsd: null, rows: 1, unpricedRows: 1, bases: [] });
+    expect((await store().ledger.sessionCosts([])).size).toBe(0);
+  });
+
+  it('answers for any number of sessions, each id once however often it is asked', async () => {
+    const ids = Array.from({ length: 1_234 }, (_, i) => `s-${i}`);
+    const priced = ['s-0', 's-499', 's-500', 's-1000', 's-1233'];
+    await store().ledger.add(
+      priced.map((id, i) => entry({ sourceId: `r-${i}`, sessionId: id, turnId: i + 1 })),
+      perOutputToken,
+    );
+    const costs = await store().ledger.sessionCosts([...ids, 's-500', 's-0']);
+    expect([...costs.keys()].sort()).toEqual([...priced].sort());
+    for (const id of priced) expect(costs.get(id)?.total).toMatchObject({ costUsd: 5, rows: 1 });
   });
 }
 
