@@ -66,7 +66,10 @@ describe('console: the real Claude Code TUI watched, taken over and accounted in
       const d = await delivery(id);
       return d.status === 'done' || d.status === 'failed' ? d.status : undefined;
     });
-  const terminalText = () => page.locator('#terminal .xterm-rows').innerText();
+  /** What the page shows in an element, line by line (Playwright's rendered text, not the DOM's). */
+  // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
+  const shown = (selector: string) => page.locator(selector).innerText();
+  const terminalText = () => shown('#terminal .xterm-rows');
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'the-loop-console-'));
@@ -130,7 +133,7 @@ describe('console: the real Claude Code TUI watched, taken over and accounted in
     expect(first.status).toBe(202);
     // Live: the row appears without a reload.
     await page.getByRole('link', { name: WI }).waitFor({ timeout: 90_000 });
-    expect(await page.locator('table').innerText()).toContain('tmux');
+    expect(await shown('table')).toContain('tmux');
     expect(await settled(first.id)).toBe('done');
     await screenshot(page, 'console-sessions');
   }, 180_000);
@@ -209,7 +212,7 @@ describe('console: the real Claude Code TUI watched, taken over and accounted in
     const listed = await cli(['sessions', 'list']);
     expect(listed.stdout).toContain('taken over by');
     // Shown on every page.
-    expect(await page.locator('body').innerText()).toMatch(/taken over/i);
+    expect(await shown('body')).toMatch(/taken over/i);
     await screenshot(page, 'console-session-taken-over');
 
     await page.locator('#handback').click();
@@ -233,7 +236,7 @@ describe('console: the real Claude Code TUI watched, taken over and accounted in
     ]);
     expect(plain.code, plain.stdout + plain.stderr).toBe(0);
     await page.goto(new URL('/usage', page.url()).toString());
-    const text = async () => page.locator('main').innerText();
+    const text = () => shown('main');
     const total = tokensOf([...mock.reported, ...mock.sideReported]);
     await until('the totals', async () =>
       (await text()).includes(total.toLocaleString('en-US')) ? true : undefined,
