@@ -241,10 +241,10 @@ describe('console: the real Claude Code TUI watched, taken over and accounted in
     await until('the totals', async () =>
       (await text()).includes(total.toLocaleString('en-US')) ? true : undefined,
     );
-    const shown = await text();
-    expect(shown).toMatch(/Not included/);
-    expect(shown).toContain('plain');
-    expect(shown).not.toMatch(/\$0\.00\b/);
+    const usage = await text();
+    expect(usage).toMatch(/Not included/);
+    expect(usage).toContain('plain');
+    expect(usage).not.toMatch(/\$0\.00\b/);
     await screenshot(page, 'console-usage');
     await page.goto(new URL('/acts', page.url()).toString());
     await page.locator('main').waitFor();
