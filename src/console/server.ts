@@ -7,7 +7,7 @@ import { type ListenerCounts, ListenerGuard, type ListenerLimits } from '../web/
 import type { Access } from './access.js';
 import { allowedHostValues, allowedOriginValues, type Bind, ConsoleAuth, consoleOrigin } from './auth.js';
 import { secure, sendError } from './http.js';
-import { LiveHub } from './live.js';
+import { LiveHub, type LiveOptions } from './live.js';
 import { defaultStaticDir, loadPages } from './pages.js';
 import type { ConsoleDeps, TerminalPort } from './ports.js';
 import { handleRequest, type RouteContext } from './routes.js';
@@ -23,8 +23,9 @@ export const MAX_WS_PAYLOAD = 64 * 1024;
 
 /**
  * The console's listener limits: pages and API answers are small and quick, so headers and whole
- * requests get a few seconds; 512 connections leave room for the 256 terminal viewers the config
- * allows by default, their pages and their live sockets.
+ * requests get a few seconds. The 512 connections are HTTP's: an upgraded socket leaves that count
+ * (web/limits.ts) and is capped by its hub instead (the terminal hub's viewers, the live hub's
+ * pages), so neither kind can crowd out the other, and idle connections never shed a socket.
  */
 export const CONSOLE_LIMITS: Partial<ListenerLimits> = {
   maxConnections: 512,
@@ -44,7 +45,7 @@ export interface ConsoleServerOptions extends Omit<Bind, 'port'> {
   /** Where the built front end is (default: dist/console-ui). */
   staticDir?: string | undefined;
   limits?: Partial<ListenerLimits> | undefined;
-  live?: { rowsMs?: number; eventsMs?: number } | undefined;
+  live?: LiveOptions | undefined;
   now?: () => number;
 }
 
@@ -55,7 +56,7 @@ export interface ConsoleServer {
   origin: string;
   port: number;
   auth: ConsoleAuth;
-  stats(): ListenerCounts & { live: number };
+  stats(): ListenerCounts & { live: number; liveRefused: number };
   close(): Promise<void>;
 }
 
@@ -92,20 +93,17 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     sessionHours: options.sessionHours,
   };
   const guard = new ListenerGuard({ ...CONSOLE_LIMITS, ...options.limits }, logger, 'the console listener');
-  const server: Server = guard.createServer((req, res) => {
-    Promise.resolve(handleRequest(ctx, req, res)).catch((error: unknown) => {
-      logger.error('console: request failed', { error });
-      secure(res);
-      sendError(res, 500, 'internal error');
-    });
-  });
-  server.on('upgrade', (req, socket, head) =>
-    handleUpgrade(
-      { access, wss, live, terminals: options.terminals, deps: options.deps, logger },
-      req,
-      socket,
-      head,
-    ),
+  const upgrades = { access, wss, live, terminals: options.terminals, deps: options.deps, logger };
+  const server: Server = guard.createServer(
+    (req, res) => {
+      Promise.resolve(handleRequest(ctx, req, res)).catch((error: unknown) => {
+        logger.error('console: request failed', { error });
+        secure(res);
+        sendError(res, 500, 'internal error');
+      });
+    },
+    // Through the guard: the socket leaves HTTP's count before anything is checked or written.
+    (req, socket, head) => handleUpgrade(upgrades, req, socket, head),
   );
   const port = await listen(server, options);
   const bind: Bind = { ...options, port };
@@ -118,7 +116,10 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     origin: consoleOrigin(bind),
     port,
     auth,
-    stats: () => ({ ...guard.stats(), live: live.counts().clients }),
+    stats: () => {
+      const counts = live.counts();
+      return { ...guard.stats(), live: counts.clients, liveRefused: counts.refused };
+    },
     close: async () => {
       live.close();
       for (const ws of wss.clients) ws.terminate();

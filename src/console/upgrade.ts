@@ -10,6 +10,7 @@ import {
   principalOf,
   ticketProtocol,
 } from './access.js';
+import { SECURITY_HEADERS } from './http.js';
 import type { LiveHub } from './live.js';
 import { type ConsoleDeps, SESSION_ID, type TerminalPort } from './ports.js';
 import { WS_PROTOCOL } from './protocol.js';
@@ -73,18 +74,22 @@ async function attachTerminal(ctx: UpgradeContext, ws: WebSocket, sessionId: str
   }
 }
 
-/** Answer an upgrade with a plain HTTP refusal and close the connection. */
+/**
+ * Answer an upgrade with a plain HTTP refusal and close the connection. It carries the headers of
+ * every other console answer (http.ts): a refusal read by a browser is a page like any other.
+ */
 function refuse(socket: Duplex, status: number, message: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = `${message}\n`;
+  const headers = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.once('finish', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Refused'}\r\n` +
       'Connection: close\r\n' +
-      'Cache-Control: no-store\r\n' +
+      headers.join('') +
       'Content-Type: text/plain; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );

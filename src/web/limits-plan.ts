@@ -5,7 +5,8 @@
  * connections that never finish their headers would lock out the next good webhook. So a full
  * listener admits the newcomer and sheds what costs most and does least: first the connection that
  * has waited longest for its headers (a keep-alive connection between requests waits too), then the
- * slowest body being read.
+ * slowest body being read. A connection that upgraded (a WebSocket) is none of these: it has left
+ * HTTP, is not counted in `open` and is never shed here (whoever accepted it caps its kind).
  *
  * The same rule keeps the body budget. A body that does not fit sheds the slowest bodies past their
  * grace period (a newcomer cannot shed a good request that has only just started), then, if that is

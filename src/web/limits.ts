@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { LoopError } from '../core/errors.js';
 import type { Logger } from '../log/logger.js';
 import { admitBytes, type HeldBody, shedForConnection } from './limits-plan.js';
@@ -9,6 +10,11 @@ import { admitBytes, type HeldBody, shedForConnection } from './limits-plan.js';
  * browser console when it comes: create its server with `guard.createServer(handler)` and read any
  * body it keeps with `readBodyWithin`). One guard may serve several servers (the gateway's TCP port
  * and Unix socket): its connection cap and body budget are then shared.
+ *
+ * A connection that upgrades (a WebSocket) leaves HTTP: it no longer waits for headers, so it is
+ * never shed for a waiting slot and never written a raw 503 (that would land inside its frames),
+ * and it no longer counts against `maxConnections` — whoever accepts the upgrade caps those (the
+ * console's live hub and terminal hub), so pages keep their room however many sockets are open.
  */
 export interface ListenerLimits {
   /** Open connections; past it the listener sheds (limits-plan.ts), it never stops accepting. */
@@ -65,7 +71,12 @@ interface Conn {
   inFlight: number;
   /** Requests served: a kept-alive connection is closed when shed, never sent a 503 it could misread. */
   served: number;
+  /** Upgraded (a WebSocket): out of HTTP's cap and its waiting list for good. */
+  upgraded: boolean;
 }
+
+/** What a server does with an upgrade request its guard has already taken out of HTTP's count. */
+export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 /** A body being read under a guard's budget. */
 export interface BodyHold extends HeldBody {
@@ -75,7 +86,10 @@ export interface BodyHold extends HeldBody {
 }
 
 export interface ListenerCounts {
+  /** HTTP connections (what `maxConnections` caps). */
   open: number;
+  /** Connections that upgraded and are still open (capped by whoever accepted them). */
+  upgraded: number;
   heldBytes: number;
   shedWaiting: number;
   shedBodies: number;
@@ -95,6 +109,7 @@ const rawBusy = (retryAfter: number) =>
 export class ListenerGuard {
   readonly limits: ListenerLimits;
   private open = 0;
+  private upgrades = 0;
   /** Connections waiting for a request's headers, the longest-waiting first (Map keeps insertion order). */
   private readonly waiting = new Map<Socket, Conn>();
   private readonly bodies = new Map<number, BodyHold>();
@@ -109,8 +124,13 @@ export class ListenerGuard {
     this.limits = validLimits({ ...LISTENER_DEFAULTS, ...limits });
   }
 
-  /** An HTTP server with these limits (timeouts, header size, connection cap, body budget). */
-  createServer(listener: RequestListener): Server {
+  /**
+   * An HTTP server with these limits (timeouts, header size, connection cap, body budget). With
+   * `onUpgrade`, it serves upgrades: each socket is taken out of HTTP's count before the handler
+   * sees it. Without, it adds no 'upgrade' listener: Node then hands an upgrade request to the
+   * request handler as a plain request (the webhook listener answers it so).
+   */
+  createServer(listener: RequestListener, onUpgrade?: UpgradeListener): Server {
     const l = this.limits;
     const server = createServer(
       {
@@ -124,6 +144,12 @@ export class ListenerGuard {
     );
     if (l.idleTimeoutMs > 0) server.setTimeout(l.idleTimeoutMs, (socket) => socket.destroy());
     server.on('connection', (socket: Socket) => this.connected(socket));
+    if (onUpgrade) {
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        this.upgraded(req.socket);
+        onUpgrade(req, socket, head);
+      });
+    }
     server.on('request', (req: IncomingMessage, res) => {
       const conn = connOf.get(req.socket);
       if (!conn) return;
@@ -134,7 +160,8 @@ export class ListenerGuard {
         conn.served++;
         // A keep-alive connection waits for its next request: it is sheddable again, as the newest —
         // once no pipelined request of it is still being answered.
-        if (conn.inFlight === 0 && !conn.socket.destroyed) this.waiting.set(conn.socket, conn);
+        if (conn.inFlight === 0 && !conn.upgraded && !conn.socket.destroyed)
+          this.waiting.set(conn.socket, conn);
       });
     });
     return server;
@@ -142,7 +169,20 @@ export class ListenerGuard {
 
   /** What the guard holds and has shed so far. */
   stats(): ListenerCounts {
-    return { open: this.open, heldBytes: this.heldBytes(), ...this.counts };
+    return { open: this.open, upgraded: this.upgrades, heldBytes: this.heldBytes(), ...this.counts };
+  }
+
+  /**
+   * The connection has upgraded (createServer's `onUpgrade` calls this first; a server wiring its own
+   * 'upgrade' listener must too): out of the waiting list and of HTTP's cap. Idempotent.
+   */
+  upgraded(socket: Socket): void {
+    const conn = connOf.get(socket);
+    if (!conn || conn.guard !== this || conn.upgraded) return;
+    conn.upgraded = true;
+    this.waiting.delete(socket);
+    this.open--;
+    this.upgrades++;
   }
 
   /**
@@ -221,12 +261,13 @@ export class ListenerGuard {
   }
 
   private connected(socket: Socket): void {
-    const conn: Conn = { socket, guard: this, body: undefined, inFlight: 0, served: 0 };
+    const conn: Conn = { socket, guard: this, body: undefined, inFlight: 0, served: 0, upgraded: false };
     connOf.set(socket, conn);
     this.open++;
     this.waiting.set(socket, conn);
     socket.once('close', () => {
-      this.open--;
+      if (conn.upgraded) this.upgrades--;
+      else this.open--;
       this.waiting.delete(socket);
       if (conn.body) this.release(conn.body);
     });
@@ -258,9 +299,12 @@ export class ListenerGuard {
    */
   private refuse(socket: Socket): void {
     this.waiting.delete(socket);
-    const served = connOf.get(socket)?.served ?? 0;
+    const conn = connOf.get(socket);
     // Best effort (a small write goes out at once), not waited for: the descriptor is what counts.
-    if (served === 0 && socket.writable) socket.write(rawBusy(this.limits.retryAfterSeconds));
+    // Never into an upgraded stream (it is never chosen; said again here, where the write is).
+    if (conn?.served === 0 && !conn.upgraded && socket.writable) {
+      socket.write(rawBusy(this.limits.retryAfterSeconds));
+    }
     socket.destroy();
   }
 

@@ -258,6 +258,53 @@ describe('connections', () => {
   });
 });
 
+describe('upgrades', () => {
+  /** A server whose upgrades become a raw echo (what a WebSocket is to the guard: not HTTP any more). */
+  async function serveUpgrades(limits: Partial<ListenerLimits>) {
+    const guard = new ListenerGuard(limits);
+    const server = guard.createServer(
+      (_req, res) => res.end('ok'),
+      (_req, socket) => {
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n');
+        socket.on('data', (d: Buffer) => socket.write(d));
+        // An HTTP server's sockets are half-open: the echo ends its side when the client ends its own.
+        socket.on('end', () => socket.end());
+      },
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    open.push({ server, guard });
+    return { guard, port: (server.address() as AddressInfo).port };
+  }
+  const upgrade = 'GET /ws HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n';
+
+  it('an upgraded connection leaves the cap: idle ones are shed instead, and it is never written a 503', async () => {
+    const { port, guard } = await serveUpgrades({ maxConnections: 2 });
+    const socket = raw(port, upgrade);
+    await until('the upgrade', () => socket.got.includes('101 Switching Protocols'));
+    expect(guard.stats()).toMatchObject({ open: 0, upgraded: 1 });
+    const idle = [raw(port), raw(port), raw(port)];
+    await idle[0]?.closed;
+    expect(idle[0]?.got).toMatch(/^HTTP\/1\.1 503 /);
+    socket.socket.write('still here');
+    await until('the echo', () => socket.got.endsWith('still here'));
+    expect(socket.got).not.toMatch(/503/);
+    expect(guard.stats()).toMatchObject({ open: 2, upgraded: 1, shedWaiting: 1, refusedConnections: 0 });
+    socket.socket.destroy();
+    await until('the upgraded connection to be forgotten', () => guard.stats().upgraded === 0);
+    for (const c of idle) c.socket.destroy();
+    await until('no connection', () => guard.stats().open === 0);
+  });
+
+  it('without an upgrade handler an upgrade request is a plain request (the webhook listener)', async () => {
+    const { port, guard } = await serve({});
+    const c = raw(port, upgrade);
+    await until('the answer', () => c.got.includes('ok'));
+    expect(c.got).toMatch(/^HTTP\/1\.1 200 /);
+    expect(guard.stats()).toMatchObject({ open: 1, upgraded: 0 });
+    c.socket.destroy();
+  });
+});
+
 describe('validLimits', () => {
   it('accepts the defaults and refuses limits that cannot work together, naming them', () => {
     expect(validLimits({ ...LISTENER_DEFAULTS })).toEqual(LISTENER_DEFAULTS);
