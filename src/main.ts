@@ -24,7 +24,7 @@ import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { createRunners } from './main-runners.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
-import { deliveryHold } from './sessions/takeover.js';
+import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
 import type { Db } from './store/db.js';
 import type { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -74,8 +74,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     logger,
     policyFor: (workItem) => policyOf(loaded.config, workItem),
   });
-  // Every path that ends a session revokes its capability tokens.
-  const store = revokingStore(registry, guard.tokens, logger);
+  // Every path that ends a session revokes its capability tokens and ends its take over.
+  const store = endingTakeovers(revokingStore(registry, guard.tokens, logger), {
+    ledger: ledger.store,
+    logger,
+  });
   const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
   const runners = createRunners(loaded, logger, {
     env: options.env,

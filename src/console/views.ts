@@ -65,7 +65,11 @@ function rowOf(s: SessionRecord, turns: readonly TurnRecord[], costs: SessionCos
     tmuxTarget: s.tmuxTarget,
     status: consoleStatus(s, summary),
     heldReason: consoleHeldReason(s),
-    takeover: s.takeover && { by: s.takeover.by, since: s.takeover.since, principal: s.takeover.principal },
+    // Only an active session is typed in (an ended one's take over is over, whatever its row says).
+    takeover:
+      s.status === 'active' && s.takeover
+        ? { by: s.takeover.by, since: s.takeover.since, principal: s.takeover.principal }
+        : null,
     turns: summary.turns,
     tokens: summary.usage ? totalTokens(summary.usage) : null,
     ...sessionCost(turns, costs),

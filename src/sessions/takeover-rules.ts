@@ -14,11 +14,12 @@ export function takeoverReason(session: Pick<SessionRecord, 'takeover'>): string
 }
 
 /**
- * Whether two take overs are the same person's: the same console login, or — from the CLI, where
- * there is no login (principal null) — the same name.
+ * Whether two take overs are the same person's: the same name (a person logging in again after a
+ * daemon restart gets a new console login, and must not be locked out of their own take over), or
+ * the same console login.
  */
 export function sameHolder(a: SessionTakeover, b: Pick<SessionTakeover, 'by' | 'principal'>): boolean {
-  return a.principal === b.principal && (a.principal !== null || a.by === b.by);
+  return a.by === b.by || (a.principal !== null && a.principal === b.principal);
 }
 
 /**

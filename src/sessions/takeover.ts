@@ -31,7 +31,13 @@ export async function takeOver(
 ): Promise<SessionRecord> {
   const by = checkTakeoverName(who.by);
   const current = (await deps.store.get(session.id)) ?? session;
-  if (current.takeover && sameHolder(current.takeover, { by, principal: who.principal })) return current;
+  const held = current.takeover;
+  if (held && sameHolder(held, { by, principal: who.principal })) {
+    if (held.principal === who.principal) return current;
+    // The same person from another login (a new one after a restart, or the CLI's): the take over
+    // goes on from where they are now, since when it began.
+    return deps.store.setTakeover(session.id, { ...held, principal: who.principal });
+  }
   const takeover: SessionTakeover = { by, since: now.toISOString(), principal: who.principal };
   const taken = await deps.store.setTakeover(session.id, takeover);
   deps.logger.info('session taken over: its deliveries wait for the hand back', {
@@ -77,6 +83,35 @@ export async function handBack(
     lasted: takeoverLength(held.since, now),
   });
   return back;
+}
+
+/**
+ * The session store, with a take over ended — and its typing recorded — whenever its session stops
+ * being active (closed by a person or its work item, lost, ended by its engine): a closed session is
+ * never shown as taken over, and the drive is not lost. Wraps whatever ends sessions, like the
+ * gateway's token revocation.
+ */
+export function endingTakeovers(store: SessionStore, deps: Omit<TakeoverDeps, 'store'>): SessionStore {
+  const end = async (session: SessionRecord): Promise<SessionRecord> => {
+    if (!session.takeover) return session;
+    try {
+      return await handBack({ ...deps, store }, session, new Date());
+    } catch (error) {
+      deps.logger.error('could not end the take over of an ended session', { session: session.id, error });
+      return session;
+    }
+  };
+  const close: SessionStore['close'] = async (id, reason) => end(await store.close(id, reason));
+  const markGone: SessionStore['markGone'] = async (id, status, reason) =>
+    end(await store.markGone(id, status, reason));
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'close') return close;
+      if (prop === 'markGone') return markGone;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 /**

@@ -13,6 +13,7 @@ import { Dispatcher } from '../../src/dispatch/dispatcher.js';
 import { createLogger, type Logger, memorySink } from '../../src/log/logger.js';
 import {
   deliveryHold,
+  endingTakeovers,
   handBack,
   type TakeoverDeps,
   takeOver,
@@ -99,6 +100,49 @@ describe('take over and hand back', () => {
         code: 'usage',
       });
     expect((await store.get(session.id))?.takeover).toBeNull();
+  });
+
+  it('the same person from a new login (after a daemon restart) goes on typing: the principal follows, since stays', async () => {
+    const session = await openSession();
+    await takeOver(deps, session, { by: 'alice@host', principal: 'login-before-restart' }, T0);
+    const again = await takeOver(deps, session, { by: 'alice@host', principal: 'login-after-restart' }, T1);
+    expect(again.takeover).toEqual({
+      by: 'alice@host',
+      since: T0.toISOString(),
+      principal: 'login-after-restart',
+    });
+    await expect(
+      takeOver(deps, session, { by: 'bob', principal: 'login-after-restart-2' }, T1),
+    ).rejects.toMatchObject({
+      code: 'usage',
+    });
+  });
+
+  it('a session closed or lost while taken over: the take over ends, its typing recorded as a drive', async () => {
+    const ending = endingTakeovers(store, { ledger, logger });
+    const session = await openSession();
+    await takeOver(deps, session, { by: 'alice@host', principal: null }, T0);
+    const closed = await ending.close(session.id, 'closed by a person');
+    expect(closed.status).toBe('closed');
+    expect(closed.takeover).toBeNull();
+    const report = await ledger.report({ since: T0, until: new Date(Date.now() + 1000), by: 'day' });
+    expect(report.notIncluded.unmetered.map((u) => u.reason)).toEqual([
+      expect.stringMatching(/^typed by alice@host \(taken over 2026-03-01T10:00:00.000Z → /),
+    ]);
+    // A session nobody held ends as before, with nothing recorded.
+    const other = await store.create({
+      workItem: 'github:octo/widgets#8',
+      slug: 'github-octo-widgets-8',
+      engine: 'claude',
+      runner: 'tmux',
+      engineSessionId: null,
+      cwd: dir,
+      credentialKind: null,
+      credentialEnv: null,
+    });
+    expect((await ending.markGone(other.id, 'lost', 'tmux session vanished')).status).toBe('lost');
+    const after = await ledger.report({ since: T0, until: new Date(Date.now() + 1000), by: 'day' });
+    expect(after.notIncluded.unmeteredCount).toBe(1);
   });
 
   it('hand back clears it, logs who and how long, and records an unmetered drive', async () => {
