@@ -1,13 +1,21 @@
 /**
  * The console's terminal socket as the bench drives it, with the `ws` client: log in (the link →
- * the cookie), read a page's ticket, then open /ws/terminal/<id> with the sub-protocols
- * `the-loop.console.v1` + `ticket.<t>` and the page's Origin, as the browser does. A writer sends
+ * the cookie and the login page's key), make a ticket with the key as a page does, then open
+ * /ws/terminal/<id> with the sub-protocols `the-loop.console.v1` + `ticket.<t>` and the page's
+ * Origin, as the browser does. A writer sends
  * `{t:'input', data}` and reads binary output frames, acknowledging them as the page does (at least
  * every 64 KiB); a stalled viewer connects, then neither reads nor acknowledges.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { type TerminalServerMessage, TICKET_PROTOCOL_PREFIX, WS_PROTOCOL } from '../src/console/protocol.js';
+import {
+  LOGIN_ID_META,
+  LOGIN_KEY_META,
+  type TerminalServerMessage,
+  TICKET_PROTOCOL_PREFIX,
+  ticketMessage,
+  WS_PROTOCOL,
+} from '../src/console/protocol.js';
 import type { Scenario } from './console-burst.js';
 import { STALL_MS } from './console-burst.js';
 import type { EchoClient } from './console-echo.js';
@@ -26,18 +34,27 @@ export interface Login {
   ticket: string;
 }
 
-/** GET the login link (303 + cookie), then the session page for its ticket. */
+const metaOf = (html: string, name: string) =>
+  new RegExp(`<meta name="${name}" content="([^"]*)">`).exec(html)?.[1] ?? '';
+
+/**
+ * GET the login link (the cookie, and the login page's key and public id), then make a ticket as
+ * the pages do (console/src/api.ts): HMAC-SHA256 under the key of the public id and a nonce.
+ */
 export async function login(endpoint: ConsoleEndpoint): Promise<Login> {
   const r = await fetch(endpoint.loginLink(), { redirect: 'manual' });
   const setCookie = r.headers.get('set-cookie') ?? '';
   const cookie = setCookie.split(';')[0] ?? '';
-  if (r.status !== 303 || !cookie.startsWith('loop_console='))
-    throw new Error(`login refused: ${r.status} ${await r.text()}`);
-  const page = await fetch(`${endpoint.origin}/sessions/${endpoint.sessionId}`, { headers: { cookie } });
-  const html = await page.text();
-  const ticket = /<meta name="loop-ticket" content="([^"]*)"/.exec(html)?.[1];
-  if (page.status !== 200 || !ticket) throw new Error(`no ticket in the session page (${page.status})`);
-  return { cookie, ticket };
+  const html = await r.text();
+  const key = metaOf(html, LOGIN_KEY_META);
+  const publicId = metaOf(html, LOGIN_ID_META);
+  if (r.status !== 200 || !cookie.startsWith('loop_console=') || !key || !publicId)
+    throw new Error(`login refused: ${r.status} ${html}`);
+  const nonce = randomBytes(16).toString('base64url');
+  const mac = createHmac('sha256', Buffer.from(key, 'base64url'))
+    .update(ticketMessage(publicId, nonce))
+    .digest('base64url');
+  return { cookie, ticket: `${publicId}.${nonce}.${mac}` };
 }
 
 /** POST as the page does (Origin, ticket header, cookie). */

@@ -1,6 +1,6 @@
 /**
  * The console under test: the real console server (src/console/server.ts: Host/Origin checks, login
- * links, cookies, tickets, the pages of dist/console) with the real terminal hub
+ * links, cookies, login keys and tickets, the pages of dist/console-ui) with the real terminal hub
  * (src/console/terminal/hub.ts) on the bench's private tmux server, in this process. Only the
  * daemon's stores are replaced: one tmux session row (the bench's pane) whose take over is kept in
  * memory, as the take over and hand back of the API set it.
@@ -119,8 +119,9 @@ export function consoleTarget(endpoint: ConsoleEndpoint, name: string): BrowserT
     open: async (browser) => {
       const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
       const page = await context.newPage();
-      const landed = await page.goto(endpoint.loginLink());
-      if (!landed?.url().endsWith('/sessions')) throw new Error(`the login link led to ${landed?.url()}`);
+      // The login page keeps the login's key in localStorage, then leaves for /sessions.
+      await page.goto(endpoint.loginLink());
+      await page.waitForURL(`${endpoint.origin}/sessions`, { timeout: 15_000 });
       await page.goto(`${endpoint.origin}/sessions/${endpoint.sessionId}`);
       await page.waitForSelector('#terminal .xterm', { timeout: 15_000 });
       return page;

@@ -1,7 +1,9 @@
 /**
  * Builds the browser console (issue 14) into dist/console-ui/ (beside, never inside, tsc's dist/console/): each page's entry bundled by esbuild
  * (ESM, Chrome 110+, minified, a linked source map) into assets/<page>.js, the page templates to
- * <page>.html (the daemon fills in their ticket), the stylesheet and xterm.js's to assets/.
+ * <page>.html (served as they are: they hold no data), the login page to login.html (the daemon fills
+ * in the login's key and public id; login.js keeps them in localStorage), the stylesheet and
+ * xterm.js's to assets/.
  * No code splitting: the daemon serves a fixed list of asset names.
  *
  *   node --import tsx scripts/build-console.ts [--outdir <dir>]
@@ -14,6 +16,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 export const PAGES = ['sessions', 'session', 'usage', 'acts'] as const;
+/** The pages and the login page: each an entry (console/src/<name>.ts) and a template. */
+const ENTRIES = [...PAGES, 'login'] as const;
 
 /** The repository's root (this file is scripts/build-console.ts). */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,7 +34,9 @@ export async function buildConsole(options: BuildConsoleOptions = {}): Promise<s
   mkdirSync(assets, { recursive: true });
   await build({
     absWorkingDir: ROOT,
-    entryPoints: Object.fromEntries(PAGES.map((page) => [page, join(ROOT, 'console', 'src', `${page}.ts`)])),
+    entryPoints: Object.fromEntries(
+      ENTRIES.map((page) => [page, join(ROOT, 'console', 'src', `${page}.ts`)]),
+    ),
     outdir: assets,
     bundle: true,
     format: 'esm',
@@ -44,7 +50,7 @@ export async function buildConsole(options: BuildConsoleOptions = {}): Promise<s
     // xterm.js's licence stays in its bundle (no extra file for the daemon's fixed asset list).
     legalComments: 'eof',
   });
-  for (const page of PAGES) {
+  for (const page of ENTRIES) {
     copyFileSync(join(ROOT, 'console', 'static', `${page}.html`), join(outdir, `${page}.html`));
   }
   copyFileSync(join(ROOT, 'console', 'static', 'console.css'), join(assets, 'console.css'));

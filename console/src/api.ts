@@ -1,20 +1,52 @@
 /**
- * Talking to the daemon: GETs with the login cookie (same origin), POSTs with the page's ticket too
- * (the server rendered it into `<meta name="loop-ticket">`; a cross-site page cannot read it, which
- * is what makes a forged POST fail even though the cookie would be sent).
+ * Talking to the daemon. The login cookie alone opens nothing but data-free pages: browsers send it
+ * to every port of the host, so another local user's server on another port may receive it. Every
+ * API request and socket of a page therefore also carries a ticket the page makes itself: an HMAC
+ * of the login's public id and a nonce under the login's key, which the login page left in
+ * localStorage — per origin, port included, so no page of another port (nor another site) reads it.
  */
-import { TICKET_HEADER, TICKET_META } from '../../src/console/protocol.js';
+import { LOGIN_STORAGE_KEY, TICKET_HEADER, ticketMessage } from '../../src/console/protocol.js';
 
-let cachedTicket: string | undefined;
+/** What a page says when this browser holds no key of a login (logged in from another profile). */
+export const LOG_IN_AGAIN =
+  'This browser holds no console login: log in again: run `the-loop console` and open the link it prints.';
 
-/** The page's ticket ('' when the page was served without one, e.g. opened from disk). */
-export function ticket(): string {
-  if (cachedTicket === undefined) {
-    const meta = document.querySelector<HTMLMetaElement>(`meta[name="${TICKET_META}"]`);
-    cachedTicket = meta?.content ?? '';
-  }
-  return cachedTicket;
+export interface StoredLogin {
+  publicId: string;
+  key: string;
 }
+
+/** Keep the login the login page was given (false: the browser refused to store it). */
+export function storeLogin(login: StoredLogin): boolean {
+  try {
+    localStorage.setItem(LOGIN_STORAGE_KEY, JSON.stringify(login));
+    return true;
+  } catch {
+    // Storage blocked (site data disallowed): the pages could not make a ticket.
+    return false;
+  }
+}
+
+/** The login this browser keeps for this origin, if any. */
+export function storedLogin(): StoredLogin | undefined {
+  try {
+    const value: unknown = JSON.parse(localStorage.getItem(LOGIN_STORAGE_KEY) ?? 'null');
+    const { publicId, key } = (value ?? {}) as { publicId?: unknown; key?: unknown };
+    return typeof publicId === 'string' && typeof key === 'string' && publicId && key
+      ? { publicId, key }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const b64url = (bytes: Uint8Array): string =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
+const fromB64url = (text: string): Uint8Array<ArrayBuffer> =>
+  Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
 
 export class ApiError extends Error {
   constructor(
@@ -23,6 +55,40 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+async function makeTicket(login: StoredLogin): Promise<string> {
+  // crypto.subtle exists only in secure contexts: https, and http on loopback (what the daemon allows).
+  if (!crypto.subtle) throw new ApiError('this page is not a secure context (https or loopback)', 0);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    fromB64url(login.key),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
+  const nonce = b64url(crypto.getRandomValues(new Uint8Array(16)));
+  const message = new TextEncoder().encode(ticketMessage(login.publicId, nonce));
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, message));
+  return `${login.publicId}.${nonce}.${b64url(mac)}`;
+}
+
+/** The page's ticket, made once per page and per login (a login in another tab replaces the key). */
+let made: { of: string; ticket: Promise<string> } | undefined;
+
+export function ticket(): Promise<string> {
+  const login = storedLogin();
+  if (!login) return Promise.reject(new ApiError(LOG_IN_AGAIN, 401));
+  const of = `${login.publicId}.${login.key}`;
+  if (made?.of !== of) {
+    const attempt = { of, ticket: makeTicket(login) };
+    // A failure is not kept: the next request tries again.
+    attempt.ticket.catch(() => {
+      if (made === attempt) made = undefined;
+    });
+    made = attempt;
+  }
+  return made.ticket;
 }
 
 /** The error a failed response names: its JSON `error` or `message`, else its status. */
@@ -45,7 +111,7 @@ async function failure(response: Response): Promise<ApiError> {
 export async function getJson<T>(path: string): Promise<T> {
   const response = await fetch(path, {
     credentials: 'same-origin',
-    headers: { accept: 'application/json' },
+    headers: { accept: 'application/json', [TICKET_HEADER]: await ticket() },
     cache: 'no-store',
   });
   if (!response.ok) throw await failure(response);
@@ -57,7 +123,11 @@ export async function postJson<T = unknown>(path: string, body: unknown = {}): P
   const response = await fetch(path, {
     method: 'POST',
     credentials: 'same-origin',
-    headers: { 'content-type': 'application/json', accept: 'application/json', [TICKET_HEADER]: ticket() },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      [TICKET_HEADER]: await ticket(),
+    },
     body: JSON.stringify(body),
     cache: 'no-store',
   });
@@ -67,8 +137,8 @@ export async function postJson<T = unknown>(path: string, body: unknown = {}): P
 }
 
 /** The sub-protocols both sockets open with: the protocol's name, then the ticket. */
-export function socketProtocols(protocol: string, prefix: string): string[] {
-  return [protocol, `${prefix}${ticket()}`];
+export async function socketProtocols(protocol: string, prefix: string): Promise<string[]> {
+  return [protocol, `${prefix}${await ticket()}`];
 }
 
 /** ws:// or wss:// to this origin. */

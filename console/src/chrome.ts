@@ -48,6 +48,7 @@ function renderState(state: string, detail: string): void {
     connecting: 'connecting…',
     open: 'live',
     closed: `disconnected${detail ? ` (${detail})` : ''}: retrying`,
+    refused: 'not connected',
   };
   node.textContent = words[state] ?? state;
 }
@@ -60,12 +61,19 @@ function markNav(): void {
   }
 }
 
-/** Start the page's live socket; the banner follows every `sessions` message. */
+/**
+ * Start the page's live socket; the banner follows every `sessions` message. A page of a browser
+ * that holds no login (its key is kept per browser profile) says to log in again.
+ */
 export function startPage(options: PageOptions = {}): Live {
   markNav();
   return connectLive({
     watch: options.watch ?? null,
-    onState: renderState,
+    onState(state, detail) {
+      renderState(state, detail);
+      // No login kept in this browser (api.ts's LOG_IN_AGAIN): say so where errors are shown.
+      if (state === 'refused') showError(detail);
+    },
     onMessage(message) {
       if (message.t === 'sessions') renderBanner(message.rows);
       options.onMessage?.(message);

@@ -11,7 +11,8 @@ import {
 } from '../../src/console/protocol.js';
 import { socketProtocols, socketUrl } from './api.js';
 
-export type LiveState = 'connecting' | 'open' | 'closed';
+/** `refused`: it cannot connect and will not retry (no login in this browser): the detail says why. */
+export type LiveState = 'connecting' | 'open' | 'closed' | 'refused';
 
 export interface LiveOptions {
   onMessage(message: LiveMessage): void;
@@ -37,9 +38,22 @@ export function connectLive(options: LiveOptions): Live {
   const send = (message: LiveClientMessage) => {
     if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
   };
-  const open = () => {
+  const retry = () => {
+    setTimeout(() => void open(), delay);
+    delay = Math.min(delay * 2, 15_000);
+  };
+  const open = async () => {
     options.onState?.('connecting', '');
-    const ws = new WebSocket(socketUrl('/ws/live'), socketProtocols(WS_PROTOCOL, TICKET_PROTOCOL_PREFIX));
+    let protocols: string[];
+    try {
+      protocols = await socketProtocols(WS_PROTOCOL, TICKET_PROTOCOL_PREFIX);
+    } catch (error) {
+      // No login kept in this browser: retrying will not make one.
+      options.onState?.('refused', error instanceof Error ? error.message : String(error));
+      return;
+    }
+    if (closed) return;
+    const ws = new WebSocket(socketUrl('/ws/live'), protocols);
     socket = ws;
     ws.addEventListener('open', () => {
       delay = 500;
@@ -61,11 +75,10 @@ export function connectLive(options: LiveOptions): Live {
       options.onState?.('closed', event.reason || `code ${event.code}`);
       // A refused ticket (4401/4403) will not get better by retrying: the page must be reloaded.
       if (event.code === 4401 || event.code === 4403) return;
-      setTimeout(open, delay);
-      delay = Math.min(delay * 2, 15_000);
+      retry();
     });
   };
-  open();
+  void open();
   return {
     watch(sessionId) {
       watching = sessionId;

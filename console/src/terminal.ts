@@ -61,6 +61,14 @@ function newTerminal(): Terminal {
   return term;
 }
 
+/** The terminal socket, with the page's ticket among its sub-protocols. */
+async function openSocket(sessionId: string): Promise<WebSocket> {
+  const protocols = await socketProtocols(WS_PROTOCOL, TICKET_PROTOCOL_PREFIX);
+  const ws = new WebSocket(socketUrl(`/ws/terminal/${encodeURIComponent(sessionId)}`), protocols);
+  ws.binaryType = 'arraybuffer';
+  return ws;
+}
+
 const clamp = (n: number, [lo, hi]: readonly [number, number]) => Math.max(lo, Math.min(hi, Math.floor(n)));
 
 export function mountTerminal(
@@ -74,13 +82,10 @@ export function mountTerminal(
   let written = 0;
   let acked = 0;
   let ackTimer: number | undefined;
-  const ws = new WebSocket(
-    socketUrl(`/ws/terminal/${encodeURIComponent(sessionId)}`),
-    socketProtocols(WS_PROTOCOL, TICKET_PROTOCOL_PREFIX),
-  );
-  ws.binaryType = 'arraybuffer';
+  let ws: WebSocket | undefined;
+  let closed = false;
   const send = (message: TerminalClientMessage) => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+    if (ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   };
   const ack = () => {
     ackTimer = undefined;
@@ -101,7 +106,7 @@ export function mountTerminal(
     else if (message.t === 'size') term.resize(message.cols, message.rows);
     else if (message.t === 'closed') callbacks.onClosed(message.reason);
   };
-  ws.addEventListener('message', (event) => {
+  const onMessage = (event: MessageEvent) => {
     if (event.data instanceof ArrayBuffer) {
       const bytes = new Uint8Array(event.data);
       term.write(bytes, () => {
@@ -116,11 +121,20 @@ export function mountTerminal(
     } catch {
       // A malformed control frame: nothing to do with it.
     }
-  });
-  ws.addEventListener('close', (event) => {
-    if (ackTimer !== undefined) clearTimeout(ackTimer);
-    callbacks.onClosed(event.reason || `disconnected (code ${event.code})`);
-  });
+  };
+  // The ticket is made first (WebCrypto is asynchronous); a view closed meanwhile opens nothing.
+  openSocket(sessionId).then(
+    (socket) => {
+      if (closed) return socket.close();
+      ws = socket;
+      socket.addEventListener('message', onMessage);
+      socket.addEventListener('close', (event) => {
+        if (ackTimer !== undefined) clearTimeout(ackTimer);
+        callbacks.onClosed(event.reason || `disconnected (code ${event.code})`);
+      });
+    },
+    (error: unknown) => callbacks.onClosed(error instanceof Error ? error.message : String(error)),
+  );
   // Keys go out only as the writer; the daemon forwards a viewer's nothing anyway.
   term.onData((data) => {
     if (role === 'writer') send({ t: 'input', data });
@@ -140,7 +154,8 @@ export function mountTerminal(
       send({ t: 'resize', cols, rows });
     },
     close() {
-      ws.close();
+      closed = true;
+      ws?.close();
       term.dispose();
       unstyle();
     },

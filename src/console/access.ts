@@ -4,10 +4,14 @@ import { cookieOf, headerOf, hostOf, LOGIN_COOKIE } from './http.js';
 import { TICKET_HEADER, TICKET_PROTOCOL_PREFIX } from './protocol.js';
 
 /**
- * Who a request is, and whether it may change something. A browser carries an ambient credential
- * (the cookie) that another site's page could ride, so its upgrades and POSTs must also show the
- * console's exact Origin and a ticket only the console's own pages were given. A Bearer client
- * carries no ambient credential: the token itself is the proof.
+ * Who a request is, and what it may do. A browser carries an ambient credential, the cookie, that
+ * proves little: another site's page can make the browser send it, and the browser sends it to every
+ * port of the host, so another local user's server on another port may receive it and replay it from
+ * a process of their own, forging Origin and Host. So a cookie alone gets only data-free page
+ * templates; every /api request and upgrade of a browser login also needs a ticket made with the
+ * login's key (which only the console's own origin can read, from localStorage), and upgrades and
+ * POSTs the console's exact Origin too (a forged cross-site request from a browser page cannot
+ * forge it). A Bearer client carries no ambient credential: the token itself is the proof.
  */
 
 export type Principal = { kind: 'login'; sid: string; login: ConsoleLogin } | { kind: 'bearer' };
@@ -41,9 +45,22 @@ export const originAllowed = (access: Access, req: IncomingMessage): boolean => 
   return origin !== undefined && access.origins.has(origin);
 };
 
+export const TICKET_REFUSAL = 'missing or invalid ticket: the login cookie alone is not enough';
+
+/** Why a read (an /api GET) of this principal is refused: a browser login needs a valid ticket. */
+export function readRefusal(
+  access: Access,
+  principal: Principal,
+  ticket: string | undefined,
+): string | undefined {
+  if (principal.kind === 'bearer') return undefined;
+  return access.auth.checkTicket(ticket, principal.login) ? undefined : TICKET_REFUSAL;
+}
+
 /**
- * Why a state-changing request of this principal is refused (undefined: it may go on). The ticket
- * comes from the `x-loop-ticket` header of a POST, or from a `ticket.<t>` WebSocket sub-protocol.
+ * Why a state-changing request (a POST, a WebSocket upgrade) of this principal is refused
+ * (undefined: it may go on). The ticket comes from the `x-loop-ticket` header of a POST, or from a
+ * `ticket.<t>` WebSocket sub-protocol.
  */
 export function changeRefusal(
   access: Access,
@@ -53,11 +70,10 @@ export function changeRefusal(
 ): string | undefined {
   if (principal.kind === 'bearer') return undefined;
   if (!originAllowed(access, req)) return 'origin not allowed';
-  if (!access.auth.checkTicket(ticket, principal.sid, principal.login)) return 'missing or invalid ticket';
-  return undefined;
+  return readRefusal(access, principal, ticket);
 }
 
-/** The ticket header of a POST. */
+/** The ticket header of an /api request. */
 export const ticketHeader = (req: IncomingMessage): string | undefined => headerOf(req, TICKET_HEADER);
 
 /** The sub-protocols a WebSocket client offered (at most a few; each trimmed). */

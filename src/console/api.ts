@@ -4,14 +4,21 @@ import { GROUP_BY, type GroupBy } from '../core/ports/ledger.js';
 import { parseWhen } from '../ledger/report.js';
 import type { Logger } from '../log/logger.js';
 import { busyHeaders, readBodyWithin } from '../web/read-body.js';
-import { type Access, changeRefusal, type Principal, principalOf, ticketHeader } from './access.js';
+import {
+  type Access,
+  changeRefusal,
+  type Principal,
+  principalOf,
+  readRefusal,
+  ticketHeader,
+} from './access.js';
 import { sendError, sendJson } from './http.js';
 import { type ConsoleDeps, SESSION_ID, type TerminalPort } from './ports.js';
 
 /**
- * /api: JSON for the pages and for Bearer clients. Reads need a principal; changes (POST) of a
- * browser login also need the exact Origin and the page's ticket (access.ts). Bodies are JSON
- * objects of at most 16 KiB.
+ * /api: JSON for the pages and for Bearer clients. A browser login's requests, reads included (the
+ * data is what needs protecting), need the page's ticket; its changes (POST) the exact Origin too
+ * (access.ts). Bodies are JSON objects of at most 16 KiB.
  */
 
 export const MAX_API_BODY = 16 * 1024;
@@ -23,6 +30,11 @@ export interface ApiContext {
   logger: Logger;
 }
 
+const REFUSAL_HINT =
+  "The console's pages send a ticket made with the login's key, which the login page left in this " +
+  'browser: reload the page, or log in again with `the-loop console`. API clients: send the token ' +
+  '(Authorization: Bearer).';
+
 const SESSION_ACTION = /^\/api\/sessions\/([^/]+)\/(resume|takeover|handback)$/;
 const SESSION_ONE = /^\/api\/sessions\/([^/]+)$/;
 
@@ -33,13 +45,17 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     return sendError(res, 401, 'not logged in', 'Run `the-loop console` and open the link it prints.');
   }
   try {
-    if (req.method === 'GET' || req.method === 'HEAD') return await answerRead(ctx, res, url);
-    if (req.method !== 'POST') return sendError(res, 405, `${req.method} is not allowed here`);
-    const refusal = changeRefusal(ctx.access, req, principal, ticketHeader(req));
+    const read = req.method === 'GET' || req.method === 'HEAD';
+    if (!read && req.method !== 'POST') return sendError(res, 405, `${req.method} is not allowed here`);
+    const ticket = ticketHeader(req);
+    const refusal = read
+      ? readRefusal(ctx.access, principal, ticket)
+      : changeRefusal(ctx.access, req, principal, ticket);
     if (refusal) {
-      ctx.logger.warn('console: change refused', { path: url.pathname, why: refusal });
-      return sendError(res, 403, refusal, 'Reload the page.');
+      ctx.logger.warn('console: request refused', { path: url.pathname, why: refusal });
+      return sendError(res, 403, refusal, REFUSAL_HINT);
     }
+    if (read) return await answerRead(ctx, res, url);
     return await answerChange(ctx, req, res, url, principal);
   } catch (error) {
     answerFailure(ctx, res, url, error);

@@ -3,16 +3,21 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isLoopbackHost } from '../config/console-schema.js';
 import { LoopError } from '../core/errors.js';
+import { ticketMessage } from './protocol.js';
 
 /**
  * Who may use the console, and how a browser proves it (docs/console.md):
  * - the token: 32 random bytes in `<dataDir>/console-token` (0600). Whoever can read that file is
  *   the operator: the CLI signs login links with it, and API clients send it as a Bearer token;
- * - a login link: single-use, valid 60 s, HMAC-signed with the token, exchanged for a cookie;
- * - a console login: the cookie's random id → who logged in, a public id, an expiry;
- * - a per-page ticket: bound to the login by an HMAC under a per-daemon key, checked on WebSocket
- *   upgrades and state-changing requests (with the Origin), so a page of another origin that rides
- *   the cookie has no ticket to send.
+ * - a login link: single-use, valid 60 s, HMAC-signed with the token, minted during this daemon run,
+ *   exchanged for a cookie and a per-login key (the login page hands the key to the browser);
+ * - a console login: the cookie's random id → who logged in, a public id, its key, an expiry;
+ * - a per-page ticket: made by the browser, an HMAC of the public id and a nonce under the login's
+ *   key, required on every /api request, WebSocket upgrade and POST of a browser login. The cookie
+ *   alone is not enough: browsers send it to every port of the host (a site is scheme + host,
+ *   without the port), so another local user's server on another port may receive it. The key is
+ *   kept in the browser's localStorage, which is per origin (port included): only this console's
+ *   own pages read it.
  */
 
 export const TOKEN_FILE = 'console-token';
@@ -20,6 +25,13 @@ export const TOKEN_FILE = 'console-token';
 export const LOGIN_LIFETIME_S = 60;
 /** The clocks of the CLI and the daemon are one machine's, but allow a little skew. */
 const SKEW_S = 5;
+/**
+ * A link minted before this daemon run started is refused: used nonces live only in memory, so a link
+ * used just before a restart could be replayed after it. Its mint time is `exp - LOGIN_LIFETIME_S`,
+ * rounded down to the second, so a link minted in the same second as the start may look up to 1 s
+ * older; 2 s covers that and leaves a replay window of 2 s before a restart.
+ */
+const START_SKEW_S = 2;
 /** Used nonces remembered at most (each expires within a minute; only valid links add one). */
 const MAX_USED_NONCES = 100_000;
 /** Console logins at most; the oldest goes first. */
@@ -98,7 +110,7 @@ export function mintLoginCode(
 }
 
 export interface ConsoleLogin {
-  /** Shown to others (a take over's principal), never a credential. */
+  /** Shown to others (a take over's principal), never a credential; the first part of a ticket. */
   publicId: string;
   who: string;
   expiresAt: number;
@@ -106,7 +118,7 @@ export interface ConsoleLogin {
 
 export type LoginCheck =
   | { ok: true; who: string }
-  | { ok: false; why: 'malformed' | 'forged' | 'expired' | 'used' };
+  | { ok: false; why: 'malformed' | 'forged' | 'expired' | 'used' | 'before-start' };
 
 export interface ConsoleAuthOptions {
   token: string;
@@ -114,23 +126,29 @@ export interface ConsoleAuthOptions {
   now?: () => number;
 }
 
-/** The daemon's side: login links checked once, logins kept, tickets made and checked. */
+/**
+ * The daemon's side: login links checked once, logins kept (in memory only: a daemon restart logs
+ * every browser out), tickets checked.
+ */
 export class ConsoleAuth {
   private readonly token: string;
   private readonly tokenDigest: Buffer;
-  /** Per daemon: a restart invalidates every ticket (pages reload theirs). */
-  private readonly ticketKey = randomBytes(32);
   private readonly used = new Map<string, number>();
   /** Keyed by the SHA-256 of the cookie value: a lookup's timing says nothing of a real cookie. */
   private readonly logins = new Map<string, ConsoleLogin>();
+  /** Each login's ticket key, kept off the login object so that no log line or JSON can carry it. */
+  private readonly keys = new WeakMap<ConsoleLogin, Buffer>();
   private readonly now: () => number;
   private readonly sessionMs: number;
+  /** When this run started (seconds): links minted earlier are refused. */
+  private readonly startedS: number;
 
   constructor(options: ConsoleAuthOptions) {
     this.token = options.token;
     this.tokenDigest = createHash('sha256').update(options.token).digest();
     this.now = options.now ?? Date.now;
     this.sessionMs = Math.round(options.sessionHours * 3_600_000);
+    this.startedS = this.now() / 1000;
   }
 
   /** A login code from `the-loop console`: well formed, signed, fresh and not used before. */
@@ -148,6 +166,7 @@ export class ConsoleAuth {
     const nowS = this.now() / 1000;
     // A signed expiry further out than a link ever lives is refused too: nonces stay bounded.
     if (exp < nowS - SKEW_S || exp > nowS + LOGIN_LIFETIME_S + SKEW_S) return { ok: false, why: 'expired' };
+    if (exp - LOGIN_LIFETIME_S < this.startedS - START_SKEW_S) return { ok: false, why: 'before-start' };
     this.forgetUsed(nowS);
     if (this.used.has(nonce) || this.used.size >= MAX_USED_NONCES) return { ok: false, why: 'used' };
     this.used.set(nonce, exp + SKEW_S);
@@ -155,9 +174,13 @@ export class ConsoleAuth {
     return { ok: true, who };
   }
 
-  /** A new console login: its cookie value (returned once, kept only hashed) and what it is. */
-  createLogin(who: string): { sid: string; login: ConsoleLogin } {
+  /**
+   * A new console login: its cookie value (returned once, kept only hashed), what it is, and its
+   * ticket key (returned once, for the login page to hand to the browser).
+   */
+  createLogin(who: string): { sid: string; login: ConsoleLogin; key: string } {
     const sid = b64url(randomBytes(32));
+    const key = randomBytes(32);
     const login: ConsoleLogin = {
       publicId: randomBytes(8).toString('hex'),
       who,
@@ -169,7 +192,8 @@ export class ConsoleAuth {
       if (oldest !== undefined) this.logins.delete(oldest);
     }
     this.logins.set(digestOf(sid), login);
-    return { sid, login };
+    this.keys.set(login, key);
+    return { sid, login, key: b64url(key) };
   }
 
   /** The live login a cookie value names, else undefined. */
@@ -185,20 +209,19 @@ export class ConsoleAuth {
     return login;
   }
 
-  /** A page's ticket: `<publicId>.<nonce>.<hmac(ticketKey, sid|nonce)>`. */
-  ticketFor(sid: string, login: ConsoleLogin): string {
-    const nonce = b64url(randomBytes(12));
-    return `${login.publicId}.${nonce}.${b64url(hmac(this.ticketKey, `${sid}|${nonce}`))}`;
-  }
-
-  /** The ticket was made for this very login (another login's, or a forged one, is refused). */
-  checkTicket(ticket: string | undefined, sid: string, login: ConsoleLogin): boolean {
-    if (!ticket || ticket.length > 200) return false;
+  /**
+   * A ticket the browser made with this login's key: `<publicId>.<nonce>.<mac>`, the mac being
+   * HMAC-SHA256(key, ticketMessage(publicId, nonce)) in base64url. Another login's, or one made with
+   * any other key, is refused.
+   */
+  checkTicket(ticket: string | undefined, login: ConsoleLogin): boolean {
+    const key = this.keys.get(login);
+    if (!key || !ticket || ticket.length > 200) return false;
     const parts = ticket.split('.');
     if (parts.length !== 3) return false;
     const [publicId, nonce, mac] = parts as [string, string, string];
-    if (!B64URL.test(nonce) || !B64URL.test(mac)) return false;
-    const expected = hmac(this.ticketKey, `${sid}|${nonce}`);
+    if (!B64URL.test(nonce) || nonce.length < 16 || !B64URL.test(mac)) return false;
+    const expected = hmac(key, ticketMessage(login.publicId, nonce));
     // Both checked, always: the time taken does not say which one failed.
     const macOk = sameBytes(Buffer.from(mac, 'base64url'), expected);
     return sameSecret(publicId, login.publicId) && macOk;

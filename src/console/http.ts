@@ -18,7 +18,7 @@ export const CONSOLE_CSP = [
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': CONSOLE_CSP,
-  // Pages carry a ticket, API answers carry session data: nothing is kept by a cache.
+  // The login page carries a login's key, API answers carry session data: nothing is kept by a cache.
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -85,7 +85,12 @@ export function cookieOf(req: IncomingMessage, name: string): string | undefined
   return undefined;
 }
 
-/** The login cookie: script-proof, never sent by another site, for the whole console. */
+/**
+ * The login cookie: script-proof, for the whole console. SameSite=Strict keeps it off requests other
+ * sites start, but a site is scheme + host without the port: the browser sends it to every port of
+ * the console's host (another local user's server there too). So it is never enough alone: see
+ * access.ts.
+ */
 export function loginCookie(sid: string, options: { secure: boolean; maxAgeS: number }): string {
   return [
     `${LOGIN_COOKIE}=${sid}`,

@@ -1,16 +1,22 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TICKET_META } from './protocol.js';
+import { escapeHtml } from './http.js';
+import { LOGIN_ID_META, LOGIN_KEY_META } from './protocol.js';
 
 /**
  * The front end's files (built by `npm run build` into dist/console-ui/), read once at start: the four
- * page templates and a fixed list of assets. A request names an asset from that list or gets a 404;
- * no request path ever reaches the file system, so no path can traverse out of it.
+ * page templates, the login page and a fixed list of assets. A request names an asset from that list
+ * or gets a 404; no request path ever reaches the file system, so no path can traverse out of it.
+ * The pages are served as they are: they hold no data and no credential (the browser makes its
+ * tickets), so a cookie alone gets nothing from them.
  */
 
 export const PAGES = ['sessions', 'session', 'usage', 'acts'] as const;
 export type PageName = (typeof PAGES)[number];
+/** The pages and the login page (filled in with the login's key and public id). */
+const TEMPLATES = [...PAGES, 'login'] as const;
+export type TemplateName = (typeof TEMPLATES)[number];
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -35,7 +41,7 @@ export interface Asset {
 
 export interface Pages {
   /** The page's template, or undefined when the front end is not built. */
-  template(name: PageName): string | undefined;
+  template(name: TemplateName): string | undefined;
   asset(name: string): Asset | undefined;
   /** Where the files were read from, and what was missing (said once in the log at start). */
   dir: string;
@@ -54,11 +60,13 @@ export function defaultStaticDir(): string {
 
 /** Read the templates and the assets of `dir` (missing files are reported, not fatal). */
 export function loadPages(dir: string): Pages {
-  const templates = new Map<PageName, string>();
+  const templates = new Map<TemplateName, string>();
   const missing: string[] = [];
-  for (const name of PAGES) {
+  for (const name of TEMPLATES) {
     const path = join(dir, `${name}.html`);
-    if (existsSync(path)) templates.set(name, readFileSync(path, 'utf8'));
+    const text = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+    // A login page that could not hand the key over (a build of another version) is not served.
+    if (text !== undefined && (name !== 'login' || hasLoginTags(text))) templates.set(name, text);
     else missing.push(`${name}.html`);
   }
   const assets = new Map<string, Asset>();
@@ -81,10 +89,18 @@ export function loadPages(dir: string): Pages {
   };
 }
 
-const TICKET_TAG = new RegExp(`<meta\\s+name="${TICKET_META}"\\s+content="[^"]*"\\s*/?>`);
+const metaTag = (name: string) => new RegExp(`<meta\\s+name="${name}"\\s+content="[^"]*"\\s*/?>`);
+const KEY_TAG = metaTag(LOGIN_KEY_META);
+const ID_TAG = metaTag(LOGIN_ID_META);
 
-/** The page with its ticket in `<meta name="loop-ticket" content="…">` (HTML-escaped). */
-export function renderPage(template: string, ticket: string): string {
-  const escaped = ticket.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  return template.replace(TICKET_TAG, () => `<meta name="${TICKET_META}" content="${escaped}">`);
+const hasLoginTags = (template: string) => KEY_TAG.test(template) && ID_TAG.test(template);
+
+/**
+ * The login page with the login's key and public id in its meta tags (HTML-escaped), for its script
+ * to move into localStorage (loadPages keeps only a template that has both tags).
+ */
+export function renderLogin(template: string, login: { key: string; publicId: string }): string {
+  return template
+    .replace(KEY_TAG, () => `<meta name="${LOGIN_KEY_META}" content="${escapeHtml(login.key)}">`)
+    .replace(ID_TAG, () => `<meta name="${LOGIN_ID_META}" content="${escapeHtml(login.publicId)}">`);
 }

@@ -1,7 +1,7 @@
 /**
  * The console's wire contract, shared by the daemon (src/console/) and the browser (console/src/):
- * the JSON the API answers, and the messages of its two WebSockets. Types only: the browser bundle
- * imports nothing else from src/.
+ * the JSON the API answers, the messages of its two WebSockets, and how a ticket is made. Types and
+ * constants only (and one pure function): the browser bundle imports nothing else from src/.
  */
 
 /** What a session is, as the console shows it (console/status-rules.ts derives it). */
@@ -142,7 +142,23 @@ export type TerminalClientMessage =
 /** Sub-protocols of both sockets: the first names the protocol, the second carries the page's ticket. */
 export const WS_PROTOCOL = 'the-loop.console.v1';
 export const TICKET_PROTOCOL_PREFIX = 'ticket.';
-/** Header a state-changing request carries its page's ticket in. */
+/** Header every /api request of a browser login carries its page's ticket in. */
 export const TICKET_HEADER = 'x-loop-ticket';
-/** The meta tag a page's ticket is rendered into. */
-export const TICKET_META = 'loop-ticket';
+/**
+ * The login page's meta tags: the login's key (32 random bytes, base64url) and its public id. The
+ * page moves both into localStorage and leaves; no other page or answer ever carries the key.
+ */
+export const LOGIN_KEY_META = 'loop-login-key';
+export const LOGIN_ID_META = 'loop-login-id';
+/**
+ * Where the browser keeps `{ publicId, key }` (JSON): localStorage is per origin (scheme, host and
+ * port), so a page of another port of the same host never reads it — unlike the cookie, which every
+ * port of the host is sent.
+ */
+export const LOGIN_STORAGE_KEY = 'the-loop.console.login';
+
+/**
+ * What a ticket's HMAC signs (HMAC-SHA256 under the login's key): the browser makes a ticket
+ * `<publicId>.<nonce>.<base64url mac>` per page with WebCrypto, the daemon checks it.
+ */
+export const ticketMessage = (publicId: string, nonce: string): string => `ticket|v1|${publicId}|${nonce}`;

@@ -2,14 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.js';
 import { hostAllowed, principalOf } from './access.js';
 import { type ApiContext, handleApi } from './api.js';
+import type { LoginCheck } from './auth.js';
 import { loggablePath, loginCookie, secure, send, sendError, sendJson, sendMessagePage } from './http.js';
-import { type PageName, type Pages, renderPage } from './pages.js';
+import { type PageName, type Pages, renderLogin } from './pages.js';
 import { SESSION_ID } from './ports.js';
 
 /**
  * The console's HTTP routes. Every response carries the security headers; every request names an
  * allowed Host first. Assets and /healthz need no login (nothing secret in them); pages need a
- * browser login; /api a login or the Bearer token.
+ * browser login's cookie (they hold no data); /api a login with its ticket, or the Bearer token.
  */
 
 export interface RouteContext extends ApiContext {
@@ -64,43 +65,53 @@ function serveAsset(ctx: RouteContext, res: ServerResponse, name: string) {
   send(res, 200, asset.body, asset.type);
 }
 
-/** A login link: exchanged once for the cookie, then a redirect to a URL without the code. */
+/**
+ * A login link: exchanged once for the cookie and the login page, which carries the login's key
+ * for the browser to keep (localStorage) and then leaves for /sessions with location.replace: the
+ * code does not stay in the address bar, nor the login page in the history. The answer is never
+ * cached (no-store, as every answer).
+ */
 function logIn(ctx: RouteContext, res: ServerResponse, code: string) {
+  const template = ctx.pages.template('login');
+  // Checked before the code: a link is not used up by a console that cannot finish the login.
+  if (template === undefined) return notBuilt(ctx, res, 'login');
   const check = ctx.access.auth.checkLoginCode(code);
   if (!check.ok) {
     ctx.logger.warn('console: login refused', { path: loggablePath('/login/'), why: check.why });
-    return sendMessagePage(res, 403, 'This login link cannot be used', [
-      check.why === 'used'
-        ? 'It was used already: each link logs in once.'
-        : check.why === 'expired'
-          ? 'It has expired: a link is valid for one minute.'
-          : 'It is not a valid login link.',
-      AGAIN,
-    ]);
+    return sendMessagePage(res, 403, 'This login link cannot be used', [REFUSED[check.why], AGAIN]);
   }
-  const { sid, login } = ctx.access.auth.createLogin(check.who);
+  const { sid, login, key } = ctx.access.auth.createLogin(check.who);
   ctx.logger.info('console: logged in', { who: login.who, login: login.publicId });
-  send(res, 303, '', 'text/plain', {
+  send(res, 200, renderLogin(template, { key, publicId: login.publicId }), 'text/html; charset=utf-8', {
     'set-cookie': loginCookie(sid, { secure: ctx.secureCookie, maxAgeS: ctx.sessionHours * 3600 }),
-    location: '/sessions',
   });
 }
 
+const REFUSED: Record<Extract<LoginCheck, { ok: false }>['why'], string> = {
+  used: 'It was used already: each link logs in once.',
+  expired: 'It has expired: a link is valid for one minute.',
+  'before-start': 'It was made before the daemon (re)started: only links of the running daemon are accepted.',
+  malformed: 'It is not a valid login link.',
+  forged: 'It is not a valid login link.',
+};
+
+function notBuilt(ctx: RouteContext, res: ServerResponse, page: string) {
+  return sendMessagePage(res, 503, 'The console is not built', [
+    `${page}.html is missing from ${ctx.pages.dir}.`,
+    'Build it with `npm run build` and restart the daemon.',
+  ]);
+}
+
+/** A page: its template as built, for a login's cookie (it holds no data: the API has the data). */
 function servePage(ctx: RouteContext, req: IncomingMessage, res: ServerResponse, page: PageName) {
   const principal = principalOf(ctx.access, req);
   if (principal?.kind !== 'login') {
     return sendMessagePage(res, 401, 'Log in to the console', [
-      'You are not logged in, or your login expired.',
+      'You are not logged in, or your login expired (a daemon restart logs every browser out).',
       AGAIN,
     ]);
   }
   const template = ctx.pages.template(page);
-  if (template === undefined) {
-    return sendMessagePage(res, 503, 'The console is not built', [
-      `${page}.html is missing from ${ctx.pages.dir}.`,
-      'Build it with `npm run build` and restart the daemon.',
-    ]);
-  }
-  const ticket = ctx.access.auth.ticketFor(principal.sid, principal.login);
-  send(res, 200, renderPage(template, ticket), 'text/html; charset=utf-8');
+  if (template === undefined) return notBuilt(ctx, res, page);
+  send(res, 200, template, 'text/html; charset=utf-8');
 }

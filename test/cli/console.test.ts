@@ -10,7 +10,8 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { WS_PROTOCOL } from '../../src/console/protocol.js';
+import { LOGIN_ID_META, LOGIN_KEY_META, WS_PROTOCOL } from '../../src/console/protocol.js';
+import { makeTicket, metaOf } from '../console/server-rig.js';
 import { canaryNeedles } from '../helpers/canary.js';
 import { fakeEngineConfig, makeProject, runCli } from '../helpers/cli.js';
 import { type DaemonProcess, startDaemonProcess } from '../helpers/daemon.js';
@@ -83,9 +84,11 @@ describe('the-loop console', () => {
     const printed = JSON.parse(json.stdout) as { url: string; expiresAt: string };
     expect(printed.url.startsWith(`${origin}/login/v1.`)).toBe(true);
     expect(Date.parse(printed.expiresAt) - Date.now()).toBeLessThanOrEqual(61_000);
+    // The login page: the cookie, and the login's key for the browser to keep (localStorage).
     const first = await get(printed.url);
-    expect(first.status).toBe(303);
-    expect(first.headers.location).toBe('/sessions');
+    expect(first.status).toBe(200);
+    expect(String(first.headers['set-cookie'])).toMatch(/^loop_console=/);
+    expect(metaOf(first.body, LOGIN_KEY_META)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect((await get(printed.url)).status).toBe(403);
     const token = readFileSync(join(dataDir, 'console-token'), 'utf8').trim();
     const log = readFileSync(join(dataDir, 'the-loop.log'), 'utf8');
@@ -113,7 +116,7 @@ describe('the-loop console', () => {
     const argv = JSON.parse(readFileSync(record, 'utf8')) as string[];
     expect(argv).toHaveLength(1);
     expect(argv[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/login\/v1\./);
-    expect((await get(argv[0] as string)).status).toBe(303);
+    expect((await get(argv[0] as string)).status).toBe(200);
   });
 
   it('shows no secret of the daemon in any page, API answer, live message or log line', async () => {
@@ -121,9 +124,12 @@ describe('the-loop console', () => {
     const origin = new URL(url).origin;
     const login = await get(url);
     const cookie = String(login.headers['set-cookie']).split(';')[0] as string;
-    const seen: Array<{ what: string; text: string }> = [];
+    // As a page does: the cookie and a ticket made with the key the login page carried.
+    const key = { publicId: metaOf(login.body, LOGIN_ID_META), key: metaOf(login.body, LOGIN_KEY_META) };
+    const seen: Array<{ what: string; text: string }> = [{ what: 'the login page', text: login.body }];
     const fetchAs = async (path: string) => {
-      const res = await get(`${origin}${path}`, { cookie });
+      const res = await get(`${origin}${path}`, { cookie, 'x-loop-ticket': makeTicket(key) });
+      expect(res.status, path).toBe(200);
       seen.push({ what: path, text: res.body });
       return res;
     };

@@ -1,7 +1,7 @@
 /**
  * The console's credentials (src/console/auth.ts): the token file, login codes (signed, fresh,
- * single-use), logins and their expiry, per-page tickets bound to one login, the Bearer check, and
- * the Host and Origin allow-lists.
+ * single-use, of this daemon run), logins and their expiry, tickets made with one login's key, the
+ * Bearer check, the Host and Origin allow-lists, and the login page's meta tags.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,9 @@ import {
   readToken,
   sameSecret,
 } from '../../src/console/auth.js';
-import { renderPage } from '../../src/console/pages.js';
+import { renderLogin } from '../../src/console/pages.js';
+import { LOGIN_ID_META, LOGIN_KEY_META } from '../../src/console/protocol.js';
+import { makeTicket } from './server-rig.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -93,6 +95,18 @@ describe('login codes', () => {
     expect(auth.counts().usedNonces).toBe(0);
   });
 
+  it('are refused when minted before this daemon run started (a replay across a restart)', () => {
+    let now = Date.now();
+    const early = mintLoginCode(TOKEN, 'ann', now - 3_000).code;
+    const justBefore = mintLoginCode(TOKEN, 'ann', now - 500).code;
+    const auth = new ConsoleAuth({ token: TOKEN, sessionHours: 1, now: () => now });
+    expect(auth.checkLoginCode(early)).toEqual({ ok: false, why: 'before-start' });
+    // Within the skew: the mint time is rounded down to the second.
+    expect(auth.checkLoginCode(justBefore).ok).toBe(true);
+    now += 1000;
+    expect(auth.checkLoginCode(mintLoginCode(TOKEN, 'ann', now).code).ok).toBe(true);
+  });
+
   it('forget used nonces once expired', () => {
     let now = Date.now();
     const auth = new ConsoleAuth({ token: TOKEN, sessionHours: 1, now: () => now });
@@ -106,34 +120,49 @@ describe('login codes', () => {
 });
 
 describe('logins and tickets', () => {
-  it('a login lives sessionHours; its tickets are its own', () => {
+  it('a login lives sessionHours; only tickets made with its own key pass', () => {
     let now = Date.now();
     const auth = new ConsoleAuth({ token: TOKEN, sessionHours: 1, now: () => now });
     const ann = auth.createLogin('ann');
     const bob = auth.createLogin('bob');
     expect(ann.sid).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ann.key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ann.key).not.toBe(bob.key);
     expect(ann.login.publicId).toMatch(/^[0-9a-f]{16}$/);
+    // The key is not on the login object (nothing that logs or serialises a login carries it).
+    expect(JSON.stringify(ann.login)).not.toContain(ann.key);
     expect(auth.loginOf(ann.sid)).toEqual(ann.login);
     expect(auth.loginOf(`${ann.sid}x`)).toBeUndefined();
     expect(auth.loginOf(undefined)).toBeUndefined();
-    const ticket = auth.ticketFor(ann.sid, ann.login);
-    expect(auth.checkTicket(ticket, ann.sid, ann.login)).toBe(true);
-    expect(auth.checkTicket(ticket, bob.sid, bob.login)).toBe(false);
-    expect(auth.checkTicket(auth.ticketFor(bob.sid, bob.login), ann.sid, ann.login)).toBe(false);
+    const annOf = { publicId: ann.login.publicId, key: ann.key };
+    const ticket = makeTicket(annOf);
+    expect(auth.checkTicket(ticket, ann.login)).toBe(true);
+    expect(auth.checkTicket(makeTicket(annOf), ann.login)).toBe(true);
+    expect(auth.checkTicket(ticket, bob.login)).toBe(false);
+    expect(auth.checkTicket(makeTicket({ publicId: bob.login.publicId, key: bob.key }), ann.login)).toBe(
+      false,
+    );
+    // Ann's public id with another key, or Ann's key under Bob's id: refused.
+    expect(auth.checkTicket(makeTicket({ publicId: ann.login.publicId, key: bob.key }), ann.login)).toBe(
+      false,
+    );
     const [, nonce, mac] = ticket.split('.');
-    expect(auth.checkTicket(`${bob.login.publicId}.${nonce}.${mac}`, ann.sid, ann.login)).toBe(false);
-    for (const bad of [undefined, '', 'a.b', `${ticket}.x`, 'x'.repeat(300)]) {
-      expect(auth.checkTicket(bad, ann.sid, ann.login)).toBe(false);
+    expect(auth.checkTicket(`${bob.login.publicId}.${nonce}.${mac}`, ann.login)).toBe(false);
+    for (const bad of [undefined, '', 'a.b', `${ticket}.x`, 'x'.repeat(300), makeTicket(annOf, 'short')]) {
+      expect(auth.checkTicket(bad, ann.login)).toBe(false);
     }
     now += 3_600_001;
     expect(auth.loginOf(ann.sid)).toBeUndefined();
   });
 
-  it('a ticket of another daemon (another ticket key) is refused', () => {
+  it('a login of another daemon (a restart) is unknown, and its key opens nothing', () => {
     const one = new ConsoleAuth({ token: TOKEN, sessionHours: 1 });
     const two = new ConsoleAuth({ token: TOKEN, sessionHours: 1 });
     const ann = one.createLogin('ann');
-    expect(two.checkTicket(one.ticketFor(ann.sid, ann.login), ann.sid, ann.login)).toBe(false);
+    expect(two.loginOf(ann.sid)).toBeUndefined();
+    expect(two.checkTicket(makeTicket({ publicId: ann.login.publicId, key: ann.key }), ann.login)).toBe(
+      false,
+    );
   });
 
   it('the Bearer token is checked whole', () => {
@@ -181,11 +210,13 @@ describe('allow-lists', () => {
   });
 });
 
-describe('page tickets in templates', () => {
-  it('fill the meta tag, HTML-escaped', () => {
-    const page = renderPage('<head><meta name="loop-ticket" content=""></head>', '"><script>x</script>&');
+describe('the login page', () => {
+  it('gets the key and public id in its meta tags, HTML-escaped', () => {
+    const template = `<head><meta name="${LOGIN_KEY_META}" content=""><meta name="${LOGIN_ID_META}" content=""></head>`;
+    const page = renderLogin(template, { key: '"><script>x</script>&', publicId: 'abc' });
     expect(page).toBe(
-      '<head><meta name="loop-ticket" content="&#34;&#62;&#60;script&#62;x&#60;/script&#62;&#38;"></head>',
+      `<head><meta name="${LOGIN_KEY_META}" content="&#34;&#62;&#60;script&#62;x&#60;/script&#62;&#38;">` +
+        `<meta name="${LOGIN_ID_META}" content="abc"></head>`,
     );
   });
 });

@@ -1,19 +1,24 @@
 /**
  * A stand-in for the daemon's console listener, for the page test only: it serves the built front
  * end with the plan's headers (the CSP above all) and answers the wire contract of
- * src/console/protocol.ts with canned data (pages-fixtures.ts). The real server, its auth and its
- * terminal hub are tested on their own; this one lets the test check what the pages make of data.
+ * src/console/protocol.ts with canned data (pages-fixtures.ts). Like the daemon, it logs in through
+ * /login/<anything> (the login page with a key and public id) and checks the ticket the pages make
+ * with that key on every API request and socket. The real server, its auth and its terminal hub are
+ * tested on their own; this one lets the test check what the pages make of data.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { renderLogin } from '../../src/console/pages.js';
 import {
   type LiveMessage,
   type SessionRow,
   type TakeoverView,
   TICKET_PROTOCOL_PREFIX,
+  ticketMessage,
   WS_PROTOCOL,
 } from '../../src/console/protocol.js';
 import { ACTS, detailOf, EVENTS, ROWS, usageReport } from './pages-fixtures.js';
@@ -42,13 +47,15 @@ const TYPES: Record<string, string> = {
 export interface Post {
   path: string;
   body: unknown;
-  ticket: string | undefined;
+  /** The ticket was made with the login's key (the POST is refused otherwise). */
+  ticketOk: boolean;
   origin: string | undefined;
 }
 
 export interface FakeConsole {
   url: string;
-  ticket: string;
+  /** The login's public id (a ticket's first part). */
+  publicId: string;
   posts: Post[];
   gets: string[];
   /** JSON frames the terminal sockets received (acks, input, resize). */
@@ -74,9 +81,10 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
 const json = (res: ServerResponse, status: number, value: unknown) =>
   send(res, status, 'application/json; charset=utf-8', JSON.stringify(value));
 
-/** What the stand-in holds: its sessions, what it was sent, its open sockets. */
+/** What the stand-in holds: its one login, its sessions, what it was sent, its open sockets. */
 interface State {
-  ticket: string;
+  publicId: string;
+  key: string;
   rows: SessionRow[];
   posts: Post[];
   gets: string[];
@@ -94,11 +102,26 @@ function setRows(state: State, rows: SessionRow[]): void {
   broadcast(state.lives, { t: 'sessions', rows } satisfies LiveMessage);
 }
 
-/** POST: recorded; refused without the page's ticket; take over and hand back act as the daemon's would. */
+/** The ticket was made with the login's key, as the daemon checks it (auth.ts). */
+function ticketOk(state: State, ticket: string | undefined): boolean {
+  const [publicId, nonce, mac] = (ticket ?? '').split('.');
+  if (publicId !== state.publicId || !nonce || !mac) return false;
+  const expected = createHmac('sha256', Buffer.from(state.key, 'base64url'))
+    .update(ticketMessage(publicId, nonce))
+    .digest('base64url');
+  return mac === expected;
+}
+
+/** POST: recorded; refused without a valid ticket; take over and hand back act as the daemon's would. */
 function post(state: State, req: IncomingMessage, res: ServerResponse, path: string, body: string) {
-  const ticket = req.headers['x-loop-ticket'] as string | undefined;
-  state.posts.push({ path, body: body ? JSON.parse(body) : undefined, ticket, origin: req.headers.origin });
-  if (ticket !== state.ticket) return json(res, 403, { error: 'forged ticket' });
+  const ok = ticketOk(state, req.headers['x-loop-ticket'] as string | undefined);
+  state.posts.push({
+    path,
+    body: body ? JSON.parse(body) : undefined,
+    ticketOk: ok,
+    origin: req.headers.origin,
+  });
+  if (!ok) return json(res, 403, { error: 'missing or invalid ticket' });
   const takeover: TakeoverView = { by: 'ada@laptop', since: '2025-06-01T10:30:00.000Z', principal: 'pub1' };
   const tmux = (change: Partial<SessionRow>) =>
     setRows(
@@ -117,9 +140,12 @@ function post(state: State, req: IncomingMessage, res: ServerResponse, path: str
   json(res, 200, { takeover: path.endsWith('/takeover') ? takeover : null });
 }
 
-function get(state: State, res: ServerResponse, url: URL) {
+function get(state: State, req: IncomingMessage, res: ServerResponse, url: URL) {
   const path = url.pathname;
   state.gets.push(`${path}${url.search}`);
+  if (!ticketOk(state, req.headers['x-loop-ticket'] as string | undefined)) {
+    return json(res, 403, { error: 'missing or invalid ticket' });
+  }
   if (path === '/api/sessions') return json(res, 200, state.rows);
   const detail = /^\/api\/sessions\/([^/]+)$/.exec(path);
   if (detail) {
@@ -132,16 +158,15 @@ function get(state: State, res: ServerResponse, url: URL) {
   json(res, 404, { error: 'not found' });
 }
 
-/** A page with its ticket filled in (as the daemon renders it), or an asset of the build. */
+/** A page as built, the login page with the login filled in (as the daemon does), or an asset. */
 function serveFile(state: State, dir: string, res: ServerResponse, url: URL) {
-  const page = PAGE_ROUTES.find(([re]) => re.test(url.pathname))?.[1];
-  if (page) {
-    const html = readFileSync(join(dir, `${page}.html`), 'utf8').replace(
-      '<meta name="loop-ticket" content="">',
-      `<meta name="loop-ticket" content="${state.ticket}">`,
-    );
+  if (url.pathname.startsWith('/login/')) {
+    const template = readFileSync(join(dir, 'login.html'), 'utf8');
+    const html = renderLogin(template, { key: state.key, publicId: state.publicId });
     return send(res, 200, 'text/html; charset=utf-8', html);
   }
+  const page = PAGE_ROUTES.find(([re]) => re.test(url.pathname))?.[1];
+  if (page) return send(res, 200, 'text/html; charset=utf-8', readFileSync(join(dir, `${page}.html`)));
   const asset = /^\/assets\/([\w-]+\.(js|css|map))$/.exec(url.pathname);
   if (asset?.[1] && asset[2]) {
     try {
@@ -178,12 +203,15 @@ function onTerminal(state: State, ws: WebSocket): void {
   ws.send(JSON.stringify({ t: 'hello', role: 'viewer', cols: 100, rows: 30, takeover: null }));
 }
 
-/** Both sockets need the protocol and the page's ticket among the offered sub-protocols. */
+/** Both sockets need the protocol and a valid ticket among the offered sub-protocols. */
 function acceptSockets(state: State, server: Server): WebSocketServer {
   const wss = new WebSocketServer({ noServer: true, handleProtocols: () => WS_PROTOCOL });
   server.on('upgrade', (req, socket, head) => {
     const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(/\s*,\s*/);
-    if (!offered.includes(WS_PROTOCOL) || !offered.includes(`${TICKET_PROTOCOL_PREFIX}${state.ticket}`)) {
+    const ticket = offered
+      .find((p) => p.startsWith(TICKET_PROTOCOL_PREFIX))
+      ?.slice(TICKET_PROTOCOL_PREFIX.length);
+    if (!offered.includes(WS_PROTOCOL) || !ticketOk(state, ticket)) {
       socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
       return;
     }
@@ -199,7 +227,8 @@ function acceptSockets(state: State, server: Server): WebSocketServer {
 
 export async function startFakeConsole(dir: string): Promise<FakeConsole> {
   const state: State = {
-    ticket: 'pub1.nonce1.mac1',
+    publicId: randomBytes(8).toString('hex'),
+    key: randomBytes(32).toString('base64url'),
     rows: ROWS,
     posts: [],
     gets: [],
@@ -214,7 +243,7 @@ export async function startFakeConsole(dir: string): Promise<FakeConsole> {
     req.on('end', () => {
       if (!url.pathname.startsWith('/api/')) serveFile(state, dir, res, url);
       else if (req.method === 'POST') post(state, req, res, url.pathname, Buffer.concat(chunks).toString());
-      else get(state, res, url);
+      else get(state, req, res, url);
     });
   });
   const wss = acceptSockets(state, server);
@@ -222,7 +251,7 @@ export async function startFakeConsole(dir: string): Promise<FakeConsole> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    ticket: state.ticket,
+    publicId: state.publicId,
     posts: state.posts,
     gets: state.gets,
     terminalIn: state.terminalIn,

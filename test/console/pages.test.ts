@@ -2,8 +2,9 @@
  * The console's pages in real Chromium (issue 14), against a stand-in server that answers the wire
  * contract with canned data (pages-server.ts): the pages render what the API and the live socket
  * say, keep untrusted text as text, never show an unknown cost as $0, run under the plan's CSP
- * with no violation, and their terminal swallows hostile OSC sequences. Screenshots of each page
- * go to test/.out/screenshots/.
+ * with no violation, and their terminal swallows hostile OSC sequences. Each test logs in as a
+ * person does (the login page keeps the key, the pages sign every request with it); a browser without
+ * the key is told to log in again. Screenshots of each page go to test/.out/screenshots/.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../scripts/build-console.js';
+import { LOGIN_KEY_META, LOGIN_STORAGE_KEY } from '../../src/console/protocol.js';
 import { type CspViolations, collectCspViolations, launchBrowser, screenshot } from '../helpers/browser.js';
 import { HOSTILE, ROWS, ROWS_LATER, ROWS_TAKEN } from './pages-fixtures.js';
 import { type FakeConsole, startFakeConsole } from './pages-server.js';
@@ -50,6 +52,9 @@ beforeEach(async () => {
     popups++;
   });
   csp = collectCspViolations(page);
+  // Logged in as through a printed link: the login page keeps the key and leaves for /sessions.
+  await page.goto(`${fake.url}/login/v1.any`);
+  await page.waitForURL(`${fake.url}/sessions`);
   // xterm.js asks `confirm()` before opening a link it has no handler for: none may come up.
   dialogs = [];
   page.on('dialog', (dialog) => {
@@ -75,6 +80,33 @@ async function expectClean(): Promise<void> {
   expect(await page.locator('main img').count()).toBe(0);
   expect(csp.messages).toEqual([]);
 }
+
+describe('logging in', () => {
+  it('keeps the key in localStorage only, leaves a clean address, and signs every request', async () => {
+    expect(new URL(page.url()).pathname).toBe('/sessions');
+    const kept = JSON.parse((await page.evaluate(`localStorage.getItem('${LOGIN_STORAGE_KEY}')`)) as string);
+    expect(kept.publicId).toBe(fake.publicId);
+    expect(await page.locator(`meta[name="${LOGIN_KEY_META}"]`).count()).toBe(0);
+    await expect.poll(() => fake.gets).toContain('/api/sessions');
+    await expectClean();
+  });
+
+  it('a browser without the key (another profile) is told to log in again, and asks nothing', async () => {
+    const other = await browser.newContext();
+    try {
+      const fresh = await other.newPage();
+      fake.gets.length = 0;
+      await fresh.goto(`${fake.url}/sessions`);
+      await expect
+        .poll(() => fresh.locator('#error').textContent())
+        .toContain('log in again: run `the-loop console`');
+      expect(await fresh.locator('#connection').getAttribute('data-state')).toBe('refused');
+      expect(fake.gets).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+});
 
 describe('sessions page', () => {
   it('lists the sessions, unknown cost as "unknown", hostile text as text, and follows the live socket', async () => {
@@ -190,7 +222,7 @@ describe('session page: a tmux session’s terminal', () => {
     await page.locator('#takeover').click();
     await expect.poll(() => shown(page.locator('#role'))).toBe('you are typing: deliveries are held');
     expect(fake.posts).toEqual([
-      { path: '/api/sessions/s-tmux/takeover', body: {}, ticket: fake.ticket, origin: fake.url },
+      { path: '/api/sessions/s-tmux/takeover', body: {}, ticketOk: true, origin: fake.url },
     ]);
     await expect.poll(() => shown(page.locator('#banner'))).toContain('acme/app#3 by ada@laptop');
     await expect.poll(() => shown(page.locator('#summary [data-status]'))).toBe('taken over');
@@ -259,7 +291,7 @@ describe('acts page', () => {
     await held.getByRole('button', { name: 'Resume' }).click();
     await expect.poll(() => shown(held.locator('.result'))).toBe('raised and resumed');
     expect(fake.posts).toEqual([
-      { path: '/api/sessions/s-over/resume', body: { raise: '5' }, ticket: fake.ticket, origin: fake.url },
+      { path: '/api/sessions/s-over/resume', body: { raise: '5' }, ticketOk: true, origin: fake.url },
     ]);
     await screenshot(page, 'acts-breaches');
     await expectClean();

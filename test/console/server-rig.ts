@@ -1,8 +1,10 @@
 /**
  * The real console server (src/console/server.ts) on a real listener (port 0), with tiny page
- * templates in a temp dir, recording stand-ins for the daemon's functions and the terminal hub, and
- * a raw HTTP client that sends exactly the headers a test names (Host and Origin included).
+ * templates in a temp dir, recording stand-ins for the daemon's functions and the terminal hub, a
+ * raw HTTP client that sends exactly the headers a test names (Host and Origin included), and a
+ * login done as a browser does it: the link's login page read for the key, tickets made with it.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,7 +12,13 @@ import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { mintLoginCode } from '../../src/console/auth.js';
 import type { ConsoleDeps, TerminalPort } from '../../src/console/ports.js';
-import type { SessionRow, TakeoverView } from '../../src/console/protocol.js';
+import {
+  LOGIN_ID_META,
+  LOGIN_KEY_META,
+  type SessionRow,
+  type TakeoverView,
+  ticketMessage,
+} from '../../src/console/protocol.js';
 import {
   type ConsoleServer,
   type ConsoleServerOptions,
@@ -106,12 +114,17 @@ export function recordingTerminals(calls: Calls): TerminalPort & { sockets: WebS
 }
 
 export const PAGE = (name: string) =>
-  `<!doctype html><html><head><meta name="loop-ticket" content=""><title>${name}</title></head><body>${name}</body></html>\n`;
+  `<!doctype html><html><head><title>${name}</title></head><body>${name}</body></html>\n`;
+
+export const LOGIN_PAGE =
+  `<!doctype html><html><head><meta name="${LOGIN_KEY_META}" content="">\n` +
+  `<meta name="${LOGIN_ID_META}" content=""><title>login</title></head><body>login</body></html>\n`;
 
 export function writeStatic(): string {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-console-'));
   for (const name of ['sessions', 'session', 'usage', 'acts'])
     writeFileSync(join(dir, `${name}.html`), PAGE(name));
+  writeFileSync(join(dir, 'login.html'), LOGIN_PAGE);
   mkdirSync(join(dir, 'assets'));
   writeFileSync(join(dir, 'assets', 'app.js'), 'console.log(1);\n');
   writeFileSync(join(dir, 'assets', 'app.css'), 'body{}\n');
@@ -199,22 +212,51 @@ export function http(
   });
 }
 
-/** Log in with a freshly minted link: the cookie value and the answer. */
-export async function logIn(rig: Rig, who = 'ann@box'): Promise<{ sid: string; answer: Answer }> {
+/** A login as a browser holds it: the cookie, and the key and public id its login page carried. */
+export interface BrowserLogin {
+  sid: string;
+  publicId: string;
+  key: string;
+  answer: Answer;
+}
+
+/** A meta tag's content in a page ('' when absent). */
+export const metaOf = (html: string, name: string): string =>
+  new RegExp(`<meta name="${name}" content="([^"]*)">`).exec(html)?.[1] ?? '';
+
+/**
+ * Log in as a browser does: GET a freshly minted link, keep the cookie, and read the login page's
+ * key and public id (the browser's login.ts keeps them in localStorage).
+ */
+export async function logIn(rig: Pick<Rig, 'port' | 'host'>, who = 'ann@box'): Promise<BrowserLogin> {
   const { code } = mintLoginCode(TOKEN, who);
   const answer = await http(rig, `/login/${code}`);
   const cookie = String(answer.headers['set-cookie'] ?? '');
   const sid = /loop_console=([^;]+)/.exec(cookie)?.[1] ?? '';
-  return { sid, answer };
+  return {
+    sid,
+    publicId: metaOf(answer.body, LOGIN_ID_META),
+    key: metaOf(answer.body, LOGIN_KEY_META),
+    answer,
+  };
 }
 
-/** A page's ticket, as its template was filled in for this login. */
-export async function ticketOf(rig: Rig, sid: string): Promise<string> {
-  const page = await http(rig, '/sessions', { headers: { cookie: `loop_console=${sid}` } });
-  const ticket = /<meta name="loop-ticket" content="([^"]*)">/.exec(page.body)?.[1];
-  if (!ticket) throw new Error(`no ticket in ${page.status} ${page.body}`);
-  return ticket;
+/** A ticket made as the pages make it (console/src/api.ts, with WebCrypto): HMAC-SHA256 under the key. */
+export function makeTicket(
+  login: Pick<BrowserLogin, 'publicId' | 'key'>,
+  nonce = randomBytes(16).toString('base64url'),
+): string {
+  const mac = createHmac('sha256', Buffer.from(login.key, 'base64url'))
+    .update(ticketMessage(login.publicId, nonce))
+    .digest('base64url');
+  return `${login.publicId}.${nonce}.${mac}`;
 }
+
+/** The headers a console page's fetch sends: the cookie and a ticket. */
+export const asPage = (login: BrowserLogin): Record<string, string> => ({
+  cookie: `loop_console=${login.sid}`,
+  'x-loop-ticket': makeTicket(login),
+});
 
 /** A WebSocket attempt: opened (with its protocol), or refused with an HTTP status. */
 export function wsAttempt(
