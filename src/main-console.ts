@@ -75,7 +75,7 @@ function consoleDeps(app: App, dispatcher: Dispatcher): ConsoleDeps {
     // The console's costs are the ledger's (its store: the Ledger service only prices what it adds).
     sessionRows: () => sessionRows({ store: app.store, ledger: app.ledger.store }),
     sessionDetail: (id) => sessionDetail({ store: app.store, acts: app.acts, ledger: app.ledger.store }, id),
-    turnEvents: (id, after) => eventViews(app, id, after),
+    turnEvents: (id, after, limit) => eventViews(app, id, after, limit),
     usage: (query) => app.ledger.store.report(query),
     acts: (filter) => actViews(app, filter),
     resume: async (id, raise) => resumeAnswer(await resumeHeld(app, await known(id), raise)),

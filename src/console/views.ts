@@ -205,18 +205,20 @@ export async function eventViews(
   deps: { store: Pick<SessionStore, 'currentTurn' | 'turns' | 'events'> },
   sessionId: string,
   after?: { turnId: number; seq: number },
+  limit = EVENTS_PER_CALL,
 ): Promise<EventView[]> {
+  const most = Math.min(Math.max(1, Math.floor(limit)), EVENTS_PER_CALL);
   if (!after) {
     const turn = await deps.store.currentTurn(sessionId);
-    return turn ? (await deps.store.events(turn.id)).slice(-EVENTS_PER_CALL).map(eventView) : [];
+    return turn ? (await deps.store.events(turn.id, { last: most })).map(eventView) : [];
   }
   const out: EventView[] = [];
   for (const t of await deps.store.turns(sessionId)) {
     if (t.id < after.turnId) continue;
     const seq = t.id === after.turnId ? after.seq : 0;
-    const events = await deps.store.events(t.id, { seq, limit: EVENTS_PER_CALL - out.length });
+    const events = await deps.store.events(t.id, { seq, limit: most - out.length });
     out.push(...events.map(eventView));
-    if (out.length >= EVENTS_PER_CALL) break;
+    if (out.length >= most) break;
   }
   return out;
 }

@@ -164,6 +164,9 @@ export interface TurnRecord {
   warnings: string[];
 }
 
+/** Which of a turn's events to read: after a cursor, or the last ones. */
+export type EventWindow = { seq: number; limit: number } | { last: number };
+
 export interface StoredEvent {
   turnId: number;
   seq: number;
@@ -272,10 +275,11 @@ export interface SessionStore {
   /** A session's turns in their order (by seq). */
   turns(sessionId: string): Promise<TurnRecord[]>;
   /**
-   * A turn's events in the order appended (seq increasing); with `after`, only those after that seq,
-   * at most `limit` of them (what a live view polls for).
+   * A turn's events in the order appended (seq increasing); with `{ seq, limit }`, only those after
+   * that seq, at most `limit` of them (what a live view polls for); with `{ last }`, the last ones
+   * (where a live view starts), still in order.
    */
-  events(turnId: number, after?: { seq: number; limit: number }): Promise<StoredEvent[]>;
+  events(turnId: number, window?: EventWindow): Promise<StoredEvent[]>;
   /** Mark running turns whose owning process is gone as failed/lost. Returns how many. */
   recoverLostTurns(
     isAlive: (pid: number) => boolean,

@@ -1,6 +1,6 @@
 import { LoopError } from '../../core/errors.js';
 import type { TurnEvent } from '../../core/events.js';
-import type { SessionRecord, SessionTakeover, StoredEvent } from '../../core/ports/sessions.js';
+import type { EventWindow, SessionRecord, SessionTakeover, StoredEvent } from '../../core/ports/sessions.js';
 import { takeoverRefusal } from '../../sessions/takeover-rules.js';
 import type { Db } from '../db.js';
 import { type SessionRow, toSession } from './session-rows.js';
@@ -33,20 +33,22 @@ export function writeTakeover(
     .immediate();
 }
 
-/** A turn's events after `seq`, in order, at most `limit` (the primary key serves the range). */
-export function readEventsAfter(
-  db: Db,
-  turnId: number,
-  after: { seq: number; limit: number },
-): StoredEvent[] {
-  const rows = db
-    .prepare('SELECT * FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?')
-    .all(turnId, after.seq, Math.max(0, Math.floor(after.limit))) as {
-    turn_id: number;
-    seq: number;
-    at: string;
-    data: string;
-  }[];
+/**
+ * A turn's events after `seq`, in order, at most `limit`; or its `last` ones, in order (the primary
+ * key serves both ranges: a live view never reads a long turn whole).
+ */
+export function readEventWindow(db: Db, turnId: number, window: EventWindow): StoredEvent[] {
+  const rows = (
+    'last' in window
+      ? db
+          .prepare(
+            'SELECT * FROM (SELECT * FROM turn_events WHERE turn_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
+          )
+          .all(turnId, Math.max(0, Math.floor(window.last)))
+      : db
+          .prepare('SELECT * FROM turn_events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?')
+          .all(turnId, window.seq, Math.max(0, Math.floor(window.limit)))
+  ) as { turn_id: number; seq: number; at: string; data: string }[];
   return rows.map((r) => ({
     turnId: r.turn_id,
     seq: r.seq,

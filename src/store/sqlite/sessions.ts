@@ -4,6 +4,7 @@ import { LoopError } from '../../core/errors.js';
 import type { TurnEvent, Usage } from '../../core/events.js';
 import type {
   BudgetRaise,
+  EventWindow,
   Meter,
   NewSession,
   SessionHold,
@@ -20,7 +21,7 @@ import type {
 import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
 import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
 import type { Db } from '../db.js';
-import { readEventsAfter, writeTakeover } from './session-console.js';
+import { readEventWindow, writeTakeover } from './session-console.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './session-rows.js';
 import {
   insertTurnEvent,
@@ -339,8 +340,8 @@ export class SqliteSessionStore implements SessionStore {
     ).map(toTurn);
   }
 
-  async events(turnId: number, after?: { seq: number; limit: number }): Promise<StoredEvent[]> {
-    return after ? readEventsAfter(this.db, turnId, after) : readTurnEvents(this.db, turnId);
+  async events(turnId: number, window?: EventWindow): Promise<StoredEvent[]> {
+    return window ? readEventWindow(this.db, turnId, window) : readTurnEvents(this.db, turnId);
   }
 
   async recoverLostTurns(

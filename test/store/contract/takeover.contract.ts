@@ -96,6 +96,11 @@ export function takeoverCases(factory: StoreFactory): void {
     expect(await seqs({ seq: 0, limit: 3 })).toEqual([1, 2, 3]);
     expect(await seqs({ seq: 3, limit: 100 })).toEqual([4, 5, 6, 7]);
     expect(await seqs({ seq: 7, limit: 100 })).toEqual([]);
+    // Where a live view starts: the last ones, in order.
+    expect((await store().sessions.events(turn.id, { last: 3 })).map((e) => e.seq)).toEqual([5, 6, 7]);
+    expect((await store().sessions.events(turn.id, { last: 100 })).map((e) => e.seq)).toEqual([
+      1, 2, 3, 4, 5, 6, 7,
+    ]);
     const [fifth] = await store().sessions.events(turn.id, { seq: 4, limit: 1 });
     expect(fifth).toMatchObject({ turnId: turn.id, seq: 5, event: { type: 'text', text: 't5' } });
   });
