@@ -8,7 +8,7 @@
  *                            BENCH_CONSOLE_PARTS, default 1,2,3)
  *
  * The console is the real one, in this process (console-server.ts): the console server with its
- * login link → cookie, page tickets, Origin checks, and the terminal hub, on a private tmux server
+ * login link → cookie and login key, key-signed tickets, Origin checks, and the terminal hub, on a private tmux server
  * (`tmux -L bench-console-<pid>`) whose one session's pane runs a small echo/burst program
  * (console-rig.ts). wetty 3.2.0 is installed on demand into bench/.out/wetty and runs as a child
  * process with its command set to the attach of the same session (console-wetty.ts).
