@@ -3,8 +3,8 @@ import type { Logger } from '../../log/logger.js';
 import { checkTarget, type Tmux } from '../../runners/tmux/tmux.js';
 import type { TakeoverView } from '../protocol.js';
 import { ControlClient } from './control-client.js';
-import { FLOW_HIGH, FLOW_LOW, windowForTerminal } from './flow-rules.js';
-import { spawnViewerPty } from './pty-viewer.js';
+import { FLOW_HIGH, FLOW_LOW, FLOW_PARK_MS, type FlowLimits, windowForTerminal } from './flow-rules.js';
+import { spawnViewerPty, type ViewerPty } from './pty-viewer.js';
 import { stopPid } from './stop.js';
 import { CLOSE, type Role, Viewer, type ViewerHooks } from './viewer.js';
 import { pinWindowSize, scrollback, windowInfo } from './window.js';
@@ -19,7 +19,7 @@ import { pinWindowSize, scrollback, windowInfo } from './window.js';
 export interface TerminalHubOptions {
   tmux: Tmux;
   logger: Logger;
-  limits?: { perSession?: number; total?: number; high?: number; low?: number };
+  limits?: { perSession?: number; total?: number; high?: number; low?: number; parkMs?: number };
 }
 
 export interface TerminalViewerInfo {
@@ -39,6 +39,8 @@ export interface ViewerStats {
   acked: number;
   buffered: number;
   paused: boolean;
+  /** Its tmux client ended while its browser does not read (it still counts as a viewer). */
+  parked: boolean;
   bad: number;
   ignored: number;
 }
@@ -76,7 +78,7 @@ export class TerminalHub {
   private readonly logger: Logger;
   private readonly perSession: number;
   private readonly total: number;
-  private readonly flow: { high: number; low: number };
+  private readonly flow: FlowLimits;
   private readonly sessions = new Map<string, Entry>();
   private readonly entries = new Map<Viewer, Entry>();
   /** Every pty and control client started, until it exits: close() ends each by pid. */
@@ -94,11 +96,16 @@ export class TerminalHub {
     this.logger = options.logger;
     this.perSession = options.limits?.perSession ?? 16;
     this.total = options.limits?.total ?? 256;
-    this.flow = { high: options.limits?.high ?? FLOW_HIGH, low: options.limits?.low ?? FLOW_LOW };
+    this.flow = {
+      high: options.limits?.high ?? FLOW_HIGH,
+      low: options.limits?.low ?? FLOW_LOW,
+      parkMs: options.limits?.parkMs ?? FLOW_PARK_MS,
+    };
     this.hooks = {
       input: (viewer, keys) => this.typed(viewer, keys),
       resize: (viewer, cols, rows) => this.resized(viewer, cols, rows),
       gone: (viewer) => this.forget(viewer),
+      reattach: (viewer) => this.reattach(viewer),
     };
   }
 
@@ -159,7 +166,11 @@ export class TerminalHub {
       sessionId: entry.sessionId,
       principal: v.principal,
       role: v.role,
-      ...v.flowState,
+      sent: v.flowState.sent,
+      acked: v.flowState.acked,
+      buffered: v.flowState.buffered,
+      paused: v.flowState.paused,
+      parked: v.parked,
       bad: v.bad,
       ignored: v.ignored,
     }));
@@ -202,10 +213,36 @@ export class TerminalHub {
     const size = { cols: info.cols, rows: info.rows + info.status };
     const history = await scrollback(this.tmux, entry.target, { rows: size.rows, history: info.history });
     if (v.closed || this.closing) return;
+    const pty = await this.spawn(entry, size);
+    if (pty) v.start(pty, size, history, entry.takeover);
+  }
+
+  /** A parked viewer reads again: a new client of the window as it is now (its session may be gone). */
+  private reattach(v: Viewer): void {
+    const entry = this.entryOf(v);
+    if (!entry) return;
+    const again = async () => {
+      const info = await windowInfo(this.tmux, entry.target);
+      if (v.closed || this.closing) return;
+      if (!info) return v.end(CLOSE.gone, 'the tmux session ended', true);
+      entry.status = info.status;
+      const size = { cols: info.cols, rows: info.rows + info.status };
+      const pty = await this.spawn(entry, size);
+      if (pty) v.reattached(pty, size);
+    };
+    void again().catch((error: unknown) => {
+      this.logger.warn('console terminal failed to re-attach', { sessionId: entry.sessionId, error });
+      v.end(CLOSE.error, 'the terminal could not be opened', true);
+    });
+  }
+
+  /** A viewer's client, tracked until it exits (close() ends it by pid); none once closing. */
+  private async spawn(entry: Entry, size: { cols: number; rows: number }): Promise<ViewerPty | null> {
     const pty = await spawnViewerPty(this.tmux, entry.target, size);
     this.track(pty.pid, new Promise<void>((resolve) => pty.onExit(() => resolve())), 'SIGHUP');
-    if (this.closing) return void pty.kill('SIGHUP');
-    v.start(pty, size, history, entry.takeover);
+    if (!this.closing) return pty;
+    pty.kill('SIGHUP');
+    return null;
   }
 
   private track(pid: number | undefined, exited: Promise<void>, signal: NodeJS.Signals): void {

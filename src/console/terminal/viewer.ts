@@ -3,11 +3,16 @@ import type { Logger } from '../../log/logger.js';
 import type { TakeoverView, TerminalClientMessage, TerminalServerMessage } from '../protocol.js';
 import {
   applyAck,
+  type FlowAction,
   type FlowLimits,
   type FlowState,
   flowAction,
+  INITIAL_FLOW,
   MAX_BAD_FRAMES,
+  noteSent,
+  parkDue,
   parseClientFrame,
+  stepFlow,
 } from './flow-rules.js';
 import { filterInput, flushInput, INITIAL_INPUT, type InputState, inputPending } from './input-rules.js';
 import type { ViewerPty } from './pty-viewer.js';
@@ -15,8 +20,10 @@ import { stopPid } from './stop.js';
 
 /**
  * One browser terminal on one socket: its pty's output out (binary frames, coalesced per turn of the
- * event loop, paused and resumed by the browser's acknowledgements), its frames in. A viewer's input
- * and resizes go nowhere; a writer's go to the hub, input first filtered of terminal reports.
+ * event loop, paused and resumed by the browser's acknowledgements; a browser that stops reading has
+ * its tmux client ended — parked — until it reads again, then a new one attached: flow-rules.ts), its
+ * frames in. A viewer's input and resizes go nowhere; a writer's go to the hub, input first filtered
+ * of terminal reports.
  */
 
 export type Role = 'viewer' | 'writer';
@@ -27,10 +34,18 @@ export interface ViewerHooks {
   resize(viewer: Viewer, cols: number, rows: number): void;
   /** The socket is gone (whoever closed it): forget the viewer. */
   gone(viewer: Viewer): void;
+  /** A parked viewer reads again: start a new client (then `reattached`, or end the viewer). */
+  reattach(viewer: Viewer): void;
 }
 
 /** A report split across frames waits this long for its rest; only a bare Escape key is delayed by it. */
 const INPUT_FLUSH_MS = 30;
+
+/**
+ * Sent before a re-attached client's first byte: CAN ends any escape sequence the parked client's
+ * last frame cut short (ECMA-48; xterm.js goes back to ground on it), so the redraw is read as such.
+ */
+const CANCEL_SEQUENCE = Buffer.from([0x18]);
 
 /** WebSocket close codes of the terminal socket (4xxx: ours). */
 export const CLOSE = {
@@ -45,7 +60,12 @@ export const CLOSE = {
 export class Viewer {
   private pty: ViewerPty | null = null;
   private ptyExited: Promise<void> = Promise.resolve();
-  private flow: FlowState = { sent: 0, acked: 0, buffered: 0, paused: false };
+  private ptyData: { dispose(): void } | null = null;
+  private flow: FlowState = INITIAL_FLOW;
+  /** The terminal size the browser was last told. */
+  private size = { cols: 0, rows: 0 };
+  private parkTimer: NodeJS.Timeout | undefined;
+  private parkTimerDue: number | null = null;
   private chunks: Buffer[] = [];
   private flushing = false;
   private input: InputState = INITIAL_INPUT;
@@ -74,9 +94,13 @@ export class Viewer {
     return this.ended;
   }
 
-  /** Bytes sent and acknowledged so far, and whether the pty is paused (for tests and the bench). */
+  /** Bytes sent and acknowledged so far, and whether the pty is paused or parked (tests, the bench). */
   get flowState(): Readonly<FlowState> {
     return this.flow;
+  }
+
+  get parked(): boolean {
+    return this.flow.parkedAcked !== null;
   }
 
   /** Start showing: `hello`, the scrollback, then the live client's output. */
@@ -90,16 +114,41 @@ export class Viewer {
       pty.kill('SIGHUP');
       return;
     }
+    this.size = size;
+    this.send({ t: 'hello', role: this.role, cols: size.cols, rows: size.rows, takeover });
+    if (history.length > 0) this.output(history);
+    this.attachPty(pty);
+  }
+
+  /** A parked viewer's new client (the hub's answer to `reattach`): tmux redraws the screen on it. */
+  reattached(pty: ViewerPty, size: { cols: number; rows: number }): void {
+    if (this.ended) {
+      pty.kill('SIGHUP');
+      return;
+    }
+    if (size.cols !== this.size.cols || size.rows !== this.size.rows) {
+      this.size = size;
+      this.send({ t: 'size', cols: size.cols, rows: size.rows });
+    }
+    this.output(CANCEL_SEQUENCE);
+    this.attachPty(pty);
+    this.applyFlow();
+  }
+
+  private attachPty(pty: ViewerPty): void {
     this.pty = pty;
-    this.ptyExited = new Promise((resolve) => pty.onExit(() => resolve()));
-    void this.ptyExited.then(() => {
+    const exited = new Promise<void>((resolve) => pty.onExit(() => resolve()));
+    this.ptyExited = exited;
+    void exited.then(() => {
+      // A parked client was ended by us; only the current one's exit means anything.
+      if (this.pty !== pty) return;
       this.pty = null;
       // Not ours to end: the tmux client left because its session did (or its server).
       if (!this.ended) this.end(CLOSE.gone, 'the tmux session ended', true);
     });
-    this.send({ t: 'hello', role: this.role, cols: size.cols, rows: size.rows, takeover });
-    if (history.length > 0) this.output(history);
-    pty.onData((data) => this.output(typeof data === 'string' ? Buffer.from(data, 'utf8') : data));
+    this.ptyData = pty.onData((data) =>
+      this.output(typeof data === 'string' ? Buffer.from(data, 'utf8') : data),
+    );
   }
 
   setRole(role: Role, takeover: TakeoverView | null): void {
@@ -111,6 +160,7 @@ export class Viewer {
   /** The window changed size: this client follows it, and the browser is told. */
   resize(cols: number, rows: number): void {
     if (this.ended) return;
+    this.size = { cols, rows };
     try {
       this.pty?.resize(cols, rows);
     } catch {
@@ -139,6 +189,7 @@ export class Viewer {
     if (this.ended) return;
     this.ended = true;
     this.resetInput();
+    this.clearParkTimer();
     this.chunks = [];
     this.hooks.gone(this);
     if (this.pty) void this.stopped();
@@ -158,7 +209,7 @@ export class Viewer {
     if (this.ended || this.chunks.length === 0) return;
     const data = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
     this.chunks = [];
-    this.flow = { ...this.flow, sent: this.flow.sent + data.length };
+    this.flow = noteSent(this.flow, data.length, performance.now());
     this.socket.send(data, { binary: true }, () => this.drained());
     this.flow = { ...this.flow, buffered: this.socket.bufferedAmount };
     this.applyFlow();
@@ -171,11 +222,58 @@ export class Viewer {
   }
 
   private applyFlow(): void {
-    const action = flowAction(this.flow, this.limits);
-    if (action === 'none' || !this.pty) return;
-    this.flow = { ...this.flow, paused: action === 'pause' };
-    if (action === 'pause') this.pty.pause();
-    else this.pty.resume();
+    // No client yet (the first, or a re-attached one, is on its way): decided once it is there.
+    if (this.ended || (!this.pty && !this.parked)) return;
+    const now = performance.now();
+    const action = flowAction(this.flow, this.limits, now);
+    if (action !== 'none') {
+      this.flow = stepFlow(this.flow, action, now);
+      this.act(action);
+    }
+    this.armParkTimer();
+  }
+
+  private act(action: FlowAction): void {
+    if (action === 'pause') this.pty?.pause();
+    else if (action === 'resume') this.pty?.resume();
+    else if (action === 'park') this.park();
+    else if (action === 'unpark') this.hooks.reattach(this);
+  }
+
+  /** End the client (by pid, as stop.ts does); what it had not yet given is dropped with it. */
+  private park(): void {
+    const pty = this.pty;
+    if (!pty) return;
+    this.pty = null;
+    this.ptyData?.dispose();
+    this.ptyData = null;
+    this.chunks = [];
+    // Read again, so that its end reaches node-pty at once (a paused master only closes on a timer).
+    pty.resume();
+    void stopPid(pty.pid, this.ptyExited, 'SIGHUP');
+  }
+
+  /** Nothing else may happen while a browser keeps still: a timer brings the park decision. */
+  private armParkTimer(): void {
+    const due = this.pty ? parkDue(this.flow, this.limits) : null;
+    if (due === this.parkTimerDue) return;
+    this.clearParkTimer();
+    if (due === null) return;
+    this.parkTimerDue = due;
+    this.parkTimer = setTimeout(
+      () => {
+        this.parkTimerDue = null;
+        this.applyFlow();
+      },
+      Math.max(0, Math.ceil(due - performance.now())),
+    );
+    this.parkTimer.unref();
+  }
+
+  private clearParkTimer(): void {
+    clearTimeout(this.parkTimer);
+    this.parkTimer = undefined;
+    this.parkTimerDue = null;
   }
 
   private frame(data: RawData, isBinary: boolean): void {
@@ -187,7 +285,7 @@ export class Viewer {
     }
     const message: TerminalClientMessage = parsed.message;
     if (message.t === 'ack') {
-      const acked = applyAck(this.flow, message.bytes);
+      const acked = applyAck(this.flow, message.bytes, performance.now());
       if (acked.bad) this.badFrame('ack beyond what was sent');
       else {
         this.flow = { ...acked.state, buffered: this.socket.bufferedAmount };

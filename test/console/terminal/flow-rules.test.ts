@@ -4,22 +4,39 @@ import {
   applyAck,
   FLOW_HIGH,
   FLOW_LOW,
+  FLOW_PARK_MS,
   type FlowState,
   flowAction,
+  INITIAL_FLOW,
+  noteSent,
+  parkDue,
   parseClientFrame,
   statusLines,
+  stepFlow,
   windowForTerminal,
 } from '../../../src/console/terminal/flow-rules.js';
 import { viewerArgs, viewerEnv } from '../../../src/console/terminal/pty-viewer.js';
 import { Tmux } from '../../../src/runners/tmux/tmux.js';
 
-const limits = { high: FLOW_HIGH, low: FLOW_LOW };
+const limits = { high: FLOW_HIGH, low: FLOW_LOW, parkMs: FLOW_PARK_MS };
 const flow = (sent: number, acked: number, paused: boolean, buffered = 0): FlowState => ({
+  ...INITIAL_FLOW,
   sent,
   acked,
   buffered,
   paused,
 });
+/** A state at time 1000 ms: output waiting since `waiting`, paused since `pausedAt`, parked at `parked` acked. */
+const timed = (
+  base: FlowState,
+  times: { waiting?: number; pausedAt?: number; parked?: number },
+): FlowState => ({
+  ...base,
+  waitingSince: times.waiting ?? null,
+  pausedAt: times.pausedAt ?? (base.paused ? 1000 : null),
+  parkedAcked: times.parked ?? null,
+});
+const NOW = 1000;
 
 describe('flow rules', () => {
   it.each([
@@ -36,15 +53,103 @@ describe('flow rules', () => {
     ],
     ['paused with the socket queue still full', flow(FLOW_HIGH, FLOW_HIGH, true, FLOW_LOW + 1), 'none'],
   ] as const)('%s → %s', (_name, state, action) => {
-    expect(flowAction(state, limits)).toBe(action);
+    // Output waiting since just now: no park is due in any of these.
+    expect(flowAction(timed(state, { waiting: NOW, pausedAt: NOW }), limits, NOW)).toBe(action);
+  });
+
+  const grace = FLOW_PARK_MS;
+  it.each([
+    ['unacknowledged, not yet the grace', timed(flow(1000, 0, false), { waiting: NOW - grace + 1 }), 'none'],
+    ['unacknowledged for the grace: parked', timed(flow(1000, 0, false), { waiting: NOW - grace }), 'park'],
+    ['all acknowledged long ago: nothing waits', timed(flow(1000, 1000, false), {}), 'none'],
+    [
+      'paused for the grace while acks still move: parked',
+      timed(flow(FLOW_HIGH + 1, 1, true), { waiting: NOW - 1, pausedAt: NOW - grace }),
+      'park',
+    ],
+    [
+      'paused for the grace but acked below the low mark: resumed, not parked',
+      timed(flow(FLOW_HIGH + 1, FLOW_HIGH, true), { waiting: NOW - grace, pausedAt: NOW - grace }),
+      'resume',
+    ],
+    [
+      'parked, nothing acknowledged since',
+      timed(flow(FLOW_HIGH + 1, 10, true), { waiting: 0, pausedAt: 0, parked: 10 }),
+      'none',
+    ],
+    [
+      'parked, acked since but still above the low mark',
+      timed(flow(FLOW_HIGH + 1, 20, true), { waiting: NOW, pausedAt: 0, parked: 10 }),
+      'none',
+    ],
+    [
+      'parked, acked below the low mark: a new client',
+      timed(flow(FLOW_HIGH + 1, FLOW_HIGH, true), { waiting: NOW, pausedAt: 0, parked: 10 }),
+      'unpark',
+    ],
+    [
+      'parked while a little behind, never acknowledging: stays parked',
+      timed(flow(5000, 0, true), { waiting: 0, pausedAt: 0, parked: 0 }),
+      'none',
+    ],
+    [
+      'parked while a little behind, then it acknowledges: a new client',
+      timed(flow(5000, 5000, true), { pausedAt: 0, parked: 0 }),
+      'unpark',
+    ],
+  ] as const)('park: %s → %s', (_name, state, action) => {
+    expect(flowAction(state, limits, NOW)).toBe(action);
+  });
+
+  it('a park falls due at the older of the wait and the pause, plus the grace; never while parked', () => {
+    expect(parkDue(flow(0, 0, false), limits)).toBeNull();
+    expect(parkDue(timed(flow(10, 0, false), { waiting: 100 }), limits)).toBe(100 + grace);
+    expect(parkDue(timed(flow(FLOW_HIGH + 1, 0, true), { waiting: 300, pausedAt: 200 }), limits)).toBe(
+      200 + grace,
+    );
+    expect(parkDue(timed(flow(FLOW_HIGH + 1, 0, true), { waiting: 100, pausedAt: 200 }), limits)).toBe(
+      100 + grace,
+    );
+    expect(parkDue(timed(flow(10, 0, true), { waiting: 100, parked: 0 }), limits)).toBeNull();
+  });
+
+  it('output waits from its first unacknowledged byte; an ack that moves restarts the wait', () => {
+    const sent = noteSent(INITIAL_FLOW, 100, 10);
+    expect(sent).toMatchObject({ sent: 100, waitingSince: 10 });
+    expect(noteSent(sent, 50, 20)).toMatchObject({ sent: 150, waitingSince: 10 });
+    expect(noteSent(sent, 0, 20)).toBe(sent);
+    const more = noteSent(sent, 50, 20);
+    expect(applyAck(more, 100, 30).state).toMatchObject({ acked: 100, waitingSince: 30 });
+    expect(applyAck(more, 150, 30).state).toMatchObject({ acked: 150, waitingSince: null });
+    // An old total moves nothing, not even the wait.
+    expect(applyAck({ ...more, acked: 120 }, 100, 30).state).toMatchObject({ acked: 120, waitingSince: 10 });
+  });
+
+  it('steps: pause and resume, park (still counted paused) and unpark (a fresh wait)', () => {
+    const behind = { ...flow(1000, 400, false), waitingSince: 5 };
+    expect(stepFlow(behind, 'pause', 10)).toMatchObject({ paused: true, pausedAt: 10 });
+    expect(stepFlow(stepFlow(behind, 'pause', 10), 'resume', 20)).toMatchObject({
+      paused: false,
+      pausedAt: null,
+    });
+    const parked = stepFlow(behind, 'park', 30);
+    expect(parked).toMatchObject({ paused: true, pausedAt: 30, parkedAcked: 400 });
+    expect(stepFlow({ ...parked, acked: 900 }, 'unpark', 40)).toMatchObject({
+      paused: false,
+      pausedAt: null,
+      parkedAcked: null,
+      waitingSince: 40,
+    });
+    expect(stepFlow({ ...parked, acked: 1000 }, 'unpark', 40)).toMatchObject({ waitingSince: null });
+    expect(stepFlow(behind, 'none', 50)).toBe(behind);
   });
 
   it('an ack moves forward only, and never past what was sent', () => {
     const state = flow(1000, 200, false);
-    expect(applyAck(state, 500)).toEqual({ state: { ...state, acked: 500 }, bad: false });
-    expect(applyAck(state, 100)).toEqual({ state, bad: false });
+    expect(applyAck(state, 500, 1)).toEqual({ state: { ...state, acked: 500, waitingSince: 1 }, bad: false });
+    expect(applyAck(state, 100, 1)).toEqual({ state, bad: false });
     for (const lie of [1001, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 60]) {
-      expect(applyAck(state, lie)).toEqual({ state, bad: true });
+      expect(applyAck(state, lie, 1)).toEqual({ state, bad: true });
     }
   });
 });

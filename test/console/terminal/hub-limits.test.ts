@@ -98,7 +98,8 @@ describe('terminal hub: a crowd', () => {
     expect(outcome.filter((o) => o === 'hello')).toHaveLength(16);
     expect(outcome.filter((o) => o === 'refused')).toHaveLength(984);
     expect(h.hub.counts()).toEqual({ viewers: 16, sessions: 1 });
-    expect(await clientsOfServer()).toBe(16);
+    // A viewer whose acks a crowd of 1,000 sockets held up past the park grace is re-attached on them.
+    await eventually(async () => ((await clientsOfServer()) === 16 ? true : undefined));
 
     // Still healthy: another session's viewer is served at once.
     const other = await h.newSession(['sh', '-c', 'echo OTHER; exec sleep 600']);
