@@ -40,7 +40,10 @@ export async function frontEnd(out: string): Promise<string> {
   return buildConsole({ outdir: join(out, 'console-ui') });
 }
 
-function benchDeps(sessionId: string): ConsoleDeps {
+function benchDeps(sessionId: string): {
+  deps: ConsoleDeps;
+  takeoverOf(id: string): Promise<TakeoverView | null>;
+} {
   let takeover: TakeoverView | null = null;
   const createdAt = new Date().toISOString();
   const row = (): SessionRow => ({
@@ -61,7 +64,7 @@ function benchDeps(sessionId: string): ConsoleDeps {
     createdAt,
   });
   const none = () => Promise.reject(new Error('not served by the bench'));
-  return {
+  const deps: ConsoleDeps = {
     sessionRows: async () => [row()],
     sessionDetail: async (id) => (id === sessionId ? { session: row(), turns: [] } : undefined),
     turnEvents: async () => [],
@@ -79,12 +82,18 @@ function benchDeps(sessionId: string): ConsoleDeps {
     notifyDispatcher: () => {},
     terminalOf: async (id) => (id === sessionId ? { target: TARGET, takeover } : undefined),
   };
+  return { deps, takeoverOf: async (id) => (id === sessionId ? takeover : null) };
 }
 
 export async function startBenchConsole(rig: Rig, staticDir: string): Promise<BenchConsole> {
   const token = randomBytes(32).toString('base64url');
   const sessionId = randomUUID();
-  const hub = new TerminalHub({ tmux: new Tmux({ socket: rig.socketName }), logger: nullLogger });
+  const bench = benchDeps(sessionId);
+  const hub = new TerminalHub({
+    tmux: new Tmux({ socket: rig.socketName }),
+    logger: nullLogger,
+    takeoverOf: bench.takeoverOf,
+  });
   rig.onCleanup(() => hub.close());
   const server = await startConsoleServer({
     host: '127.0.0.1',
@@ -92,7 +101,7 @@ export async function startBenchConsole(rig: Rig, staticDir: string): Promise<Be
     sessionHours: 1,
     token,
     logger: nullLogger,
-    deps: benchDeps(sessionId),
+    deps: bench.deps,
     terminals: hub,
     staticDir,
   });

@@ -33,6 +33,11 @@ export async function startConsole(app: App, dispatcher: Dispatcher): Promise<Co
   const terminals = new TerminalHub({
     tmux: tmuxClient(config.tmux.socket),
     logger: app.logger,
+    // A take over or hand back from the CLI (another process) reaches the open terminals through this.
+    takeoverOf: async (id) => {
+      const session = await app.store.get(id);
+      return session?.status === 'active' ? session.takeover : null;
+    },
     limits: { perSession: c.maxViewersPerSession, total: c.maxViewers },
   });
   let server: ConsoleServer;

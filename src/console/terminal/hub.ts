@@ -4,21 +4,26 @@ import { checkTarget, type Tmux } from '../../runners/tmux/tmux.js';
 import type { TakeoverView } from '../protocol.js';
 import { ControlClient } from './control-client.js';
 import { FLOW_HIGH, FLOW_LOW, FLOW_PARK_MS, type FlowLimits, windowForTerminal } from './flow-rules.js';
+import { type FreshSources, readFresh, repeatPoll } from './hub-poll.js';
 import { spawnViewerPty, type ViewerPty } from './pty-viewer.js';
 import { stopPid } from './stop.js';
 import { CLOSE, type Role, Viewer, type ViewerHooks } from './viewer.js';
-import { pinWindowSize, scrollback, windowInfo } from './window.js';
+import { pinWindowSize, scrollback, type WindowSize, windowInfo } from './window.js';
 
 /**
  * The console's live tmux terminals. Every viewer gets its own read-only tmux client on a pty; the
  * daemon, not tmux, decides who types: only a socket whose login took the session over (a writer)
  * has its keys (filtered of terminal reports) typed into the pane, through one control-mode client
- * per taken-over session, and only a writer resizes the window.
+ * per taken-over session, and only a writer resizes the window. The hub is the one place that knows
+ * each held session's take over and window size: the API tells it of its own take overs and hand backs
+ * (setTakeover), and a poll (hub-poll.ts) brings those made elsewhere.
  */
 
 export interface TerminalHubOptions {
   tmux: Tmux;
   logger: Logger;
+  /** The session's take over as the store has it now (null: none, or the session is not active). */
+  takeoverOf(sessionId: string): Promise<TakeoverView | null>;
   limits?: { perSession?: number; total?: number; high?: number; low?: number; parkMs?: number };
 }
 
@@ -65,6 +70,11 @@ interface Entry {
   /** The latest size a writer asked for, applied one at a time. */
   wantSize: { cols: number; rows: number } | null;
   resizing: boolean;
+  /** Counts setTakeover calls: a poll begun before one brings an older word, dropped. */
+  takeoverSeq: number;
+  /** Counts a writer's resize runs: a poll begun before one brings an older size, dropped. */
+  sizeSeq: number;
+  poll: { stop(): void };
 }
 
 const roleOf = (principal: string, takeover: TakeoverView | null): Role =>
@@ -76,6 +86,7 @@ const sameTakeover = (a: TakeoverView | null, b: TakeoverView | null): boolean =
 export class TerminalHub {
   private readonly tmux: Tmux;
   private readonly logger: Logger;
+  private readonly fresh: FreshSources;
   private readonly perSession: number;
   private readonly total: number;
   private readonly flow: FlowLimits;
@@ -94,6 +105,7 @@ export class TerminalHub {
   constructor(options: TerminalHubOptions) {
     this.tmux = options.tmux;
     this.logger = options.logger;
+    this.fresh = { tmux: options.tmux, logger: options.logger, takeoverOf: options.takeoverOf };
     this.perSession = options.limits?.perSession ?? 16;
     this.total = options.limits?.total ?? 256;
     this.flow = {
@@ -122,10 +134,10 @@ export class TerminalHub {
     if (this.viewerCount >= this.total || (entry?.viewers.size ?? 0) >= this.perSession) {
       return void socket.close(CLOSE.tooMany, 'too many viewers');
     }
+    // The take over the server read before this attach may be older than the hub's (a hand back
+    // committed meanwhile): it never touches the other viewers. A held session keeps the hub's word;
+    // only a session new to the hub starts from it, and its next poll corrects it.
     const session = entry ?? this.newEntry(viewer);
-    // The newest word on the takeover (the server read it from the store just now) holds for all.
-    if (!sameTakeover(session.takeover, viewer.takeover))
-      this.setTakeover(session.sessionId, viewer.takeover);
     const role = roleOf(viewer.principal, session.takeover);
     const v = new Viewer(socket, viewer.principal, role, this.flow, this.hooks, this.logger);
     session.viewers.add(v);
@@ -141,6 +153,12 @@ export class TerminalHub {
   setTakeover(sessionId: string, takeover: TakeoverView | null): void {
     const entry = this.sessions.get(sessionId);
     if (!entry) return;
+    // Newer than whatever a poll in flight read: its answer is dropped.
+    entry.takeoverSeq++;
+    this.applyTakeover(entry, takeover);
+  }
+
+  private applyTakeover(entry: Entry, takeover: TakeoverView | null): void {
     const before = entry.takeover?.principal ?? null;
     entry.takeover = takeover;
     if ((takeover?.principal ?? null) !== before) this.unlink(entry);
@@ -152,8 +170,7 @@ export class TerminalHub {
     const entry = this.sessions.get(sessionId);
     if (!entry) return;
     for (const v of [...entry.viewers]) v.end(CLOSE.gone, reason, true);
-    this.unlink(entry);
-    this.sessions.delete(sessionId);
+    this.drop(entry);
   }
 
   counts(): { viewers: number; sessions: number } {
@@ -181,9 +198,8 @@ export class TerminalHub {
     this.closing = true;
     for (const entry of [...this.sessions.values()]) {
       for (const v of [...entry.viewers]) v.end(CLOSE.goingAway, 'the daemon is stopping');
-      this.unlink(entry);
+      this.drop(entry);
     }
-    this.sessions.clear();
     await Promise.all([...this.live].map((p) => stopPid(p.pid, p.exited, p.signal)));
   }
 
@@ -199,9 +215,43 @@ export class TerminalHub {
       pinned: false,
       wantSize: null,
       resizing: false,
+      takeoverSeq: 0,
+      sizeSeq: 0,
+      poll: { stop: () => {} },
     };
+    entry.poll = repeatPoll(() => this.poll(entry), this.logger);
     this.sessions.set(viewer.sessionId, entry);
     return entry;
+  }
+
+  /** The session is no longer held: its control client and its poll go. */
+  private drop(entry: Entry): void {
+    this.unlink(entry);
+    entry.poll.stop();
+    if (this.sessions.get(entry.sessionId) === entry) this.sessions.delete(entry.sessionId);
+  }
+
+  /** The store's take over and tmux's window size, applied unless a newer word came meanwhile. */
+  private async poll(entry: Entry): Promise<void> {
+    const takeoverSeq = entry.takeoverSeq;
+    const sizeSeq = entry.sizeSeq;
+    const found = await readFresh(this.fresh, entry.sessionId, entry.target);
+    if (this.closing || this.sessions.get(entry.sessionId) !== entry) return;
+    const takeover = found.takeover;
+    if (
+      takeover !== undefined &&
+      entry.takeoverSeq === takeoverSeq &&
+      !sameTakeover(entry.takeover, takeover)
+    )
+      this.applyTakeover(entry, takeover);
+    // A writer's resize in flight (or done since) knows better: applySizes tells every viewer.
+    if (found.size && entry.sizeSeq === sizeSeq && !entry.resizing) this.followWindow(entry, found.size);
+  }
+
+  /** The window was resized by someone else (a turn's keepWindowSize, tmux by hand): every client follows. */
+  private followWindow(entry: Entry, size: WindowSize): void {
+    entry.status = size.status;
+    for (const v of entry.viewers) v.follow(size.cols, size.rows + size.status);
   }
 
   private async open(entry: Entry, v: Viewer): Promise<void> {
@@ -257,10 +307,7 @@ export class TerminalHub {
     this.entries.delete(v);
     entry.viewers.delete(v);
     this.viewerCount--;
-    if (entry.viewers.size === 0 && this.sessions.get(entry.sessionId) === entry) {
-      this.unlink(entry);
-      this.sessions.delete(entry.sessionId);
-    }
+    if (entry.viewers.size === 0 && this.sessions.get(entry.sessionId) === entry) this.drop(entry);
   }
 
   /** The writer's control client: one per taken-over session, made on first use. */
@@ -333,6 +380,7 @@ export class TerminalHub {
       }
     } finally {
       entry.resizing = false;
+      entry.sizeSeq++;
     }
   }
 

@@ -169,6 +169,15 @@ export class Viewer {
     this.send({ t: 'size', cols, rows });
   }
 
+  /**
+   * The window is this size now (the hub's poll): a started client showing another follows it. One not
+   * yet started reads the size itself; a parked one is told when it is re-attached.
+   */
+  follow(cols: number, rows: number): void {
+    if (!this.pty || (this.size.cols === cols && this.size.rows === rows)) return;
+    this.resize(cols, rows);
+  }
+
   /** Close the socket (telling the browser why when `notice`) and end the pty. */
   end(code: number, reason: string, notice = false): void {
     if (!this.ended && notice) this.send({ t: 'closed', reason });

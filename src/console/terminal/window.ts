@@ -35,6 +35,38 @@ export async function windowInfo(tmux: Tmux, target: string): Promise<WindowInfo
   return { cols: c, rows: h, status: statusLines(status ?? ''), paneId, history: Number(history) || 0 };
 }
 
+/** A window's size and the status lines its clients draw under it (client rows = rows + status). */
+export interface WindowSize {
+  cols: number;
+  rows: number;
+  status: number;
+}
+
+/**
+ * The size of `=<target>:`'s window, for the hub's poll (lighter than windowInfo); a tmux error (the
+ * session gone, the server too) is a value, for the caller to log and ignore.
+ */
+export async function windowSize(
+  tmux: Tmux,
+  target: string,
+): Promise<{ ok: true; size: WindowSize } | { ok: false; why: string }> {
+  const r = await tmux.run([
+    'display-message',
+    '-p',
+    '-t',
+    `=${checkTarget(target)}:`,
+    '#{window_width} #{window_height} #{status}',
+  ]);
+  if (!r.ok) return { ok: false, why: r.stderr.trim() || `exit ${r.code}` };
+  const [cols, rows, status] = r.stdout.trim().split(' ');
+  const c = Number(cols);
+  const h = Number(rows);
+  if (!Number.isInteger(c) || !Number.isInteger(h) || c < 1 || h < 1) {
+    return { ok: false, why: `unexpected answer ${JSON.stringify(r.stdout.trim())}` };
+  }
+  return { ok: true, size: { cols: c, rows: h, status: statusLines(status ?? '') } };
+}
+
 /**
  * Make the window's size the writer's alone. tmux ignores `ignore-size` clients when sizing a window
  * only while some attached client lacks the flag (tmux 3.3a resize.c, ignore_client_size): with only

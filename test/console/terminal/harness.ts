@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { TakeoverView, TerminalServerMessage } from '../../../src/console/protocol.js';
@@ -11,7 +12,8 @@ import { stopTmuxServer } from '../../helpers/tmux.js';
  * The terminal hub in-process behind a bare `ws` server on loopback, with its own private tmux server
  * (`tmux -L <unique>`): for the hub's tests and for the console bench (key echo latency, a stalled
  * viewer under a burst). No auth here — the console server (src/console/) does that before `attach`.
- * A client connects to `/ws/terminal/<sessionId>?as=<principal>`.
+ * A client connects to `/ws/terminal/<sessionId>?as=<principal>`. A plain map stands for the store:
+ * the hub's takeoverOf reads it, as main-console.ts's reads SQLite.
  */
 
 export interface Harness {
@@ -25,16 +27,43 @@ export interface Harness {
   ): Promise<{ sessionId: string; target: string }>;
   /** Take over (principal) or hand back (null), as the console server would after its store. */
   setTakeover(sessionId: string, principal: string | null): void;
-  connect(sessionId: string, principal: string, options?: { autoAck?: boolean }): TestClient;
+  /** Only the store changes, as `the-loop sessions takeover|handback` (another process) does it. */
+  storeTakeover(sessionId: string, principal: string | null): void;
+  /**
+   * `carrying`: the take over this attach carries, as the server read it earlier (a stale read),
+   * instead of the store's current one; a principal, or null for none.
+   */
+  connect(
+    sessionId: string,
+    principal: string,
+    options?: { autoAck?: boolean; carrying?: string | null },
+  ): TestClient;
   close(): Promise<void>;
 }
 
 export async function startHarness(
-  options: { limits?: TerminalHubOptions['limits']; logger?: Logger; maxPayload?: number } = {},
+  options: {
+    limits?: TerminalHubOptions['limits'];
+    logger?: Logger;
+    maxPayload?: number;
+    /** Stands between the hub and the store (to hold a read back); the store's read by default. */
+    takeoverOf?: (sessionId: string, read: () => TakeoverView | null) => Promise<TakeoverView | null>;
+  } = {},
 ): Promise<Harness> {
   const tmux = new Tmux({ socket: `the-loop-console-${randomUUID().slice(0, 8)}` });
-  const hub = new TerminalHub({ tmux, logger: options.logger ?? nullLogger, limits: options.limits });
   const sessions = new Map<string, { target: string; takeover: TakeoverView | null }>();
+  const stored = (sessionId: string) => sessions.get(sessionId)?.takeover ?? null;
+  const hub = new TerminalHub({
+    tmux,
+    logger: options.logger ?? nullLogger,
+    limits: options.limits,
+    takeoverOf: (sessionId) =>
+      options.takeoverOf
+        ? options.takeoverOf(sessionId, () => stored(sessionId))
+        : Promise.resolve(stored(sessionId)),
+  });
+  const takeoverBy = (principal: string | null): TakeoverView | null =>
+    principal === null ? null : { by: principal, since: new Date().toISOString(), principal };
   const wss = new WebSocketServer({
     host: '127.0.0.1',
     port: 0,
@@ -46,11 +75,12 @@ export async function startHarness(
     const sessionId = decodeURIComponent(url.pathname.replace(/^\/ws\/terminal\//, ''));
     const session = sessions.get(sessionId);
     if (!session) return void socket.close(4404, 'no such session');
+    const carrying = url.searchParams.get('carrying');
     hub.attach(socket, {
       sessionId,
       target: session.target,
       principal: url.searchParams.get('as') ?? 'nobody',
-      takeover: session.takeover,
+      takeover: carrying === null ? session.takeover : takeoverBy(carrying === '' ? null : carrying),
     });
   });
   const port = (wss.address() as AddressInfo).port;
@@ -82,12 +112,24 @@ export async function startHarness(
     setTakeover(sessionId, principal) {
       const session = sessions.get(sessionId);
       if (!session) throw new Error(`no session ${sessionId}`);
-      session.takeover =
-        principal === null ? null : { by: principal, since: new Date().toISOString(), principal };
+      session.takeover = takeoverBy(principal);
       hub.setTakeover(sessionId, session.takeover);
     },
-    connect: (sessionId, principal, clientOptions) =>
-      new TestClient(`ws://127.0.0.1:${port}/ws/terminal/${sessionId}?as=${principal}`, clientOptions),
+    storeTakeover(sessionId, principal) {
+      const session = sessions.get(sessionId);
+      if (!session) throw new Error(`no session ${sessionId}`);
+      session.takeover = takeoverBy(principal);
+    },
+    connect: (sessionId, principal, clientOptions) => {
+      const carrying =
+        clientOptions?.carrying === undefined
+          ? ''
+          : `&carrying=${encodeURIComponent(clientOptions.carrying ?? '')}`;
+      return new TestClient(
+        `ws://127.0.0.1:${port}/ws/terminal/${sessionId}?as=${principal}${carrying}`,
+        clientOptions,
+      );
+    },
     async close() {
       await hub.close();
       for (const client of wss.clients) client.terminate();
@@ -207,4 +249,36 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A pane program that records every byte it reads (as hex, one read per line, in `file`) in raw mode,
+ * and shows each read on its screen (`got <n>: <printable bytes>`).
+ */
+export function recorder(file: string): string[] {
+  const script = [
+    "const fs = require('node:fs');",
+    'process.stdin.setRawMode(true);',
+    "process.stdout.write('RECORDER-READY\\r\\n');",
+    "process.stdin.on('data', (d) => { fs.appendFileSync(process.argv[1], d.toString('hex') + '\\n');",
+    // What it read, printable bytes only, on its screen too: for capture-pane.
+    "  process.stdout.write('got ' + d.length + ': ' + d.toString('latin1').replace(/[^ -~]/g, '.') + '\\r\\n'); });",
+  ].join('\n');
+  // Not ending in `;`: tmux takes an argument ending in `;` for its command separator.
+  return [process.execPath, '-e', `${script}\n`, file];
+}
+
+/** What the recorder's pane has read so far (latin1: one char a byte). */
+export function recorded(file: string): string {
+  try {
+    return Buffer.from(readFileSync(file, 'utf8').replace(/\n/g, ''), 'hex').toString('latin1');
+  } catch {
+    return '';
+  }
+}
+
+/** Type a marker straight into the pane (tmux itself), and wait for the recorder to see it. */
+export async function marker(tmux: Tmux, target: string, file: string, text: string): Promise<void> {
+  await tmux.must(['send-keys', '-t', `=${target}:`, '-l', text], 'send-keys');
+  await eventually(() => recorded(file).includes(text) || undefined);
 }

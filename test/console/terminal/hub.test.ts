@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, type Harness, startHarness } from './harness.js';
+import { eventually, type Harness, marker as markIn, recorded, recorder, startHarness } from './harness.js';
 
 // Real tmux on a private server, real node-pty clients, real WebSockets on loopback.
 let h: Harness;
@@ -19,26 +19,7 @@ afterAll(async () => {
 
 const ESC = '\x1b';
 
-/** A pane program that records every byte it reads (as hex, one read per line) in raw mode. */
-function recorder(file: string): string[] {
-  const script = [
-    "const fs = require('node:fs');",
-    'process.stdin.setRawMode(true);',
-    "process.stdout.write('RECORDER-READY\\r\\n');",
-    "process.stdin.on('data', (d) => { fs.appendFileSync(process.argv[1], d.toString('hex') + '\\n');",
-    "  process.stdout.write('got ' + d.length + '\\r\\n'); });",
-  ].join('\n');
-  // Not ending in `;`: tmux takes an argument ending in `;` for its command separator.
-  return [process.execPath, '-e', `${script}\n`, file];
-}
-
-const recorded = (file: string): string => {
-  try {
-    return Buffer.from(readFileSync(file, 'utf8').replace(/\n/g, ''), 'hex').toString('latin1');
-  } catch {
-    return '';
-  }
-};
+const marker = (target: string, file: string, text: string) => markIn(h.tmux, target, file, text);
 
 async function windowSize(target: string): Promise<string> {
   return (
@@ -47,12 +28,6 @@ async function windowSize(target: string): Promise<string> {
       'display',
     )
   ).trim();
-}
-
-/** Type a marker straight into the pane (tmux itself), and wait for the recorder to see it. */
-async function marker(target: string, file: string, text: string): Promise<void> {
-  await h.tmux.must(['send-keys', '-t', `=${target}:`, '-l', text], 'send-keys');
-  await eventually(() => recorded(file).includes(text) || undefined);
 }
 
 describe('terminal hub: viewers', () => {
