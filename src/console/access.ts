@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { ConsoleAuth, ConsoleLogin } from './auth.js';
-import { cookieOf, headerOf, hostOf, LOGIN_COOKIE } from './http.js';
+import { cookiesOf, headerOf, hostOf, LOGIN_COOKIE } from './http.js';
 import { TICKET_HEADER, TICKET_PROTOCOL_PREFIX } from './protocol.js';
 
 /**
@@ -34,9 +34,11 @@ export function principalOf(access: Access, req: IncomingMessage): Principal | u
   if (req.headers.authorization !== undefined) {
     return access.auth.checkBearer(headerOf(req, 'authorization')) ? { kind: 'bearer' } : undefined;
   }
-  const sid = cookieOf(req, LOGIN_COOKIE);
-  const login = access.auth.loginOf(sid);
-  return sid && login ? { kind: 'login', sid, login } : undefined;
+  for (const sid of cookiesOf(req, LOGIN_COOKIE)) {
+    const login = access.auth.loginOf(sid);
+    if (login) return { kind: 'login', sid, login };
+  }
+  return undefined;
 }
 
 /** The page's origin: present, one value, and exactly one of the console's. */

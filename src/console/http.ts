@@ -73,16 +73,21 @@ export function sendMessagePage(res: ServerResponse, status: number, title: stri
   send(res, status, body, 'text/html; charset=utf-8');
 }
 
-/** The value of one cookie (the first of that name), undefined when absent. */
-export function cookieOf(req: IncomingMessage, name: string): string | undefined {
+/**
+ * Every value of a cookie, in the order sent. Another port of the console's host can set a cookie
+ * of the same name (cookies are not isolated by port; a longer Path is sent first): the caller takes
+ * the first value that means something, so a planted one cannot log the person out.
+ */
+export function cookiesOf(req: IncomingMessage, name: string): string[] {
   const header = req.headers.cookie;
-  if (!header || header.length > 8192) return undefined;
+  if (!header || header.length > 8192) return [];
+  const values: string[] = [];
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
   }
-  return undefined;
+  return values.slice(0, 8);
 }
 
 /**

@@ -46,7 +46,11 @@ export async function handleRequest(ctx: RouteContext, req: IncomingMessage, res
     return sendError(res, 405, `${req.method} is not allowed here`);
   if (path === '/healthz') return sendJson(res, 200, { ok: true });
   if (path.startsWith('/assets/')) return serveAsset(ctx, res, path.slice('/assets/'.length));
-  if (path.startsWith('/login/')) return logIn(ctx, res, path.slice('/login/'.length));
+  if (path.startsWith('/login/')) {
+    // A HEAD (a link previewer, a prefetch) must not use up a single-use link it cannot deliver the key of.
+    if (req.method !== 'GET') return sendError(res, 405, 'open the login link with GET');
+    return logIn(ctx, res, path.slice('/login/'.length));
+  }
   if (path === '/') return send(res, 303, '', 'text/plain', { location: '/sessions' });
   const page = pageOf(path);
   if (!page) return sendError(res, 404, 'not found');

@@ -134,6 +134,15 @@ describe('the login link', () => {
     expect(log).toContain('/login/…');
   });
 
+  it('is not used up by a HEAD (a link previewer): 405, and the GET after it logs in', async () => {
+    rig = await startRig();
+    const { code } = mintLoginCode(TOKEN, 'ann');
+    const head = await http(rig, `/login/${code}`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers['set-cookie']).toBeUndefined();
+    expect((await http(rig, `/login/${code}`)).status).toBe(200);
+  });
+
   it('refuses a link minted before the daemon started (used nonces are only in memory)', async () => {
     // Minted 10 s ago, so still unexpired: as if used just before a restart, and replayed after it.
     const before = mintLoginCode(TOKEN, 'ann', Date.now() - 10_000).code;
@@ -237,6 +246,10 @@ describe('pages and the API', () => {
     const { sid } = ann;
     expect((await http(rig, '/api/sessions', { headers: asPage(ann) })).status).toBe(200);
     expect((await http(rig, '/api/sessions', { headers: cookie(sid) })).status).toBe(403);
+    // Another port of this host can plant a cookie of the same name (sent first: a longer Path):
+    // the real one still counts, so a planted one cannot log the person out.
+    const planted = { ...asPage(ann), cookie: `loop_console=planted-by-another-port; loop_console=${sid}` };
+    expect((await http(rig, '/api/sessions', { headers: planted })).status).toBe(200);
     const bearer = await http(rig, '/api/sessions', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(JSON.parse(bearer.body)).toMatchObject([{ id: SESSION }]);
     // A wrong token never falls back to the cookie sent with it.
