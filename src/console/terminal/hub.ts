@@ -246,6 +246,9 @@ export class TerminalHub {
       this.applyTakeover(entry, takeover);
     // A writer's resize in flight (or done since) knows better: applySizes tells every viewer.
     if (found.size && entry.sizeSeq === sizeSeq && !entry.resizing) this.followWindow(entry, found.size);
+    // No size: if the session is gone, a parked viewer (no tmux client to exit) would hold its slot.
+    if (!found.size && (await this.tmux.paneState(entry.target)).state === 'gone')
+      this.closeSession(entry.sessionId, 'the tmux session ended');
   }
 
   /** The window was resized by someone else (a turn's keepWindowSize, tmux by hand): every client follows. */

@@ -122,6 +122,14 @@ describe('terminal hub: parking a stalled viewer', () => {
     await eventually(() => (h.hub.counts().viewers === 0 ? true : undefined));
   });
 
+  it('a session gone while its viewer is parked and never reads again: the poll ends it (its slot is freed)', async () => {
+    const { c, target } = await parkedOn(['sh', '-c', 'echo READY; exec sleep 600']);
+    await h.tmux.must(['kill-session', '-t', `=${target}`], 'kill-session');
+    expect(await c.closed).toEqual({ code: 4410, reason: 'the tmux session ended' });
+    await eventually(() => (h.hub.counts().viewers === 0 ? true : undefined));
+    expect(h.hub.counts()).toEqual({ viewers: 0, sessions: 0 });
+  });
+
   it('closeSession ends a parked viewer (4410, a reason)', async () => {
     const { c, sessionId } = await parkedOn(['sh', '-c', 'echo READY; exec sleep 600']);
     h.hub.closeSession(sessionId, 'the session ended');
