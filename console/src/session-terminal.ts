@@ -47,7 +47,9 @@ export function terminalSection(row: SessionRow): {
   const refresh = () => {
     roleLine.textContent = roleText(state);
     roleLine.dataset.role = state.closed ? 'closed' : state.role;
-    take.hidden = state.takeover !== null || state.closed !== null;
+    // Offered while someone else types too: the daemon refuses, naming them — unless it is this
+    // person from another login (after a daemon restart), who goes on typing.
+    take.hidden = state.role === 'writer' || state.closed !== null;
     back.hidden = state.takeover === null && state.role !== 'writer';
     fit.hidden = state.role !== 'writer';
   };

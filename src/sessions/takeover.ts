@@ -13,7 +13,7 @@ export { takeoverReason } from './takeover-rules.js';
  * measured as a turn, and a total must say it leaves that out.
  */
 export interface TakeoverDeps {
-  store: Pick<SessionStore, 'get' | 'setTakeover'>;
+  store: Pick<SessionStore, 'get' | 'setTakeover' | 'endTakeover'>;
   ledger: { recordUnmetered(drive: UnmeteredDrive): Promise<void> };
   logger: Logger;
 }
@@ -62,7 +62,10 @@ export async function handBack(
   const current = (await deps.store.get(session.id)) ?? session;
   const held = current.takeover;
   if (!held) return current;
-  const back = await deps.store.setTakeover(session.id, null);
+  // Two at once (two tabs, the CLI and the console, a close and a hand back): one ends it and records
+  // the drive; the other finds it ended.
+  if (!(await deps.store.endTakeover(session.id, held))) return (await deps.store.get(session.id)) ?? current;
+  const back = { ...current, takeover: null };
   const until = now.toISOString();
   await deps.ledger.recordUnmetered({
     at: until,

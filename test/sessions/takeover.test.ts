@@ -118,6 +118,19 @@ describe('take over and hand back', () => {
     });
   });
 
+  it('two hand backs at once (two tabs, the CLI and the console): one drive recorded', async () => {
+    const session = await openSession();
+    await takeOver(deps, session, { by: 'alice@host', principal: null }, T0);
+    const ending = endingTakeovers(store, { ledger, logger });
+    await Promise.all([
+      handBack(deps, session, T1),
+      handBack(deps, session, T1),
+      ending.close(session.id, 'closed'),
+    ]);
+    const report = await ledger.report({ since: T0, until: new Date(Date.now() + 1000), by: 'day' });
+    expect(report.notIncluded.unmeteredCount).toBe(1);
+  });
+
   it('a session closed or lost while taken over: the take over ends, its typing recorded as a drive', async () => {
     const ending = endingTakeovers(store, { ledger, logger });
     const session = await openSession();

@@ -241,6 +241,11 @@ export interface SessionStore {
    * handing back works whatever its status. `session-missing` when unknown.
    */
   setTakeover(id: string, takeover: SessionTakeover | null): Promise<SessionRecord>;
+  /**
+   * End this take over (the one begun at `held.since` by `held.by`) if it still holds the session:
+   * true for the one caller that ended it, false when it was ended already (its drive is recorded once).
+   */
+  endTakeover(id: string, held: Pick<SessionTakeover, 'by' | 'since'>): Promise<boolean>;
   /** Raise a session's ceilings by these amounts (added to earlier raises). */
   raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord>;
   /** An active session found gone (`lost`) or ended by its engine (`ended`), with what was seen. */

@@ -33,6 +33,21 @@ export function writeTakeover(
     .immediate();
 }
 
+/** Clear a take over only if it is still this one (who and since): one statement, one winner. */
+export function endTakeover(
+  db: Db,
+  id: string,
+  held: Pick<SessionTakeover, 'by' | 'since'>,
+  at: string,
+): boolean {
+  const changed = db
+    .prepare(
+      "UPDATE sessions SET takeover = NULL, updated_at = ? WHERE id = ? AND json_extract(takeover, '$.by') = ? AND json_extract(takeover, '$.since') = ?",
+    )
+    .run(at, id, held.by, held.since).changes;
+  return changed === 1;
+}
+
 /**
  * A turn's events after `seq`, in order, at most `limit`; or its `last` ones, in order (the primary
  * key serves both ranges: a live view never reads a long turn whole).

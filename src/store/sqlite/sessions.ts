@@ -21,7 +21,7 @@ import type {
 import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
 import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
 import type { Db } from '../db.js';
-import { readEventWindow, writeTakeover } from './session-console.js';
+import { endTakeover, readEventWindow, writeTakeover } from './session-console.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './session-rows.js';
 import {
   insertTurnEvent,
@@ -198,6 +198,9 @@ export class SqliteSessionStore implements SessionStore {
 
   async setTakeover(id: string, takeover: SessionTakeover | null): Promise<SessionRecord> {
     return writeTakeover(this.db, id, takeover, this.now());
+  }
+  async endTakeover(id: string, held: Pick<SessionTakeover, 'by' | 'since'>): Promise<boolean> {
+    return endTakeover(this.db, id, held, this.now());
   }
 
   async raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord> {

@@ -79,6 +79,23 @@ export function takeoverCases(factory: StoreFactory): void {
     expect(String(refused.reason.message)).toContain(held?.by);
   });
 
+  it('ends a take over once: two handles ending it at once, one is told it did; another take over is left alone', async () => {
+    const session = await openSession(store());
+    await store().sessions.setTakeover(session.id, alice);
+    const other = await store().second();
+    const ended = await Promise.all([
+      store().sessions.endTakeover(session.id, alice),
+      other.sessions.endTakeover(session.id, alice),
+    ]);
+    expect(ended.filter(Boolean)).toHaveLength(1);
+    expect((await store().sessions.get(session.id))?.takeover).toBeNull();
+    expect(await store().sessions.endTakeover(session.id, alice)).toBe(false);
+    // Bob's take over is not alice's, whoever asks to end alice's.
+    await store().sessions.setTakeover(session.id, bob);
+    expect(await store().sessions.endTakeover(session.id, alice)).toBe(false);
+    expect((await store().sessions.get(session.id))?.takeover).toEqual(bob);
+  });
+
   it('a take over survives a restart', async () => {
     const session = await openSession(store());
     await store().sessions.setTakeover(session.id, alice);
