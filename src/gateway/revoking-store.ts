@@ -1,4 +1,5 @@
 import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
+import { onSessionEnd } from '../core/session-end.js';
 import type { Logger } from '../log/logger.js';
 import type { GatewayTokens } from './tokens.js';
 
@@ -21,15 +22,5 @@ export function revokingStore(store: SessionStore, tokens: GatewayTokens, logger
     }
     return session;
   };
-  const close: SessionStore['close'] = async (id, reason) => revoke(await store.close(id, reason));
-  const markGone: SessionStore['markGone'] = async (id, status, reason) =>
-    revoke(await store.markGone(id, status, reason));
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'close') return close;
-      if (prop === 'markGone') return markGone;
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return onSessionEnd(store, revoke);
 }

@@ -1,5 +1,6 @@
 import type { UnmeteredDrive } from '../core/ports/ledger.js';
 import type { SessionRecord, SessionStore, SessionTakeover } from '../core/ports/sessions.js';
+import { onSessionEnd } from '../core/session-end.js';
 import { type HoldDeps, heldReason } from '../ledger/budget-hold.js';
 import type { Logger } from '../log/logger.js';
 import { checkTakeoverName, sameHolder, takeoverLength, takeoverReason } from './takeover-rules.js';
@@ -104,17 +105,7 @@ export function endingTakeovers(store: SessionStore, deps: Omit<TakeoverDeps, 's
       return session;
     }
   };
-  const close: SessionStore['close'] = async (id, reason) => end(await store.close(id, reason));
-  const markGone: SessionStore['markGone'] = async (id, status, reason) =>
-    end(await store.markGone(id, status, reason));
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'close') return close;
-      if (prop === 'markGone') return markGone;
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return onSessionEnd(store, end);
 }
 
 /**

@@ -1,3 +1,5 @@
+import { raceTimeout } from '../../runners/process/terminate.js';
+
 /**
  * End a process we started, by its pid, in steps: a first signal (SIGHUP for a tmux client on a pty,
  * as a terminal hang-up; SIGTERM otherwise), a wait, then SIGKILL and a bounded wait. Never by name.
@@ -11,9 +13,9 @@ export async function stopPid(
   if (pid === undefined) return 'exited';
   const done = exited.then(() => 'exited' as const);
   signal(pid, first);
-  if ((await raceTimer(done, waitMs)) === 'exited') return 'exited';
+  if ((await raceTimeout(done, waitMs)) === 'exited') return 'exited';
   signal(pid, 'SIGKILL');
-  await raceTimer(done, waitMs);
+  await raceTimeout(done, waitMs);
   return 'killed';
 }
 
@@ -22,17 +24,5 @@ function signal(pid: number, name: NodeJS.Signals): void {
     process.kill(pid, name);
   } catch {
     // Already gone.
-  }
-}
-
-async function raceTimer<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
