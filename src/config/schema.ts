@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { policySchema } from '../acts/policy.js';
 import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
+import { connectorSchema } from './connector-schema.js';
 import { consoleSchema } from './console-schema.js';
 import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
 import { serverSchema } from './server-schema.js';
@@ -225,6 +226,7 @@ export const configSchema = z
       .prefault({}),
     server: serverSchema,
     console: consoleSchema,
+    connector: connectorSchema,
     webhook: z
       .object({
         secret: z
