@@ -3,6 +3,7 @@ import { inboxRetention } from './v13-inbox-retention.js';
 import { routeOnce } from './v14-route-once.js';
 import { actsTurnSeq } from './v15-acts-turn-seq.js';
 import { sessionTakeover } from './v16-takeover.js';
+import { connectorAudit } from './v17-connector-audit.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -351,4 +352,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   routeOnce,
   actsTurnSeq,
   sessionTakeover,
+  connectorAudit,
 ];

@@ -11,6 +11,7 @@
 import { afterEach, beforeEach } from 'vitest';
 import type { ActStore } from '../../../src/core/ports/acts.js';
 import type { BudgetStore } from '../../../src/core/ports/budgets.js';
+import type { DriveAuditStore } from '../../../src/core/ports/drives.js';
 import type { Inbox } from '../../../src/core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from '../../../src/core/ports/ledger.js';
 import type { SessionStore } from '../../../src/core/ports/sessions.js';
@@ -25,6 +26,7 @@ export interface Ports {
   budgets: BudgetStore;
   tokens: TokenStore;
   cursors: ScanCursorStore;
+  drives: DriveAuditStore;
 }
 
 /** A handle on an open backing store. */
@@ -50,7 +52,7 @@ export interface StoreHandle extends Ports {
 }
 
 export interface StoreOptions {
-  /** The scrubber the stores that scrub are given (sessions, inbox, acts): what they mask. */
+  /** The scrubber the stores that scrub are given (sessions, inbox, acts, drives): what they mask. */
   scrub: (text: string) => string;
 }
 

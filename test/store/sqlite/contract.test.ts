@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type Db, openDb } from '../../../src/store/db.js';
 import { SqliteActStore } from '../../../src/store/sqlite/acts.js';
 import { SqliteBudgets } from '../../../src/store/sqlite/budgets.js';
+import { SqliteDriveAudit } from '../../../src/store/sqlite/drive-audit.js';
 import { SqliteInbox } from '../../../src/store/sqlite/inbox.js';
 import { SqliteLedgerStore } from '../../../src/store/sqlite/ledger.js';
 import { SqliteScanCursors } from '../../../src/store/sqlite/scan-files.js';
@@ -22,6 +23,7 @@ import { SqliteTokenStore } from '../../../src/store/sqlite/tokens.js';
 import { actsContract } from '../contract/acts.contract.js';
 import { budgetsContract } from '../contract/budgets.contract.js';
 import { cursorsContract } from '../contract/cursors.contract.js';
+import { drivesContract } from '../contract/drives.contract.js';
 import {
   type Ports,
   type StoreFactory,
@@ -50,6 +52,7 @@ function portsOver(db: Db, { scrub }: StoreOptions): Ports {
     budgets: new SqliteBudgets(db),
     tokens: new SqliteTokenStore(db),
     cursors: new SqliteScanCursors(db),
+    drives: new SqliteDriveAudit(db, { scrub }),
   };
 }
 
@@ -121,6 +124,7 @@ actsContract(sqlite);
 budgetsContract(sqlite);
 tokensContract(sqlite);
 cursorsContract(sqlite);
+drivesContract(sqlite);
 
 /**
  * Two processes at once. The suites' two handles share this thread: better-sqlite3 runs each call

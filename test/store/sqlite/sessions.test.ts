@@ -90,6 +90,7 @@ describe('openDb and migrations', () => {
       .filter((n) => !n.startsWith('sqlite_'));
     expect(tables).toEqual([
       'acts',
+      'connector_audit',
       'deliveries',
       'gateway_tokens',
       'scan_files',
