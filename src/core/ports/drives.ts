@@ -42,11 +42,17 @@ export interface DriveFilter {
   limit: number;
 }
 
-/** Per operator: how many calls the audit holds and when the last was. */
+/** Per operator: the calls the audit holds, the drives among them, and when the last of each was. */
 export interface OperatorDrives {
   operator: string;
-  count: number;
+  calls: number;
+  /**
+   * Calls of a writing tool (scope write or destroy) that were not refused: what the ledger records
+   * as unmetered drives.
+   */
+  drives: number;
   lastAt: string;
+  lastDriveAt: string | null;
 }
 
 export interface DriveAuditStore {
@@ -54,6 +60,6 @@ export interface DriveAuditStore {
   record(record: DriveRecord): Promise<number>;
   /** Calls, newest first (by `at`; of one instant, the last stored first); at most `limit`. */
   list(filter: DriveFilter): Promise<Array<DriveRecord & { id: number }>>;
-  /** Per operator, the number of calls recorded and the newest one's time (operators with none left out). */
+  /** Per operator (by name), its calls and drives and the newest of each (operators with none left out). */
   byOperator(): Promise<OperatorDrives[]>;
 }

@@ -36,6 +36,9 @@ const INSERT = `INSERT INTO connector_audit (at, operator, connection, tool, bac
    VALUES (@at, @operator, @connection, @tool, @backend, @targetId, @targetName, @scope,
      @outcome, @code, @payloadSha256, @payloadBytes, @detail, @workItem)`;
 
+/** A row that drove a terminal: a writing tool's call that was not refused (as the ledger counts them). */
+const DRIVE = "scope IN ('write', 'destroy') AND outcome <> 'refused'";
+
 /** The most rows one `list` returns, whatever it asks for. */
 const MAX_LIMIT = 100_000;
 
@@ -96,7 +99,8 @@ export class SqliteDriveAudit implements DriveAuditStore {
   async byOperator(): Promise<OperatorDrives[]> {
     return this.db
       .prepare(
-        `SELECT operator, COUNT(*) AS count, MAX(at) AS lastAt FROM connector_audit
+        `SELECT operator, COUNT(*) AS calls, COUNT(drive) AS drives, MAX(at) AS lastAt, MAX(drive) AS lastDriveAt
+         FROM (SELECT operator, at, CASE WHEN ${DRIVE} THEN at END AS drive FROM connector_audit)
          GROUP BY operator ORDER BY operator`,
       )
       .all() as OperatorDrives[];

@@ -82,14 +82,17 @@ export function drivesContract(factory: StoreFactory): void {
       expect(await drives.list({ operator: 'nobody', limit: 100 })).toEqual([]);
     });
 
-    it('counts calls per operator with the newest time', async () => {
+    it('counts calls and drives (writing calls not refused) per operator, with the newest of each', async () => {
       expect(await store().drives.byOperator()).toEqual([]);
       await store().drives.record(drive(5, { operator: 'b' }));
-      await store().drives.record(drive(1, { operator: 'a' }));
-      await store().drives.record(drive(7, { operator: 'b' }));
+      await store().drives.record(drive(1, { operator: 'a', tool: 'read_terminal', scope: 'read' }));
+      await store().drives.record(drive(7, { operator: 'b', outcome: 'refused', code: 'E_SCOPE' }));
+      await store().drives.record(
+        drive(6, { operator: 'b', tool: 'close_terminal', scope: 'destroy', outcome: 'error' }),
+      );
       expect(await store().drives.byOperator()).toEqual([
-        { operator: 'a', count: 1, lastAt: at(1) },
-        { operator: 'b', count: 2, lastAt: at(7) },
+        { operator: 'a', calls: 1, drives: 0, lastAt: at(1), lastDriveAt: null },
+        { operator: 'b', calls: 3, drives: 2, lastAt: at(7), lastDriveAt: at(6) },
       ]);
     });
 
@@ -130,8 +133,8 @@ export function drivesContract(factory: StoreFactory): void {
       expect((await after.drives.list({ limit: 10 })).map((d) => d.at)).toEqual([at(2), at(1)]);
       await after.drives.record(drive(3));
       expect(await after.drives.byOperator()).toEqual([
-        { operator: 'ops', count: 2, lastAt: at(3) },
-        { operator: 'other', count: 1, lastAt: at(2) },
+        { operator: 'ops', calls: 2, drives: 2, lastAt: at(3), lastDriveAt: at(3) },
+        { operator: 'other', calls: 1, drives: 1, lastAt: at(2), lastDriveAt: at(2) },
       ]);
     });
   });
