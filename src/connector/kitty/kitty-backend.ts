@@ -11,8 +11,8 @@ import { screenWithCursor } from './kitty-text.js';
  * (`kitty @ --to <address>`). kitty acts on whatever a `--match` expression selects, and `send-text`
  * whose match selects nothing exits 0 having sent nothing; so every command here matches one window
  * by `id:<n>` only (a number we read from `ls`, never the agent's string), and the window is looked
- * up again — same id, same kitty process — right before each action, and after a send: a target that
- * is not there is `E_TARGET_GONE`, never a silent no-op. kitty never reuses a window id within one
+ * up again — same id, same kitty process — right before each action: a target that is not there is
+ * `E_TARGET_GONE`, never a silent no-op. kitty never reuses a window id within one
  * process, so a window that passed the check cannot have been replaced by another under that id.
  */
 
@@ -176,11 +176,12 @@ export class KittyBackend implements ConnectorBackend {
 
   /**
    * Text through stdin (`send-text --stdin`), never argv. `send-text` reports no match as success, so
-   * the window is checked before and after: gone after means the text may have gone nowhere.
+   * the window is checked right before. It is not checked after: input that ends the program (`exit`,
+   * `q`, C-d) closes the window, and that is a send that worked. A window that closes in the instant
+   * between the check and the send gets nothing, and its id can name no other window.
    */
   private async send(terminal: Terminal, bytes: string): Promise<void> {
     const window = await this.verify(terminal);
     await this.act(window, ['send-text', '--match', `id:${window.windowId}`, '--stdin'], bytes);
-    await this.verify(terminal);
   }
 }
