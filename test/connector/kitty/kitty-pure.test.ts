@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { KittyBackend } from '../../../src/connector/kitty/kitty-backend.js';
+import { parseKey } from '../../../src/connector/keys.js';
 import { keyBytes } from '../../../src/connector/kitty/key-bytes.js';
+import { KittyBackend } from '../../../src/connector/kitty/kitty-backend.js';
 import { parseLs, windowIdOf } from '../../../src/connector/kitty/kitty-ls.js';
 import { screenWithCursor } from '../../../src/connector/kitty/kitty-text.js';
-import { parseKey } from '../../../src/connector/keys.js';
 import { ConnectorError } from '../../../src/connector/names.js';
 
 const CANARY = 'kitty-canary-7f3e9a2b41c8d05e';
@@ -114,8 +114,12 @@ describe('kitty key bytes', () => {
   });
 
   it('refuses a key outside the grammar, never typing it', () => {
-    expect(() => keyBytes({ ctrl: false, meta: false, shift: false, base: 'NotAKey' })).toThrow(ConnectorError);
-    expect(() => keyBytes({ ctrl: true, meta: false, shift: false, base: 'Enter' })).toThrow(/E_UNKNOWN_KEY|no bytes/);
+    expect(() => keyBytes({ ctrl: false, meta: false, shift: false, base: 'NotAKey' })).toThrow(
+      ConnectorError,
+    );
+    expect(() => keyBytes({ ctrl: true, meta: false, shift: false, base: 'Enter' })).toThrow(
+      /E_UNKNOWN_KEY|no bytes/,
+    );
   });
 });
 
@@ -128,7 +132,10 @@ describe('kitty backend without kitty', () => {
 
   it('is unavailable when the binary is missing', async () => {
     const backend = new KittyBackend({ to: 'unix:/nonexistent/kitty.sock', binary: '/nonexistent/kitty' });
-    expect(await backend.available()).toEqual({ ok: false, reason: expect.stringContaining('not installed') });
+    expect(await backend.available()).toEqual({
+      ok: false,
+      reason: expect.stringContaining('not installed'),
+    });
     await expect(backend.list()).rejects.toMatchObject({ code: 'E_BACKEND_UNAVAILABLE' });
   });
 });
