@@ -31,9 +31,15 @@ export interface Violation {
 }
 
 /** A centre file: under `src/core/`, or a rules or plan file anywhere under `src/`. */
+/**
+ * Plain vocabulary outside core/ that rules files build on: the connector's names (tools, tiers,
+ * scopes, codes) and its grant types. Centre files themselves: they import nothing but each other.
+ */
+const CENTRE_DATA = new Set(['src/connector/names.ts', 'src/connector/grant.ts']);
+
 export function isCentre(path: string): boolean {
   if (!path.startsWith('src/')) return false;
-  if (path.startsWith('src/core/')) return true;
+  if (path.startsWith('src/core/') || CENTRE_DATA.has(path)) return true;
   return /^(?:rules|.+-rules|plan-.+|.+-plan)\.(?:[cm]?[jt]s|[jt]sx)$/.test(basename(path));
 }
 
