@@ -88,6 +88,13 @@ export class KittyBackend implements ConnectorBackend {
    */
   async sendText(terminal: Terminal, text: string): Promise<void> {
     if (text === '') return;
+    // kitty 0.26.5 cannot paste bracketed: a newline would reach a shell as Enter and run what came
+    // before it. Pressing Enter is the agent's to ask for, as a key.
+    if (/[\n\r]/.test(text))
+      throw new ConnectorError(
+        'E_INVALID',
+        'kitty cannot paste text with a newline as one paste (it would press Enter): send one line, then keys ["Enter"]',
+      );
     await this.send(terminal, text);
   }
 
