@@ -9,6 +9,7 @@ import { createLogger, fileSink, type Logger, type SecretScrubber } from './log/
 import { type Db, openDb } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
+import { SqliteDriveAudit } from './store/sqlite/drive-audit.js';
 import { SqliteLedgerStore } from './store/sqlite/ledger.js';
 import { SqliteScanCursors } from './store/sqlite/scan-files.js';
 import { SqliteSessionStore } from './store/sqlite/sessions.js';
@@ -34,6 +35,8 @@ export interface Base {
   scanCursors: SqliteScanCursors;
   /** The gateway's capability tokens (hashes). */
   tokenStore: SqliteTokenStore;
+  /** The terminal connector's audit (`the-loop mcp`): every call, its payload as a digest. */
+  drives: SqliteDriveAudit;
   dispose(): void;
 }
 
@@ -71,6 +74,7 @@ export function openBase(options: AppOptions): Base {
     budgets: new SqliteBudgets(db),
     scanCursors: new SqliteScanCursors(db),
     tokenStore: new SqliteTokenStore(db),
+    drives: new SqliteDriveAudit(db, { scrub: scrubber.scrub }),
     dispose: () => {
       if (db.open) db.close();
       logSink.close?.();

@@ -6,6 +6,7 @@ import type { Base } from '../main-base.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
+import { addMcpReportCommands, addMcpServeOptions, type McpCommandOptions } from './mcp.js';
 import { intOption } from './options.js';
 import { addSessionsCommands, type WithApp } from './program-sessions.js';
 
@@ -69,6 +70,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   addConfigCommands(program, context);
   addServeCommand(program, context);
   addConsoleCommand(program, context);
+  addMcpCommands(program, context);
   return program;
 }
 
@@ -306,6 +308,25 @@ function addServeCommand(program: Command, { io, setExit, globals }: ProgramCont
 }
 
 /** `console`: a login link to the running daemon's console (reads the config, never the database). */
+/** `mcp` (the terminal connector on stdio), `mcp grants`, `mcp audit`: they open the base only. */
+function addMcpCommands(program: Command, { io, withBase }: ProgramContext): void {
+  const mcp = addMcpServeOptions(
+    program
+      .command('mcp')
+      .description(
+        "the terminal connector: an MCP server on stdio through which an operator agent drives tmux and kitty within its operator's grant (docs/connector.md)",
+      ),
+  )
+    // `mcp audit --operator x` is the report's option, not the server's.
+    .enablePositionalOptions()
+    .action(async (opts: McpCommandOptions, cmd: Command) =>
+      withBase(cmd, async (base) =>
+        (await import('./mcp.js')).mcpServeCommand(base, io, opts, readVersion()),
+      ),
+    );
+  addMcpReportCommands(mcp, { io, withBase });
+}
+
 function addConsoleCommand(program: Command, { io, setExit, globals }: ProgramContext): void {
   program
     .command('console')

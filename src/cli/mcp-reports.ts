@@ -1,4 +1,3 @@
-import type { Command } from 'commander';
 import { type ConnectorConfig, operatorGrants } from '../config/connector-schema.js';
 import type { Grant, TargetRule } from '../connector/grant.js';
 import { toolsWithin } from '../connector/grant-rules.js';
@@ -6,7 +5,6 @@ import type { DriveAuditStore, DriveRecord, OperatorDrives } from '../core/ports
 import { parseWhen } from '../ledger/report.js';
 import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
-import { intOption } from './options.js';
 
 /**
  * `the-loop mcp grants` and `the-loop mcp audit`: what each operator agent may do through the
@@ -19,37 +17,6 @@ import { intOption } from './options.js';
 export interface McpReportBase {
   loaded: { config: { connector: Pick<ConnectorConfig, 'operators'> } };
   drives: DriveAuditStore;
-}
-
-export interface McpReportContext {
-  io: Io;
-  withBase: (cmd: Command, fn: (base: McpReportBase) => Promise<number> | number) => Promise<void>;
-}
-
-/** Registers `grants` and `audit` under the `mcp` command. */
-export function addMcpReportCommands(mcp: Command, { io, withBase }: McpReportContext): void {
-  mcp
-    .command('grants')
-    .description('each operator: backends, scope, targets, tools and run limits, with its calls and drives')
-    .option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }, cmd: Command) =>
-      withBase(cmd, (base) =>
-        mcpGrantsCommand({ connector: base.loaded.config.connector, drives: base.drives }, io, opts),
-      ),
-    );
-  mcp
-    .command('audit')
-    .description(
-      "the connector's calls, newest first: who, which tool, which terminal, outcome, payload digest",
-    )
-    .option('--since <when>', 'from this long ago or this date: 7d, 24h, 2026-11-30')
-    .option('--until <when>', 'up to this long ago or this date (default now)')
-    .option('--operator <name>', 'only this operator')
-    .option('-n, --limit <n>', 'at most this many (default 200)', intOption('--limit', 1, 100_000))
-    .option('--json', 'JSON output')
-    .action(async (opts: McpAuditOptions, cmd: Command) =>
-      withBase(cmd, (base) => mcpAuditCommand({ drives: base.drives }, io, opts)),
-    );
 }
 
 interface GrantRow extends Grant {

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Io, scrubbingIo, showingIo } from '../../src/cli/io.js';
+import { addMcpReportCommands } from '../../src/cli/mcp.js';
 import {
-  addMcpReportCommands,
   describeTargets,
   type McpReportBase,
   mcpAuditCommand,
@@ -206,8 +206,8 @@ describe('addMcpReportCommands', () => {
     const mcp = program.command('mcp');
     addMcpReportCommands(mcp, {
       io,
-      withBase: async (_cmd, fn) => {
-        code = await fn(base);
+      withBase: async (_cmd: unknown, fn: (b: never) => Promise<number>) => {
+        code = await fn(base as never);
       },
     });
     await drives.record(drive(1));
@@ -218,8 +218,8 @@ describe('addMcpReportCommands', () => {
     const again = new Command('the-loop').exitOverride();
     addMcpReportCommands(again.command('mcp'), {
       io: audit.io,
-      withBase: async (_cmd, fn) => {
-        code = await fn(base);
+      withBase: async (_cmd: unknown, fn: (b: never) => Promise<number>) => {
+        code = await fn(base as never);
       },
     });
     await again.parseAsync(['mcp', 'audit', '--operator', 'ops', '-n', '5'], { from: 'user' });
