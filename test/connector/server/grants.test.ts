@@ -76,7 +76,8 @@ describe('targets', () => {
   it('a prefix reaches the names that start with it, and nothing else', async () => {
     const typist = await connect(['--operator', 'typist']);
     const listed = await call(typist.client, 'list_terminals', {});
-    const names = (listed.structured?.terminals as Array<{ name: string }>).map((t) => t.name).sort();
+    const terminals = (listed.structured?.terminals ?? []) as Array<{ name: string }>;
+    const names = terminals.map((t) => t.name).sort();
     expect(names).toEqual(['loop-a', 'loop-a-b']);
     expect((await call(typist.client, 'read_terminal', { target: 'loop-a-b' })).isError).toBe(false);
     expect((await call(typist.client, 'read_terminal', { target: 'loop-b' })).code).toBe(
