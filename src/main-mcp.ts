@@ -72,13 +72,29 @@ export function connectorBackends(
   return backends;
 }
 
-/** The daemon's sessions by tmux name (active ones): what a drive is charged to, what is never closed. */
-async function agentSessions(base: Base): Promise<Map<string, { sessionId: string; workItem: string }>> {
-  const sessions = await base.sessions.list({ status: 'active' });
-  const byName = new Map<string, { sessionId: string; workItem: string }>();
-  for (const s of sessions)
-    if (s.tmuxTarget) byName.set(s.tmuxTarget, { sessionId: s.id, workItem: s.workItem });
-  return byName;
+type AgentSessions = Map<string, { sessionId: string; workItem: string }>;
+
+/**
+ * The daemon's sessions by tmux name (active ones): what a drive is charged to, what is never
+ * closed. Read at most once a second for accounting (a list of terminals asks for each of them),
+ * afresh before a close.
+ */
+function agentSessionsOf(base: Base): (fresh?: boolean) => Promise<AgentSessions> {
+  let cached: { at: number; map: Promise<AgentSessions> } | null = null;
+  return (fresh = false) => {
+    if (!fresh && cached && Date.now() - cached.at < 1000) return cached.map;
+    const map = base.sessions.list({ status: 'active' }).then((sessions) => {
+      const byName: AgentSessions = new Map();
+      for (const s of sessions)
+        if (s.tmuxTarget) byName.set(s.tmuxTarget, { sessionId: s.id, workItem: s.workItem });
+      return byName;
+    });
+    cached = { at: Date.now(), map };
+    map.catch(() => {
+      cached = null;
+    });
+    return map;
+  };
 }
 
 async function bindingFor(base: Base, grant: Grant, backends: ConnectorBackend[]): Promise<Binding | null> {
@@ -114,6 +130,7 @@ export async function openConnection(
     throw error;
   }
   const ownPane = options.env.TMUX_PANE;
+  const agentSessions = agentSessionsOf(base);
   const connection: Connection = {
     grant,
     binding,
@@ -123,10 +140,11 @@ export async function openConnection(
       ledger: base.ledger,
       operator: grant.operator,
       connection: randomUUID().slice(0, 8),
-      agentSession: async (name) => (await agentSessions(base)).get(name) ?? null,
+      agentSession: async (name) => (await agentSessions()).get(name) ?? null,
     },
     protectedNames: async () => {
-      const names = new Set((await agentSessions(base)).keys());
+      // Fresh: a session the daemon started a moment ago is protected too.
+      const names = new Set((await agentSessions(true)).keys());
       // The terminal this server runs in (an agent inside tmux): closing it would end the caller.
       const own = ownPane ? (await backends.get('tmux')?.list())?.find((t) => t.id === ownPane) : undefined;
       if (own) names.add(own.name);

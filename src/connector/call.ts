@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { toJson } from '../core/text.js';
 import { account, payloadOf } from './accounting.js';
 import type { Terminal } from './backend.js';
-import { type Connection, grantedBackends } from './connection.js';
+import { type Connection, listGranted } from './connection.js';
 import { gateCall } from './grant-rules.js';
 import { HANDLERS } from './handlers.js';
 import { ConnectorError } from './names.js';
@@ -99,18 +99,15 @@ function errorResult(code: string, message: string): CallToolResult {
 async function resolveGranted(connection: Connection, target: string): Promise<Terminal> {
   if (target.startsWith('kitty:') && !connection.grant.backends.includes('kitty'))
     throw new ConnectorError('E_SCOPE', 'the grant does not include the kitty backend');
-  const terminals: Terminal[] = [];
-  const unavailable: string[] = [];
-  for (const backend of grantedBackends(connection)) {
-    const ready = await backend.available();
-    if (ready.ok) terminals.push(...(await backend.list()));
-    else unavailable.push(`${backend.name}: ${ready.reason}`);
-  }
+  const { terminals, unavailable } = await listGranted(connection);
   try {
     return resolveTarget(terminals, target);
   } catch (error) {
     if (error instanceof ConnectorError && error.code === 'E_TARGET_NOT_FOUND' && unavailable.length > 0)
-      throw new ConnectorError('E_BACKEND_UNAVAILABLE', `${error.message} (${unavailable.join('; ')})`);
+      throw new ConnectorError(
+        'E_BACKEND_UNAVAILABLE',
+        `${error.message} (${unavailable.map((u) => `${u.backend}: ${u.reason}`).join('; ')})`,
+      );
     throw error;
   }
 }

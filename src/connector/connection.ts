@@ -22,6 +22,36 @@ export interface Connection {
   onInternalError(tool: string, error: unknown): void;
 }
 
+/**
+ * Every terminal of the granted backends (or of one of them), with the backends that did not answer
+ * and why. A backend is asked whether it is available only when its list is empty (tmux lists
+ * nothing when no server runs): one call on the way of every tool, not two.
+ */
+export async function listGranted(
+  connection: Pick<Connection, 'grant' | 'backends'>,
+  only?: BackendName,
+): Promise<{ terminals: Terminal[]; unavailable: Array<{ backend: BackendName; reason: string }> }> {
+  const terminals: Terminal[] = [];
+  const unavailable: Array<{ backend: BackendName; reason: string }> = [];
+  for (const backend of grantedBackends(connection)) {
+    if (only && backend.name !== only) continue;
+    let listed: Terminal[];
+    try {
+      listed = await backend.list();
+    } catch (error) {
+      if (!(error instanceof ConnectorError && error.code === 'E_BACKEND_UNAVAILABLE')) throw error;
+      unavailable.push({ backend: backend.name, reason: error.message });
+      continue;
+    }
+    if (listed.length === 0) {
+      const ready = await backend.available();
+      if (!ready.ok) unavailable.push({ backend: backend.name, reason: ready.reason });
+    }
+    terminals.push(...listed);
+  }
+  return { terminals, unavailable };
+}
+
 /** The granted backends, in the grant's order. */
 export function grantedBackends(connection: Pick<Connection, 'grant' | 'backends'>): ConnectorBackend[] {
   return connection.grant.backends.flatMap((name) => {

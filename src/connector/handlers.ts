@@ -1,6 +1,6 @@
 import { sanitizeUntrusted } from '../core/text.js';
 import type { Terminal } from './backend.js';
-import { type Connection, grantedBackends } from './connection.js';
+import { type Connection, listGranted } from './connection.js';
 import { terminalInGrant } from './grant-rules.js';
 import { parseKeys } from './keys.js';
 import { type BackendName, ConnectorError, type ToolName } from './names.js';
@@ -43,37 +43,30 @@ async function listTerminals(
   const only = args.backend as BackendName | undefined;
   if (only && !connection.grant.backends.includes(only))
     throw new ConnectorError('E_SCOPE', `the grant does not include the ${only} backend`);
+  const listed = await listGranted(connection, only);
   const terminals: Record<string, unknown>[] = [];
-  const unavailable: Array<{ backend: BackendName; reason: string }> = [];
-  for (const backend of grantedBackends(connection)) {
-    if (only && backend.name !== only) continue;
-    const ready = await backend.available();
-    if (!ready.ok) {
-      unavailable.push({ backend: backend.name, reason: ready.reason });
-      continue;
-    }
-    for (const t of await backend.list()) {
-      if (!terminalInGrant(connection.grant, connection.binding, t)) continue;
-      const agent = await connection.accounting.agentSession(t.name);
-      // Field by field: whatever else a backend knows about a terminal is not returned.
-      terminals.push({
-        id: t.id,
-        backend: t.backend,
-        name: t.name,
-        label: t.label,
-        title: t.title,
-        command: t.command,
-        cols: t.cols,
-        rows: t.rows,
-        active: t.active,
-        dead: t.dead,
-        inMode: t.inMode,
-        alternateScreen: t.alternateScreen,
-        createdAt: t.createdAt,
-        agentSession: agent?.workItem ?? null,
-      });
-    }
+  for (const t of listed.terminals) {
+    if (!terminalInGrant(connection.grant, connection.binding, t)) continue;
+    const agent = await connection.accounting.agentSession(t.name);
+    // Field by field: whatever else a backend knows about a terminal is not returned.
+    terminals.push({
+      id: t.id,
+      backend: t.backend,
+      name: t.name,
+      label: t.label,
+      title: t.title,
+      command: t.command,
+      cols: t.cols,
+      rows: t.rows,
+      active: t.active,
+      dead: t.dead,
+      inMode: t.inMode,
+      alternateScreen: t.alternateScreen,
+      createdAt: t.createdAt,
+      agentSession: agent?.workItem ?? null,
+    });
   }
+  const unavailable = listed.unavailable;
   return { structured: { terminals, unavailable }, detail: `${terminals.length} terminal(s)` };
 }
 
