@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import type { GrantRequest, TargetRule } from '../connector/grant.js';
+import { isLoopbackHost } from '../connector/http/http-rules.js';
 import {
   BACKENDS,
   type BackendName,
@@ -9,6 +10,7 @@ import {
   type ToolName,
 } from '../connector/names.js';
 import { LoopError } from '../core/errors.js';
+import { toJson } from '../core/text.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import type { Base } from '../main-base.js';
 import { EXIT, type Io } from './io.js';
@@ -16,9 +18,10 @@ import type { McpAuditOptions } from './mcp-reports.js';
 import { intOption } from './options.js';
 
 /**
- * `the-loop mcp`: the terminal connector as an MCP server on stdio, for one operator agent; what it
- * may do is the operator's grant from the config, narrowed by these options (asking for more than
- * the grant refuses to start). `mcp grants` and `mcp audit` report (cli/mcp-reports.ts).
+ * `the-loop mcp`: the terminal connector as an MCP server on stdio (or, with `--http`, Streamable
+ * HTTP on loopback), for one operator agent; what it may do is the operator's grant from the
+ * config, narrowed by these options (asking for more than the grant refuses to start). `mcp grants`
+ * and `mcp audit` report (cli/mcp-reports.ts).
  */
 
 export interface McpCommandOptions {
@@ -31,6 +34,10 @@ export interface McpCommandOptions {
   tools?: string;
   timeout?: number;
   maxLines?: number;
+  http?: boolean;
+  host?: string;
+  port?: number;
+  json?: boolean;
 }
 
 function listOf<T extends string>(what: string, value: string, allowed: readonly T[]): T[] {
@@ -80,6 +87,12 @@ export async function mcpServeCommand(
   opts: McpCommandOptions,
   version: string,
 ): Promise<number> {
+  if (opts.http) return mcpHttpCommand(base, io, opts, version);
+  if (opts.host !== undefined || opts.port !== undefined || opts.json)
+    throw new LoopError(
+      'usage',
+      '--host, --port and --json go with --http (stdio prints nothing of its own)',
+    );
   const { serveMcpStdio } = await import('../main-mcp.js');
   await serveMcpStdio(base, {
     operator: opts.operator,
@@ -90,6 +103,63 @@ export async function mcpServeCommand(
     stdout: process.stdout,
   });
   return EXIT.ok;
+}
+
+/**
+ * `the-loop mcp --http`: serve until SIGINT or SIGTERM. One line on stdout says where, and which file
+ * holds the bearer token — never the token itself.
+ */
+async function mcpHttpCommand(base: Base, io: Io, opts: McpCommandOptions, version: string): Promise<number> {
+  const host = opts.host ?? '127.0.0.1';
+  if (!isLoopbackHost(host))
+    throw new LoopError(
+      'usage',
+      `--host must be a loopback address (127.0.0.1, ::1, localhost), not ${host}`,
+      {
+        hint: 'the connector drives terminals on this machine: it is served to this machine only',
+      },
+    );
+  const { serveMcpHttp } = await import('../main-mcp-http.js');
+  // Listened for before serving: a signal during start-up still stops it cleanly.
+  const signalled = untilSignal();
+  try {
+    const served = await serveMcpHttp(base, {
+      operator: opts.operator,
+      request: grantRequest(opts),
+      env: io.env,
+      version,
+      host,
+      port: opts.port ?? 0,
+    });
+    const { url, tokenFile, operator } = served;
+    io.out(
+      opts.json
+        ? `${toJson({ url, tokenFile, operator })}\n`
+        : `the-loop mcp: operator ${operator} at ${url} (bearer token in ${tokenFile})\n`,
+    );
+    await Promise.race([signalled.promise, served.done]);
+    await served.close();
+  } finally {
+    signalled.dispose();
+  }
+  return EXIT.ok;
+}
+
+/** Resolves on the first SIGINT or SIGTERM; `dispose` stops listening for them. */
+function untilSignal(): { promise: Promise<void>; dispose(): void } {
+  let stop = () => {};
+  const promise = new Promise<void>((resolve) => {
+    stop = () => resolve();
+  });
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return {
+    promise,
+    dispose: () => {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+    },
+  };
 }
 
 /** The options of `the-loop mcp` (the server). */
@@ -110,7 +180,18 @@ export function addMcpServeOptions(mcp: Command): Command {
       '--max-lines <n>',
       'at most this many output lines from run_command',
       intOption('--max-lines', 1, 10_000),
-    );
+    )
+    .option(
+      '--http',
+      'serve over Streamable HTTP on a loopback address, with a bearer token (docs/connector.md)',
+    )
+    .option('--host <address>', 'with --http: the loopback address to listen on (default 127.0.0.1)')
+    .option(
+      '--port <port>',
+      'with --http: the port (default 0: any free port)',
+      intOption('--port', 0, 65535),
+    )
+    .option('--json', 'with --http: print {url, tokenFile, operator} as JSON');
 }
 
 /** Registers `grants` and `audit` under the `mcp` command; their code loads when one runs. */
@@ -125,12 +206,12 @@ export function addMcpReportCommands(
     .command('grants')
     .description('each operator: backends, scope, targets, tools and run limits, with its calls and drives')
     .option('--json', 'JSON output')
-    .action(async (opts: { json?: boolean }, cmd: Command) =>
+    .action(async (_opts: unknown, cmd: Command) =>
       withBase(cmd, async (base) =>
         (await import('./mcp-reports.js')).mcpGrantsCommand(
           { connector: base.loaded.config.connector, drives: base.drives },
           io,
-          opts,
+          { json: reportOptions<{ json?: boolean }>(cmd).json },
         ),
       ),
     );
@@ -144,9 +225,23 @@ export function addMcpReportCommands(
     .option('--operator <name>', 'only this operator')
     .option('-n, --limit <n>', 'at most this many (default 200)', intOption('--limit', 1, 100_000))
     .option('--json', 'JSON output')
-    .action(async (opts: McpAuditOptions, cmd: Command) =>
-      withBase(cmd, async (base) =>
-        (await import('./mcp-reports.js')).mcpAuditCommand({ drives: base.drives }, io, opts),
-      ),
-    );
+    .action(async (_opts: unknown, cmd: Command) => {
+      const { since, until, operator, limit, json } = reportOptions<McpAuditOptions>(cmd);
+      return withBase(cmd, async (base) =>
+        (await import('./mcp-reports.js')).mcpAuditCommand({ drives: base.drives }, io, {
+          since,
+          until,
+          operator,
+          limit,
+          json,
+        }),
+      );
+    });
 }
+
+/**
+ * A report's options with those `mcp` itself parsed: the root program recognises options after a
+ * subcommand, so in `mcp audit --operator x --json` the server's `--operator` and `--json` take
+ * them before `audit` sees them.
+ */
+const reportOptions = <T>(cmd: Command): T => cmd.optsWithGlobals() as T;
