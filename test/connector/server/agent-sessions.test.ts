@@ -67,13 +67,21 @@ describe("the daemon's sessions", () => {
     expect(listed.structured?.terminals).toMatchObject([{ name: 'loop-agent', agentSession: WORK_ITEM }]);
     const nudge = await call(nudger.client, 'send_input', { target: 'loop-agent', text: 'keep going' });
     expect(nudge.isError, nudge.text).toBe(false);
-    expect((await call(nudger.client, 'read_terminal', { target: 'loop-agent-2' })).code).toBe('E_TARGET_NOT_BOUND');
-    expect((await call(nudger.client, 'read_terminal', { target: 'loop-scratch' })).code).toBe('E_TARGET_NOT_BOUND');
+    expect((await call(nudger.client, 'read_terminal', { target: 'loop-agent-2' })).code).toBe(
+      'E_TARGET_NOT_BOUND',
+    );
+    expect((await call(nudger.client, 'read_terminal', { target: 'loop-scratch' })).code).toBe(
+      'E_TARGET_NOT_BOUND',
+    );
     const audit = await runCli(['mcp', 'audit', '--json', '--operator', 'nudger'], {
       cwd: project.dir,
       env: { THE_LOOP_DATA_DIR: dataDir },
     });
-    const rows = JSON.parse(audit.stdout) as Array<{ tool: string; workItem: string | null; outcome: string }>;
+    const rows = JSON.parse(audit.stdout) as Array<{
+      tool: string;
+      workItem: string | null;
+      outcome: string;
+    }>;
     expect(rows.find((r) => r.tool === 'send_input' && r.outcome === 'ok')?.workItem).toBe(WORK_ITEM);
   });
 

@@ -69,7 +69,9 @@ describe.skipIf(skip !== null)(`the connector on kitty${skip ? `: ${skip}` : ''}
 
   it('refuses a target that matches nothing', async () => {
     expect((await keep('read_terminal', { target: 'kitty:99999' })).code).toBe('E_TARGET_NOT_FOUND');
-    expect((await keep('send_input', { target: 'no such title', text: 'x' })).code).toBe('E_TARGET_NOT_FOUND');
+    expect((await keep('send_input', { target: 'no such title', text: 'x' })).code).toBe(
+      'E_TARGET_NOT_FOUND',
+    );
     expect((await keep('send_input', { target: '%1', text: 'x' })).isError).toBe(true);
   });
 
@@ -89,7 +91,9 @@ describe.skipIf(skip !== null)(`the connector on kitty${skip ? `: ${skip}` : ''}
       const listed = await call(down.client, 'list_terminals', {});
       expect(listed.structured?.terminals).toEqual([]);
       expect(listed.structured?.unavailable).toMatchObject([{ backend: 'kitty' }]);
-      expect((await call(down.client, 'read_terminal', { target: 'kitty:1' })).code).toBe('E_BACKEND_UNAVAILABLE');
+      expect((await call(down.client, 'read_terminal', { target: 'kitty:1' })).code).toBe(
+        'E_BACKEND_UNAVAILABLE',
+      );
     } finally {
       await down.close();
       project2.cleanup();

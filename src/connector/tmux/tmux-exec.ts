@@ -1,0 +1,160 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The connector's own tmux client: every call is `tmux [-L socket] <argv…>` through spawn with an
+ * argv array — never a shell. The few tmux command strings the backend builds (the branches of an
+ * `if-shell -F`, a hook) are assembled only from values checked here against strict patterns, so no
+ * outside text is ever parsed by tmux's command parser; outside text travels on stdin
+ * (`load-buffer -`) or as one argv element of a program tmux starts (`respawn-pane … sh -c <text>`).
+ */
+
+const SOCKET = /^[A-Za-z0-9._-]{1,100}$/;
+const PANE = /^%\d{1,9}$/;
+const IDENTITY = /^\$\d{1,9}@\d{1,12}$/;
+const SESSION = /^\$\d{1,9}$/;
+const BUFFER = /^the-loop-[0-9a-f]{8,32}$/;
+const CHANNEL = /^the-loop-run-[0-9a-f]{8,32}$/;
+const OPTION = /^@the_loop_status_[0-9a-f]{8,32}$/;
+
+/** Most bytes read from one tmux call (a capture of a very long history is cut here). */
+const MAX_STDOUT = 32 * 1024 * 1024;
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface TmuxExecOptions {
+  /** `tmux -L <name>`: a private server; undefined: the user's default server. */
+  socket?: string | undefined;
+  binary?: string | undefined;
+}
+
+export interface ExecResult {
+  ok: boolean;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** The binary could not be started at all (not installed). */
+  missing: boolean;
+}
+
+function check(pattern: RegExp, what: string, value: string): string {
+  if (!pattern.test(value)) throw new Error(`refusing unsafe tmux ${what} ${JSON.stringify(value)}`);
+  return value;
+}
+
+export const checkPane = (v: string): string => check(PANE, 'pane id', v);
+export const checkIdentity = (v: string): string => check(IDENTITY, 'session identity', v);
+export const checkSession = (v: string): string => check(SESSION, 'session id', v);
+export const checkBuffer = (v: string): string => check(BUFFER, 'buffer name', v);
+export const checkChannel = (v: string): string => check(CHANNEL, 'channel name', v);
+export const checkOption = (v: string): string => check(OPTION, 'option name', v);
+
+/** A fresh random hex token (buffer, channel and option names; output markers no program can guess). */
+export const token = (): string => randomBytes(8).toString('hex');
+
+/** tmux needs little: no secrets from the connector's environment reach the tmux server or its panes. */
+function tmuxEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'TMUX_TMPDIR']) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  return env;
+}
+
+/** A `tmux wait-for <channel>` child: `done` settles when the channel is signalled (or the child ends). */
+export interface Waiter {
+  done: Promise<void>;
+  kill(): void;
+}
+
+export class TmuxExec {
+  readonly socket: string | undefined;
+  readonly binary: string;
+  private readonly waiters = new Map<ChildProcess, Promise<void>>();
+
+  constructor(options: TmuxExecOptions = {}) {
+    if (options.socket !== undefined) check(SOCKET, 'socket name', options.socket);
+    this.socket = options.socket;
+    this.binary = options.binary ?? 'tmux';
+  }
+
+  private argv(args: readonly string[]): string[] {
+    return [...(this.socket ? ['-L', this.socket] : []), ...args];
+  }
+
+  /** One tmux call; `input` is written to its stdin (for `load-buffer -`). Never rejects. */
+  run(args: readonly string[], options: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+    return new Promise((resolve) => {
+      const child = spawn(this.binary, this.argv(args), {
+        env: tmuxEnv(),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let size = 0;
+      let missing = false;
+      const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      child.stdout.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_STDOUT) out.push(chunk);
+      });
+      child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+      child.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') missing = true;
+        err.push(Buffer.from(String(error.message)));
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        const stdout = Buffer.concat(out).toString('utf8');
+        const stderr = Buffer.concat(err).toString('utf8');
+        resolve({ ok: code === 0 && !missing, code, stdout, stderr, missing });
+      });
+      // A tmux that exits before reading all of stdin (an error) must not crash us with EPIPE.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(options.input ?? '');
+    });
+  }
+
+  /**
+   * Start `tmux wait-for <channel>` now (before whatever signals it). Killed by its own PID by
+   * `kill()` or `killAll()`; never by name.
+   */
+  waitFor(channel: string): Waiter {
+    const child = spawn(this.binary, this.argv(['wait-for', checkChannel(channel)]), {
+      env: tmuxEnv(),
+      stdio: 'ignore',
+    });
+    const done = new Promise<void>((resolve) => {
+      const finish = () => {
+        this.waiters.delete(child);
+        resolve();
+      };
+      child.on('exit', finish);
+      child.on('error', finish);
+    });
+    this.waiters.set(child, done);
+    return {
+      done,
+      kill: () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      },
+    };
+  }
+
+  /** How many waiter children are alive (for tests and dispose). */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /** End every waiter child (by its PID) and wait for each to exit. */
+  async killAll(): Promise<void> {
+    const pending = [...this.waiters];
+    for (const [child] of pending) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    await Promise.all(pending.map(([, done]) => done));
+  }
+}
+
+/** tmux's answers that mean the pane (or the whole server) is not there. */
+export const GONE = /can't find (pane|window|session)|no server running|error connecting|server exited/i;
