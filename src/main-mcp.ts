@@ -17,7 +17,7 @@ import type { Base } from './main-base.js';
  * `the-loop mcp`: the terminal connector for one operator agent, over stdio. Part of the composition
  * root: it builds the backends, narrows the operator's grant by what this connection asks for (a
  * wider ask refuses to start), binds a `single` or `session` target, and serves until the client
- * closes its end.
+ * closes its end or a signal stops it (either way the backends are disposed: no child left behind).
  */
 
 export interface McpServeOptions {
@@ -27,6 +27,8 @@ export interface McpServeOptions {
   version: string;
   stdin: Readable;
   stdout: Writable;
+  /** Resolves when the server must stop though the client has not closed (SIGTERM, SIGINT). */
+  stop?: Promise<void>;
 }
 
 /** The operator's ceiling narrowed by the request: the connection's grant, or a usage error listing why not. */
@@ -168,6 +170,7 @@ export async function serveMcpStdio(base: Base, options: McpServeOptions): Promi
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
     options.stdin.once('end', () => resolve());
+    void options.stop?.then(() => resolve());
   });
   await server.connect(transport);
   base.logger.info('connector serving', {

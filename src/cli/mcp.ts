@@ -94,14 +94,22 @@ export async function mcpServeCommand(
       '--host, --port and --json go with --http (stdio prints nothing of its own)',
     );
   const { serveMcpStdio } = await import('../main-mcp.js');
-  await serveMcpStdio(base, {
-    operator: opts.operator,
-    request: grantRequest(opts),
-    env: io.env,
-    version,
-    stdin: process.stdin,
-    stdout: process.stdout,
-  });
+  // A client ending the server with SIGTERM (as MCP clients do after closing stdin) still gets the
+  // backends disposed: no waiter child is left on the tmux server.
+  const signalled = untilSignal();
+  try {
+    await serveMcpStdio(base, {
+      operator: opts.operator,
+      request: grantRequest(opts),
+      env: io.env,
+      version,
+      stdin: process.stdin,
+      stdout: process.stdout,
+      stop: signalled.promise,
+    });
+  } finally {
+    signalled.dispose();
+  }
   return EXIT.ok;
 }
 

@@ -20,6 +20,8 @@ const OPTION = /^@the_loop_status_[0-9a-f]{8,32}$/;
 /** Most bytes read from one tmux call (a capture of a very long history is cut here). */
 const MAX_STDOUT = 32 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
+/** How long the spare waiter waits for the next run before it is ended. */
+const SPARE_IDLE_MS = 30_000;
 
 export interface TmuxExecOptions {
   /** `tmux -L <name>`: a private server; undefined: the user's default server. */
@@ -71,6 +73,8 @@ export class TmuxExec {
   readonly socket: string | undefined;
   readonly binary: string;
   private readonly waiters = new Map<ChildProcess, Promise<void>>();
+  private spare: { hex: string; waiter: Waiter; child: ChildProcess } | null = null;
+  private disposed = false;
 
   constructor(options: TmuxExecOptions = {}) {
     if (options.socket !== undefined) check(SOCKET, 'socket name', options.socket);
@@ -120,6 +124,10 @@ export class TmuxExec {
    * `kill()` or `killAll()`; never by name.
    */
   waitFor(channel: string): Waiter {
+    return this.startWaiter(channel).waiter;
+  }
+
+  private startWaiter(channel: string): { waiter: Waiter; child: ChildProcess } {
     const child = spawn(this.binary, this.argv(['wait-for', checkChannel(channel)]), {
       env: tmuxEnv(),
       stdio: 'ignore',
@@ -133,21 +141,50 @@ export class TmuxExec {
       child.on('error', finish);
     });
     this.waiters.set(child, done);
-    return {
-      done,
-      kill: () => {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      },
+    const kill = () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     };
+    return { waiter: { done, kill }, child };
   }
 
-  /** How many waiter children are alive (for tests and dispose). */
+  /**
+   * A waiter on a fresh channel `the-loop-run-<hex>`: the spare one started after the previous run
+   * when it is still alive (starting a process is then off the run's path), else a new one.
+   */
+  takeWaiter(): { hex: string; waiter: Waiter } {
+    const spare = this.spare;
+    this.spare = null;
+    if (spare && this.waiters.has(spare.child)) return { hex: spare.hex, waiter: spare.waiter };
+    const hex = token();
+    return { hex, waiter: this.waitFor(`the-loop-run-${hex}`) };
+  }
+
+  /** Start the spare waiter for the next run (soon, not now: after the current answer is out). */
+  prepareSpare(): void {
+    if (this.spare || this.disposed) return;
+    setTimeout(() => {
+      if (this.spare || this.disposed) return;
+      const hex = token();
+      const spare = { hex, ...this.startWaiter(`the-loop-run-${hex}`) };
+      this.spare = spare;
+      // Not kept idle for long: a connector killed outright would leave it waiting on the tmux server.
+      setTimeout(() => {
+        if (this.spare !== spare) return;
+        this.spare = null;
+        spare.waiter.kill();
+      }, SPARE_IDLE_MS).unref();
+    }, 0).unref();
+  }
+
+  /** How many waiter children are alive, the spare one left out (for tests). */
   get waiting(): number {
-    return this.waiters.size;
+    return this.waiters.size - (this.spare && this.waiters.has(this.spare.child) ? 1 : 0);
   }
 
-  /** End every waiter child (by its PID) and wait for each to exit. */
+  /** End every waiter child, the spare one too (by its PID), and wait for each to exit. */
   async killAll(): Promise<void> {
+    this.disposed = true;
+    this.spare = null;
     const pending = [...this.waiters];
     for (const [child] of pending) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -26,7 +26,11 @@ function condition(identity: string, require: Require): string {
 }
 
 export interface FusedCall {
-  /** Commands before the check (e.g. `load-buffer -b <ours> -`), as argv, ending before `;`. */
+  /**
+   * Commands before the check, as argv (never parsed by tmux: outside text may go here), e.g.
+   * `load-buffer -b <ours> -`; whatever they create must be inert until `act` runs, and undone by
+   * the caller when the check fails.
+   */
   before?: string[];
   /** The tmux command string run when the check holds: validated values only. */
   act: string;
@@ -66,8 +70,10 @@ export async function fused(exec: TmuxExec, terminal: Terminal, call: FusedCall)
 
 function outcome(r: ExecResult, terminal: Terminal, mark: string, require: Require): string {
   if (r.missing) throw new ConnectorError('E_BACKEND_UNAVAILABLE', 'tmux is not installed');
-  if (r.stdout.startsWith(mark)) {
-    const [identity, ...state] = (r.stdout.split('\n')[0] ?? '').slice(mark.length + 1).split(' ');
+  // The else branch's line (after whatever the commands before the check printed).
+  const line = r.stdout.split('\n').find((l) => l.startsWith(`${mark} `));
+  if (line !== undefined) {
+    const [identity, ...state] = line.slice(mark.length + 1).split(' ');
     if (identity !== terminal.identity) {
       throw new ConnectorError(
         'E_TARGET_GONE',

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import type { RunRequest, RunResult, Terminal } from '../backend.js';
 import { ConnectorError } from '../names.js';
 import { checkChannel, checkPane, checkSession, type TmuxExec, token } from './tmux-exec.js';
@@ -6,16 +7,29 @@ import { captureLines, MAX_READ_LINES } from './tmux-io.js';
 
 /**
  * `run` in a new pane: a detached window in the target's session whose end tmux records. No marker is
- * echoed anywhere: the window starts on a placeholder that waits, gets `remain-on-exit` and a
- * `pane-died` hook that signals a channel of ours, a `tmux wait-for` child starts listening, and
- * only then `respawn-pane -k` replaces the placeholder with `<shell> -c <command>` — the command one
- * argv element (tmux 3.3a does not expand `#{}`/`#()` there). Its status is `#{pane_dead_status}`.
+ * echoed anywhere. One tmux call does it all, in order: a window (named with a random token) whose
+ * program — a fixed `sh -c` wrapper, the command one argv element of it (tmux does not expand
+ * `#{}`/`#()` there) — first waits for a line on its terminal; `remain-on-exit`, a `pane-died` hook
+ * that signals a channel of ours, a `pipe-pane` (with one, tmux reads all of a pane's output before
+ * it calls the pane dead); then the identity check, and only when it holds, Enter in the new pane:
+ * the command starts. When the check fails the window is killed before anything ran. A
+ * `tmux wait-for` child of ours listens meanwhile (a channel signalled before anyone waits stays
+ * signalled). The status is `#{pane_dead_status}`. The Enter's echo is the pane's first line.
  */
 
-/** Shells we start a command with; the server's `default-shell` when it is one of them, else /bin/sh. */
-const KNOWN_SHELL = /^\/[A-Za-z0-9._/-]{1,200}\/(bash|zsh|sh|dash|ksh|mksh)$/;
-/** The placeholder only has to outlive the three calls before `respawn-pane -k` replaces it. */
-const PLACEHOLDER = 'sleep 2147483647';
+/**
+ * The wrapper: waits for the go line, then runs the command in the pane's shell (`$SHELL`, which tmux
+ * sets to the session's `default-shell`) when that is a known POSIX-like shell, else in /bin/sh.
+ */
+const WRAPPER = [
+  'IFS= read -r _ || exit 125;',
+  'case "$' + '{SHELL##*/}" in',
+  'bash|zsh|sh|dash|ksh|mksh) exec "$SHELL" -c "$1" ;;',
+  '*) exec /bin/sh -c "$1" ;;',
+  'esac',
+].join(' ');
+/** The window's name and the channel its end signals: `the-loop-run-<hex>`. */
+const channelOf = (hex: string): string => checkChannel(`the-loop-run-${hex}`);
 
 export interface Outcome {
   kind: 'done' | 'timeout';
@@ -43,92 +57,167 @@ export function tail(lines: string[], maxLines: number): { output: string; trunc
   return { output: lines.slice(-keep).join('\n'), truncated: lines.length > keep };
 }
 
+const number = (s: string | undefined): number | null => (s && /^\d{1,9}$/.test(s) ? Number(s) : null);
+
+/** A process's state letter from /proc (`Z`: a zombie); `gone` once reaped; null where there is no /proc. */
+function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) || null;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self') ? 'gone' : null;
+  }
+}
+
+/** What `run` learns of the new pane when it starts it. */
+interface Started {
+  pane: string;
+  /** The pane's process, and the tmux server's (which reaps it): null when not numbers. */
+  pid: number | null;
+  server: number | null;
+}
+
 /**
- * Wait for the pane's end. tmux 3.3a can miss a SIGCHLD when several panes end at once: the pane is
- * dead (its pty closed) but its process stays a zombie — no status, no `pane-died` — until the server
- * reaps some other child. So while waiting, look at the pane now and then (100 ms, doubling to 1 s);
- * when it is dead without a status, have the server run and reap a job of its own (`run-shell true`),
- * which reaps ours too and fires the hook.
+ * Wait for the pane's end. tmux 3.3a as Debian builds it (with utempter) loses a SIGCHLD that comes
+ * while it waits for its utempter helper — which it runs when a pane's pty closes, so often the very
+ * pane whose process just exited: the process stays an unreaped zombie, its status unknown and
+ * `pane-died` unfired, until the server reaps some other child. So while waiting, watch the pane's
+ * process in /proc (no tmux call: every 2 ms, doubling to 250 ms); a zombie gets the server a
+ * SIGCHLD of ours, and it reaps (a spare one costs it one `waitpid`). Without /proc, the pane is
+ * asked instead (100 ms, doubling to 1 s): dead without a status gets the server a job of its own to
+ * run and reap (`run-shell true`), which reaps ours too.
  */
 async function waitForEnd(
   exec: TmuxExec,
-  pane: string,
+  started: Started,
   done: Promise<void>,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<Outcome> {
   const deadline = Date.now() + timeoutMs;
-  for (let interval = 100; ; interval = Math.min(interval * 2, 1000)) {
-    const outcome = await race(done, Math.min(interval, deadline - Date.now()), signal);
+  let asked = Date.now();
+  let askEvery = 100;
+  for (let step = 2; ; step = Math.min(step * 2, 250)) {
+    const outcome = await race(done, Math.min(step, deadline - Date.now()), signal);
     if (outcome.kind === 'done') return outcome;
     if (signal?.aborted || Date.now() >= deadline) return { kind: 'timeout' };
-    const r = await exec.run([
+    const state = started.pid === null ? null : processState(started.pid);
+    if (state === 'Z' && started.server !== null) {
+      nudge(started.server);
+    } else if (state === null && Date.now() - asked >= askEvery) {
+      const format = '#{pane_dead}:#{pane_dead_status}#{pane_dead_signal}';
+      const r = await exec.run(['display-message', '-p', '-t', started.pane, format]);
+      if (r.ok && r.stdout.trim() === '1:') await exec.run(['run-shell', 'true']);
+      asked = Date.now();
+      askEvery = Math.min(askEvery * 2, 1000);
+    }
+  }
+}
+
+/** SIGCHLD to the tmux server: it reaps what has exited. Never another signal, never another PID. */
+function nudge(server: number): void {
+  try {
+    process.kill(server, 'SIGCHLD');
+  } catch {
+    // the server is gone: the waiter ends with it
+  }
+}
+
+/**
+ * Create the window, arm it, and start the command (only while the target is still the listed
+ * terminal); returns the new pane's id and its process's. tmux ends a command at an argument ending
+ * in `;`: the command gets a trailing newline, so it never does.
+ */
+async function startWindow(
+  exec: TmuxExec,
+  terminal: Terminal,
+  hex: string,
+  command: string,
+): Promise<Started> {
+  const session = checkSession(terminal.identity.split('@')[0] ?? '');
+  const name = channelOf(hex);
+  const window = `${session}:=${name}`;
+  const mark = `the-loop-pane-${token()}`;
+  const before = [
+    ...[
+      'new-window',
+      '-d',
+      '-P',
+      '-F',
+      `${mark} #{pane_id} #{pane_pid} #{pid}`,
+      '-n',
+      name,
+      '-t',
+      `${session}:`,
+    ],
+    ...['--', '/bin/sh', '-c', WRAPPER, 'the-loop', `${command}\n`, ';'],
+    ...['set-option', '-p', '-t', window, 'remain-on-exit', 'on', ';'],
+    ...['set-hook', '-p', '-t', window, 'pane-died', `wait-for -S ${name}`, ';'],
+    ...['pipe-pane', '-t', window, 'cat >/dev/null', ';'],
+    // tmux 3.2 has no remain-on-exit-format (-q: no error); 3.3 prints its line in the pane without it.
+    ...['set-option', '-p', '-q', '-t', window, 'remain-on-exit-format', ''],
+  ];
+  try {
+    // Single quotes: tmux's parser would expand `$3` as an environment variable.
+    const out = await fused(exec, terminal, {
+      before,
+      act: `send-keys -t '${window}' Enter`,
+      require: 'none',
+    });
+    const line = out.split('\n').find((l) => l.startsWith(`${mark} `)) ?? '';
+    const [pane, pid, server] = line.split(' ').slice(1);
+    return { pane: checkPane(pane ?? ''), pid: number(pid), server: number(server) };
+  } catch (error) {
+    // The check failed (or tmux did): the window, if it was made, never ran the command.
+    await exec.run(['kill-window', '-t', window]);
+    throw error;
+  }
+}
+
+interface Collected {
+  status: number | null;
+  signal: number | null;
+  lines: string[];
+  /** The pane is still there (kept, or the call failed with the pane alive). */
+  kept: boolean;
+}
+
+/**
+ * The status, the signal and the output of the new pane, and in the same call its hook removed and
+ * (unless kept) the pane killed.
+ */
+async function collect(exec: TmuxExec, pane: string, keep: boolean): Promise<Collected> {
+  const mark = `the-loop-status-${token()}`;
+  const r = await exec.run([
+    ...[
       'display-message',
       '-p',
       '-t',
       pane,
-      '#{pane_dead}:#{pane_dead_status}#{pane_dead_signal}',
-    ]);
-    if (r.ok && r.stdout.trim() === '1:') await exec.run(['run-shell', 'true']);
-  }
-}
-
-async function shellFor(exec: TmuxExec): Promise<string> {
-  const r = await exec.run(['show-options', '-g', '-v', 'default-shell']);
-  const shell = r.stdout.trim();
-  return r.ok && KNOWN_SHELL.test(shell) ? shell : '/bin/sh';
-}
-
-/** Create the window (only while the target is still the listed terminal); returns its pane id. */
-async function newWindow(exec: TmuxExec, terminal: Terminal): Promise<string> {
-  const session = checkSession(terminal.identity.split('@')[0] ?? '');
-  const mark = `the-loop-pane-${token()}`;
-  const out = await fused(exec, terminal, {
-    // Single quotes: tmux's parser would expand `$3` as an environment variable.
-    act: `new-window -d -P -F '${mark} #{pane_id}' -n the-loop-run -t '${session}:' ${PLACEHOLDER}`,
-    require: 'none',
-  });
-  const line = out.split('\n').find((l) => l.startsWith(mark)) ?? '';
-  return checkPane(line.slice(mark.length + 1).trim());
-}
-
-/** The status, the signal and the output of the new pane. */
-async function collect(
-  exec: TmuxExec,
-  pane: string,
-): Promise<{ status: number | null; signal: number | null; lines: string[] }> {
-  const mark = `the-loop-status-${token()}`;
-  const r = await exec.run([
-    'display-message',
-    '-p',
-    '-t',
-    pane,
-    `${mark} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}`,
-    ';',
-    'capture-pane',
-    '-p',
-    '-J',
-    '-S',
-    '-',
-    '-E',
-    '-',
-    '-t',
-    pane,
+      `${mark} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}`,
+      ';',
+    ],
+    ...['capture-pane', '-p', '-J', '-S', '-', '-E', '-', '-t', pane, ';'],
+    ...['set-hook', '-p', '-u', '-t', pane, 'pane-died'],
+    ...(keep ? [] : [';', 'kill-pane', '-t', pane]),
   ]);
-  if (!r.ok) return { status: null, signal: null, lines: [] };
+  if (!r.stdout.startsWith(mark)) return { status: null, signal: null, lines: [], kept: false };
   const newline = r.stdout.indexOf('\n');
   const [dead, status, signal] = r.stdout.slice(mark.length + 1, newline).split(' ');
   const number = (s: string | undefined) => (dead === '1' && s && /^\d+$/.test(s) ? Number(s) : null);
   const lines = captureLines(r.stdout.slice(newline + 1));
-  // Older tmux prints its own line when a pane dies (3.3a's remain-on-exit-format is emptied below).
-  if (/^Pane is dead \(/.test(lines[lines.length - 1] ?? '')) lines.pop();
-  return { status: number(status), signal: number(signal), lines };
+  // The first line holds the echo of the Enter that started the command.
+  if (lines[0] === '') lines.shift();
+  // tmux 3.2 prints its own line when a pane dies (3.3 and later: remain-on-exit-format is emptied).
+  if (/^Pane is dead \(/.test(lines[lines.length - 1] ?? '')) {
+    lines.pop();
+    while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  }
+  return { status: number(status), signal: number(signal), lines, kept: keep || !r.ok };
 }
 
-async function removePane(exec: TmuxExec, pane: string): Promise<boolean> {
-  const r = await exec.run(['set-hook', '-p', '-u', '-t', pane, 'pane-died', ';', 'kill-pane', '-t', pane]);
-  return r.ok;
-}
+/** Most bytes of a command: tmux sends its command line to the server in one message of 16 KiB. */
+export const MAX_COMMAND_BYTES = 12 * 1024;
 
 export async function runInNewPane(
   exec: TmuxExec,
@@ -136,41 +225,33 @@ export async function runInNewPane(
   request: RunRequest,
   signal?: AbortSignal,
 ): Promise<RunResult> {
-  const started = Date.now();
-  const shell = await shellFor(exec);
-  const pane = await newWindow(exec, terminal);
-  const channel = checkChannel(`the-loop-run-${token()}`);
-  const armed = await exec.run([
-    ...['set-option', '-p', '-t', pane, 'remain-on-exit', 'on', ';'],
-    ...['set-hook', '-p', '-t', pane, 'pane-died', `wait-for -S ${channel}`, ';'],
-    ...['set-option', '-p', '-t', pane, 'remain-on-exit-format', ''],
-  ]);
-  if (!armed.ok && !/remain-on-exit-format/.test(armed.stderr)) {
-    await removePane(exec, pane);
-    throw new Error(`tmux could not prepare the run pane ${pane}: ${armed.stderr.trim()}`);
+  if (Buffer.byteLength(request.command, 'utf8') > MAX_COMMAND_BYTES) {
+    throw new ConnectorError(
+      'E_INVALID',
+      `the command is over ${MAX_COMMAND_BYTES} bytes (tmux passes it on its command line): put it in a script and run that`,
+    );
   }
-  const waiter = exec.waitFor(channel);
+  const startedAt = Date.now();
+  // Listening before the command can end (a channel signalled first stays signalled anyway).
+  const { hex, waiter } = exec.takeWaiter();
   try {
-    const spawned = await exec.run(['respawn-pane', '-k', '-t', pane, '--', shell, '-c', request.command]);
-    if (!spawned.ok) {
-      await removePane(exec, pane);
-      throw new ConnectorError('E_TARGET_GONE', `the run pane ${pane} went away before the command started`);
-    }
-    const outcome = await waitForEnd(exec, pane, waiter.done, request.timeoutMs, signal);
+    const started = await startWindow(exec, terminal, hex, request.command);
+    const { pane } = started;
+    const outcome = await waitForEnd(exec, started, waiter.done, request.timeoutMs, signal);
     waiter.kill();
-    const { status, signal: sig, lines } = await collect(exec, pane);
     const timedOut = outcome.kind === 'timeout';
-    const kept = !timedOut && request.keep ? true : !(await removePane(exec, pane));
+    const got = await collect(exec, pane, request.keep && !timedOut);
     return {
-      exitStatus: timedOut ? null : status,
-      signal: timedOut ? null : sig,
+      exitStatus: timedOut ? null : got.status,
+      signal: timedOut ? null : got.signal,
       timedOut,
-      ...tail(lines, request.maxLines),
+      ...tail(got.lines, request.maxLines),
       ranIn: pane,
-      kept,
-      durationMs: Date.now() - started,
+      kept: got.kept,
+      durationMs: Date.now() - startedAt,
     };
   } finally {
     waiter.kill();
+    exec.prepareSpare();
   }
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -161,6 +162,21 @@ describe('running a command', () => {
     expect(f.backend.waiting).toBe(0);
   });
 
+  it('passes a command ending in `;` or `\\;` whole (tmux ends a command at such an argument)', async () => {
+    const t = await f.terminal('loop-a');
+    const r = await f.backend.run(t, run(String.raw`echo two; echo one \;`));
+    expect(r).toMatchObject({ exitStatus: 0, output: 'two\none ;' });
+  });
+
+  it('takes a command up to its byte limit, and refuses a longer one before creating anything', async () => {
+    const t = await f.terminal('loop-a');
+    const long = await f.backend.run(t, run(`echo ${'x'.repeat(8000)} | wc -c`));
+    expect(long).toMatchObject({ exitStatus: 0, output: '8001' });
+    const before = (await f.backend.list()).length;
+    expect(await code(f.backend.run(t, run(`echo ${'é'.repeat(7000)}`)))).toBe('E_INVALID');
+    expect((await f.backend.list()).length).toBe(before);
+  });
+
   it('reports the signal that ended it', async () => {
     const r = await f.backend.run(await f.terminal('loop-a'), run('kill -TERM $$'));
     expect(r).toMatchObject({ exitStatus: null, signal: 15, timedOut: false });
@@ -221,5 +237,30 @@ describe('running a command', () => {
     const t: Terminal = await f.terminal('loop-gone');
     await f.tmux.run(['kill-session', '-t', '=loop-gone']);
     expect(await code(f.backend.run(t, run('echo never')))).toBe('E_TARGET_GONE');
+  });
+});
+
+describe('the spare waiter', () => {
+  it('is started after a run for the next one, and ended with the backend', async () => {
+    const g = fixture();
+    const waiters = () =>
+      execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
+        .split('\n')
+        .filter((a) => a.includes(`-L ${g.socket} wait-for`));
+    try {
+      await g.session('loop-spare');
+      const t = await g.terminal('loop-spare');
+      expect((await g.backend.run(t, run('exit 4'))).exitStatus).toBe(4);
+      await until(async () => waiters().length === 1);
+      expect(g.backend.waiting).toBe(0);
+      // The next run takes it (and its channel): still one spare afterwards, never two.
+      expect((await g.backend.run(t, run('exit 5'))).exitStatus).toBe(5);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(waiters()).toHaveLength(1);
+      await g.backend.dispose();
+      await until(async () => waiters().length === 0);
+    } finally {
+      await g.stop();
+    }
   });
 });
