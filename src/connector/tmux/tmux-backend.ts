@@ -49,7 +49,7 @@ export class TmuxBackend implements ConnectorBackend {
     return closePane(this.exec, terminal);
   }
 
-  /** Waiter children alive now (a finished or stopped run leaves none). */
+  /** tmux children running now (a finished or stopped run leaves none). */
   get waiting(): number {
     return this.exec.waiting;
   }

@@ -20,8 +20,6 @@ const OPTION = /^@the_loop_status_[0-9a-f]{8,32}$/;
 /** Most bytes read from one tmux call (a capture of a very long history is cut here). */
 const MAX_STDOUT = 32 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
-/** How long the spare waiter waits for the next run before it is ended. */
-const SPARE_IDLE_MS = 30_000;
 
 export interface TmuxExecOptions {
   /** `tmux -L <name>`: a private server; undefined: the user's default server. */
@@ -63,18 +61,16 @@ function tmuxEnv(): Record<string, string> {
   return env;
 }
 
-/** A `tmux wait-for <channel>` child: `done` settles when the channel is signalled (or the child ends). */
-export interface Waiter {
-  done: Promise<void>;
+/** A tmux call started with `start`: its result once it exits, and a way to end it early. */
+export interface Started {
+  result: Promise<ExecResult>;
   kill(): void;
 }
 
 export class TmuxExec {
   readonly socket: string | undefined;
   readonly binary: string;
-  private readonly waiters = new Map<ChildProcess, Promise<void>>();
-  private spare: { hex: string; waiter: Waiter; child: ChildProcess } | null = null;
-  private disposed = false;
+  private readonly running = new Map<ChildProcess, Promise<ExecResult>>();
 
   constructor(options: TmuxExecOptions = {}) {
     if (options.socket !== undefined) check(SOCKET, 'socket name', options.socket);
@@ -88,104 +84,56 @@ export class TmuxExec {
 
   /** One tmux call; `input` is written to its stdin (for `load-buffer -`). Never rejects. */
   run(args: readonly string[], options: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
-    return new Promise((resolve) => {
-      const child = spawn(this.binary, this.argv(args), {
-        env: tmuxEnv(),
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let size = 0;
-      let missing = false;
-      const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-      child.stdout.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= MAX_STDOUT) out.push(chunk);
-      });
-      child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    const call = this.start(args, options.input);
+    const timer = setTimeout(call.kill, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    return call.result.finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * One tmux call that may take as long as it needs (one that begins with `wait-for`): `kill()` ends
+   * it by its own PID, never by name; `killAll()` ends every one still running.
+   */
+  start(args: readonly string[], input?: string): Started {
+    const child = spawn(this.binary, this.argv(args), { env: tmuxEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let missing = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_STDOUT) out.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    const result = new Promise<ExecResult>((resolve) => {
       child.on('error', (error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT') missing = true;
         err.push(Buffer.from(String(error.message)));
       });
       child.on('close', (code) => {
-        clearTimeout(timer);
+        this.running.delete(child);
         const stdout = Buffer.concat(out).toString('utf8');
         const stderr = Buffer.concat(err).toString('utf8');
         resolve({ ok: code === 0 && !missing, code, stdout, stderr, missing });
       });
-      // A tmux that exits before reading all of stdin (an error) must not crash us with EPIPE.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(options.input ?? '');
     });
-  }
-
-  /**
-   * Start `tmux wait-for <channel>` now (before whatever signals it). Killed by its own PID by
-   * `kill()` or `killAll()`; never by name.
-   */
-  waitFor(channel: string): Waiter {
-    return this.startWaiter(channel).waiter;
-  }
-
-  private startWaiter(channel: string): { waiter: Waiter; child: ChildProcess } {
-    const child = spawn(this.binary, this.argv(['wait-for', checkChannel(channel)]), {
-      env: tmuxEnv(),
-      stdio: 'ignore',
-    });
-    const done = new Promise<void>((resolve) => {
-      const finish = () => {
-        this.waiters.delete(child);
-        resolve();
-      };
-      child.on('exit', finish);
-      child.on('error', finish);
-    });
-    this.waiters.set(child, done);
+    this.running.set(child, result);
+    // A tmux that exits before reading all of stdin (an error) must not crash us with EPIPE.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input ?? '');
     const kill = () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     };
-    return { waiter: { done, kill }, child };
+    return { result, kill };
   }
 
-  /**
-   * A waiter on a fresh channel `the-loop-run-<hex>`: the spare one started after the previous run
-   * when it is still alive (starting a process is then off the run's path), else a new one.
-   */
-  takeWaiter(): { hex: string; waiter: Waiter } {
-    const spare = this.spare;
-    this.spare = null;
-    if (spare && this.waiters.has(spare.child)) return { hex: spare.hex, waiter: spare.waiter };
-    const hex = token();
-    return { hex, waiter: this.waitFor(`the-loop-run-${hex}`) };
-  }
-
-  /** Start the spare waiter for the next run (soon, not now: after the current answer is out). */
-  prepareSpare(): void {
-    if (this.spare || this.disposed) return;
-    setTimeout(() => {
-      if (this.spare || this.disposed) return;
-      const hex = token();
-      const spare = { hex, ...this.startWaiter(`the-loop-run-${hex}`) };
-      this.spare = spare;
-      // Not kept idle for long: a connector killed outright would leave it waiting on the tmux server.
-      setTimeout(() => {
-        if (this.spare !== spare) return;
-        this.spare = null;
-        spare.waiter.kill();
-      }, SPARE_IDLE_MS).unref();
-    }, 0).unref();
-  }
-
-  /** How many waiter children are alive, the spare one left out (for tests). */
+  /** How many tmux children are running now (for tests: a finished or stopped run leaves none). */
   get waiting(): number {
-    return this.waiters.size - (this.spare && this.waiters.has(this.spare.child) ? 1 : 0);
+    return this.running.size;
   }
 
-  /** End every waiter child, the spare one too (by its PID), and wait for each to exit. */
+  /** End every tmux child still running (by its PID) and wait for each to exit. */
   async killAll(): Promise<void> {
-    this.disposed = true;
-    this.spare = null;
-    const pending = [...this.waiters];
+    const pending = [...this.running];
     for (const [child] of pending) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }

@@ -85,14 +85,19 @@ export async function runInPane(
   const pane = checkPane(terminal.id);
   const command = pasteText(request.command).replace(/\n+$/, '');
   if (command.trim() === '') throw new ConnectorError('E_INVALID', 'an empty command');
-  const { hex, waiter } = exec.takeWaiter();
+  const hex = token();
   const channel = checkChannel(`the-loop-run-${hex}`);
   const option = checkOption(`@the_loop_status_${hex}`);
   // The leading space keeps the trailer out of a shell history that ignores such lines.
   const trailer = ` command tmux set-option -p -t ${pane} ${option} "$?" \\; wait-for -S ${channel}`;
+  const waiter = exec.start(['wait-for', channel]);
   try {
     const start = await typeCommand(exec, terminal, command, trailer);
-    const outcome = await race(waiter.done, request.timeoutMs, signal);
+    const outcome = await race(
+      waiter.result.then(() => undefined),
+      request.timeoutMs,
+      signal,
+    );
     waiter.kill();
     const timedOut = outcome.kind === 'timeout';
     const { status, lines } = await collect(exec, pane, option, start);
@@ -110,6 +115,5 @@ export async function runInPane(
     };
   } finally {
     waiter.kill();
-    exec.prepareSpare();
   }
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { RunRequest, RunResult, Terminal } from '../backend.js';
 import { ConnectorError } from '../names.js';
-import { checkChannel, checkPane, checkSession, type TmuxExec, token } from './tmux-exec.js';
+import { checkChannel, checkPane, checkSession, type ExecResult, type TmuxExec, token } from './tmux-exec.js';
 import { fused } from './tmux-fused.js';
 import { captureLines, MAX_READ_LINES } from './tmux-io.js';
 
@@ -12,9 +12,9 @@ import { captureLines, MAX_READ_LINES } from './tmux-io.js';
  * `#{}`/`#()` there) — first waits for a line on its terminal; `remain-on-exit`, a `pane-died` hook
  * that signals a channel of ours, a `pipe-pane` (with one, tmux reads all of a pane's output before
  * it calls the pane dead); then the identity check, and only when it holds, Enter in the new pane:
- * the command starts. When the check fails the window is killed before anything ran. A
- * `tmux wait-for` child of ours listens meanwhile (a channel signalled before anyone waits stays
- * signalled). The status is `#{pane_dead_status}`. The Enter's echo is the pane's first line.
+ * the command starts. When the check fails the window is killed before anything ran. Then a
+ * second tmux child waits on the channel and collects (collectArgs). The status is
+ * `#{pane_dead_status}`. The Enter's echo is the pane's first line.
  */
 
 /**
@@ -70,7 +70,7 @@ function processState(pid: number): string | null {
 }
 
 /** What `run` learns of the new pane when it starts it. */
-interface Started {
+interface RunPane {
   pane: string;
   /** The pane's process, and the tmux server's (which reaps it): null when not numbers. */
   pid: number | null;
@@ -89,7 +89,7 @@ interface Started {
  */
 async function waitForEnd(
   exec: TmuxExec,
-  started: Started,
+  started: RunPane,
   done: Promise<void>,
   timeoutMs: number,
   signal?: AbortSignal,
@@ -133,7 +133,7 @@ async function startWindow(
   terminal: Terminal,
   hex: string,
   command: string,
-): Promise<Started> {
+): Promise<RunPane> {
   const session = checkSession(terminal.identity.split('@')[0] ?? '');
   const name = channelOf(hex);
   const window = `${session}:=${name}`;
@@ -183,12 +183,14 @@ interface Collected {
 }
 
 /**
- * The status, the signal and the output of the new pane, and in the same call its hook removed and
- * (unless kept) the pane killed.
+ * The tmux commands that read the new pane's status, signal and output, remove its hook and (unless
+ * kept) kill it — after a `wait-for` on its channel when given one: then one tmux child waits for the
+ * pane's death and collects, started as soon as the pane exists (a channel signalled before anyone
+ * waits on it stays signalled).
  */
-async function collect(exec: TmuxExec, pane: string, keep: boolean): Promise<Collected> {
-  const mark = `the-loop-status-${token()}`;
-  const r = await exec.run([
+function collectArgs(pane: string, keep: boolean, mark: string, channel?: string): string[] {
+  return [
+    ...(channel ? ['wait-for', channel, ';'] : []),
     ...[
       'display-message',
       '-p',
@@ -200,11 +202,14 @@ async function collect(exec: TmuxExec, pane: string, keep: boolean): Promise<Col
     ...['capture-pane', '-p', '-J', '-S', '-', '-E', '-', '-t', pane, ';'],
     ...['set-hook', '-p', '-u', '-t', pane, 'pane-died'],
     ...(keep ? [] : [';', 'kill-pane', '-t', pane]),
-  ]);
+  ];
+}
+
+function parseCollected(r: ExecResult, mark: string, keep: boolean): Collected {
   if (!r.stdout.startsWith(mark)) return { status: null, signal: null, lines: [], kept: false };
   const newline = r.stdout.indexOf('\n');
   const [dead, status, signal] = r.stdout.slice(mark.length + 1, newline).split(' ');
-  const number = (s: string | undefined) => (dead === '1' && s && /^\d+$/.test(s) ? Number(s) : null);
+  const ended = (s: string | undefined) => (dead === '1' ? number(s) : null);
   const lines = captureLines(r.stdout.slice(newline + 1));
   // The first line holds the echo of the Enter that started the command.
   if (lines[0] === '') lines.shift();
@@ -213,7 +218,7 @@ async function collect(exec: TmuxExec, pane: string, keep: boolean): Promise<Col
     lines.pop();
     while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   }
-  return { status: number(status), signal: number(signal), lines, kept: keep || !r.ok };
+  return { status: ended(status), signal: ended(signal), lines, kept: keep || !r.ok };
 }
 
 /** Most bytes of a command: tmux sends its command line to the server in one message of 16 KiB. */
@@ -232,15 +237,22 @@ export async function runInNewPane(
     );
   }
   const startedAt = Date.now();
-  // Listening before the command can end (a channel signalled first stays signalled anyway).
-  const { hex, waiter } = exec.takeWaiter();
+  const hex = token();
+  const started = await startWindow(exec, terminal, hex, request.command);
+  const { pane } = started;
+  const mark = `the-loop-status-${token()}`;
+  const collector = exec.start(collectArgs(pane, request.keep, mark, channelOf(hex)));
   try {
-    const started = await startWindow(exec, terminal, hex, request.command);
-    const { pane } = started;
-    const outcome = await waitForEnd(exec, started, waiter.done, request.timeoutMs, signal);
-    waiter.kill();
-    const timedOut = outcome.kind === 'timeout';
-    const got = await collect(exec, pane, request.keep && !timedOut);
+    const done = collector.result.then(() => undefined);
+    const late = (await waitForEnd(exec, started, done, request.timeoutMs, signal)).kind === 'timeout';
+    let got: Collected;
+    if (late) collector.kill();
+    const first = await collector.result;
+    // It may have ended at the very moment the time ran out: then it did end.
+    const ended = first.stdout.startsWith(mark);
+    if (ended) got = parseCollected(first, mark, request.keep);
+    else got = parseCollected(await exec.run(collectArgs(pane, false, mark)), mark, false);
+    const timedOut = late && !ended;
     return {
       exitStatus: timedOut ? null : got.status,
       signal: timedOut ? null : got.signal,
@@ -251,7 +263,6 @@ export async function runInNewPane(
       durationMs: Date.now() - startedAt,
     };
   } finally {
-    waiter.kill();
-    exec.prepareSpare();
+    collector.kill();
   }
 }

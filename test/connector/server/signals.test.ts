@@ -14,7 +14,7 @@ let project: ReturnType<typeof makeProject>;
 const waiters = () =>
   execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
     .split('\n')
-    .filter((a) => a.includes(`-L ${tmux.socket} wait-for`));
+    .filter((a) => a.startsWith('tmux') && a.includes(`-L ${tmux.socket} wait-for`));
 
 async function until(probe: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -42,11 +42,16 @@ describe('stopping the stdio server', () => {
     const mcp = await startMcp({ cwd: project.dir, args: ['--operator', 'ops'] });
     const ran = await call(mcp.client, 'run_command', { target: 'loop-sig', command: 'exit 2' });
     expect(ran.structured?.exitStatus, ran.text).toBe(2);
+    // A run in flight: its waiting tmux child is there when the signal comes.
+    const pending = call(mcp.client, 'run_command', { target: 'loop-sig', command: 'sleep 30' }).catch(
+      () => null,
+    );
     await until(() => waiters().length === 1);
     const pid = mcp.pid as number;
     process.kill(pid, signal);
     await until(() => !pidAlive(pid));
     expect(waiters()).toEqual([]);
     await mcp.close().catch(() => {});
+    await pending;
   });
 });

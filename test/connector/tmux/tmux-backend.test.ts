@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -237,30 +236,5 @@ describe('running a command', () => {
     const t: Terminal = await f.terminal('loop-gone');
     await f.tmux.run(['kill-session', '-t', '=loop-gone']);
     expect(await code(f.backend.run(t, run('echo never')))).toBe('E_TARGET_GONE');
-  });
-});
-
-describe('the spare waiter', () => {
-  it('is started after a run for the next one, and ended with the backend', async () => {
-    const g = fixture();
-    const waiters = () =>
-      execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' })
-        .split('\n')
-        .filter((a) => a.includes(`-L ${g.socket} wait-for`));
-    try {
-      await g.session('loop-spare');
-      const t = await g.terminal('loop-spare');
-      expect((await g.backend.run(t, run('exit 4'))).exitStatus).toBe(4);
-      await until(async () => waiters().length === 1);
-      expect(g.backend.waiting).toBe(0);
-      // The next run takes it (and its channel): still one spare afterwards, never two.
-      expect((await g.backend.run(t, run('exit 5'))).exitStatus).toBe(5);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(waiters()).toHaveLength(1);
-      await g.backend.dispose();
-      await until(async () => waiters().length === 0);
-    } finally {
-      await g.stop();
-    }
   });
 });
