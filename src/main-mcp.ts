@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { grantOf } from './config/connector-schema.js';
+import { loadAuditKey } from './connector/audit-key.js';
 import type { ConnectorBackend } from './connector/backend.js';
 import { bindTarget, type Connection } from './connector/connection.js';
 import type { Binding, Grant, GrantRequest } from './connector/grant.js';
@@ -141,6 +143,7 @@ export async function openConnection(
       audit: base.drives,
       ledger: base.ledger,
       operator: grant.operator,
+      digestKey: loadAuditKey(join(base.loaded.dataDir, 'mcp')),
       connection: randomUUID().slice(0, 8),
       agentSession: async (name) => (await agentSessions()).get(name) ?? null,
     },

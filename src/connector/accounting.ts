@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { DriveAuditStore, DriveRecord } from '../core/ports/drives.js';
 import type { UnmeteredDrive } from '../core/ports/ledger.js';
 import { oneLine } from '../core/text.js';
@@ -7,7 +7,7 @@ import { tierOf } from './grant-rules.js';
 import { isDriveTool } from './names.js';
 
 /**
- * Every call is audited (who, which tool, which terminal, what came of it, and a SHA-256 of its
+ * Every call is audited (who, which tool, which terminal, what came of it, and a keyed digest of its
  * payload — never the payload); every write that reached a terminal (send, run, close) is also an
  * unmetered drive in the ledger: what it made a program do is not measured, so it is shown as
  * unknown under "Not included", never as $0.
@@ -17,6 +17,11 @@ export interface AccountingDeps {
   audit: DriveAuditStore;
   ledger: { recordUnmetered(drive: UnmeteredDrive): Promise<void> };
   operator: string;
+  /**
+   * The key payload digests are made with (per install): a digest of a short secret typed through the
+   * connector (a password) cannot be reversed by trying a dictionary without it.
+   */
+  digestKey: Buffer;
   /** This connection's id (one per `the-loop mcp` process, or per HTTP session). */
   connection: string;
   /** The daemon's session behind a terminal name (a `loop-*` tmux session), for the drive's row. */
@@ -41,14 +46,15 @@ export function payloadOf(args: Record<string, unknown>): unknown {
   return rest;
 }
 
-export function digest(payload: unknown): { sha256: string; bytes: number } {
+/** HMAC-SHA256 of the payload's JSON under the install's key, and its size. */
+export function digest(payload: unknown, key: Buffer): { sha256: string; bytes: number } {
   const text = JSON.stringify(payload ?? null);
-  return { sha256: createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text) };
+  return { sha256: createHmac('sha256', key).update(text).digest('hex'), bytes: Buffer.byteLength(text) };
 }
 
 export async function account(deps: AccountingDeps, call: CallOutcome): Promise<void> {
   const at = (deps.now?.() ?? new Date()).toISOString();
-  const { sha256, bytes } = digest(call.payload);
+  const { sha256, bytes } = digest(call.payload, deps.digestKey);
   const agent = call.terminal ? await deps.agentSession(call.terminal.name) : null;
   const record: DriveRecord = {
     at,

@@ -20,6 +20,7 @@ export async function callTool(
   connection: Connection,
   def: ToolDef,
   args: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<CallToolResult> {
   const { grant, binding } = connection;
   const payload = payloadOf(args);
@@ -34,7 +35,7 @@ export async function callTool(
       if (!gate.ok) return await refuse(connection, def, payload, terminal, gate.code, gate.message);
     }
     const handler = HANDLERS[def.name];
-    const { structured, detail } = await handler(connection, terminal, args);
+    const { structured, detail } = await handler(connection, terminal, args, signal);
     const clean = scrubDeep(structured, connection.scrub) as Record<string, unknown>;
     await account(connection.accounting, {
       tool: def.name,

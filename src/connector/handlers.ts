@@ -4,7 +4,10 @@ import { type Connection, listGranted } from './connection.js';
 import { terminalInGrant } from './grant-rules.js';
 import { parseKeys } from './keys.js';
 import { type BackendName, ConnectorError, type ToolName } from './names.js';
-import { MAX_TEXT } from './tool-defs.js';
+import { MAX_COMMAND, MAX_TEXT } from './tool-defs.js';
+
+/** A command of MAX_COMMAND characters of up to four bytes each. */
+const MAX_COMMAND_BYTES = MAX_COMMAND * 4;
 
 /**
  * What each tool does once the gate let it through (call.ts): given the resolved terminal, never the
@@ -20,7 +23,20 @@ type Handler = (
   connection: Connection,
   terminal: Terminal | null,
   args: Record<string, unknown>,
+  /** The client's cancellation of this call (MCP `notifications/cancelled`, a closed session). */
+  signal?: AbortSignal,
 ) => Promise<Handled>;
+
+/**
+ * Text that is typed somewhere is refused when too long, never cut: a cut one would end in a note of
+ * ours and a newline, and a newline typed at a prompt runs the line.
+ */
+function typedText(raw: string, limit: number, what: string): string {
+  const bytes = Buffer.byteLength(raw, 'utf8');
+  if (bytes > limit)
+    throw new ConnectorError('E_INVALID', `${what} is ${bytes} bytes; at most ${limit}: send it in parts`);
+  return sanitizeUntrusted(raw, limit);
+}
 
 const ref = (t: Terminal) => ({ id: t.id, name: t.name });
 
@@ -100,7 +116,7 @@ async function sendInput(
   // Keys are parsed before anything is sent: one unknown key refuses the whole call.
   const keys = parseKeys((args.keys as string[] | undefined) ?? []);
   const raw = typeof args.text === 'string' ? args.text : '';
-  const text = sanitizeUntrusted(raw, MAX_TEXT);
+  const text = typedText(raw, MAX_TEXT, 'the text');
   if (text === '' && keys.length === 0)
     throw new ConnectorError(
       'E_INVALID',
@@ -122,6 +138,7 @@ async function runCommand(
   connection: Connection,
   t: Terminal | null,
   args: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<Handled> {
   const terminal = needTerminal(t);
   const limits = connection.grant.run;
@@ -141,16 +158,20 @@ async function runCommand(
       'E_SCOPE',
       'the grant does not allow running in an existing pane (run.inPane): use where: new-pane',
     );
-  const command = sanitizeUntrusted(String(args.command), 64 * 1024);
+  const command = typedText(String(args.command), MAX_COMMAND_BYTES, 'the command');
   if (command.trim() === '')
     throw new ConnectorError('E_INVALID', 'the command is empty once control characters are removed');
-  const result = await backendOf(connection, terminal).run(terminal, {
-    command,
-    where,
-    timeoutMs: timeoutSeconds * 1000,
-    maxLines,
-    keep: args.keep === true,
-  });
+  const result = await backendOf(connection, terminal).run(
+    terminal,
+    { command, where, timeoutMs: timeoutSeconds * 1000, maxLines, keep: args.keep === true },
+    signal,
+  );
+  if (result.timedOut && signal?.aborted)
+    throw new ConnectorError(
+      'E_TIMEOUT',
+      `the client cancelled the call: the command was stopped${result.kept ? ' (its pane is kept)' : ''}`,
+      `output so far:\n${result.output}`,
+    );
   if (result.timedOut)
     throw new ConnectorError(
       'E_TIMEOUT',

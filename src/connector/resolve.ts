@@ -1,4 +1,4 @@
-import { oneLine } from '../core/text.js';
+import { oneLine, stripControls } from '../core/text.js';
 import type { Terminal } from './backend.js';
 import { ConnectorError } from './names.js';
 
@@ -39,4 +39,18 @@ export function resolveTarget(terminals: readonly Terminal[], target: string): T
       .map((t) => t.id)
       .join(', ')})`,
   );
+}
+
+/**
+ * A terminal's name as grants see it: its characters that would be stripped from a display
+ * (controls, escapes, bidi and other invisible marks) spelled out as `\u{…}`. So what a grant matches
+ * is what is shown: `\u{2066}loop-zz` does not start with `loop-`, and `loop-a\u{202e}` is not
+ * `loop-a`. Names without such characters are unchanged.
+ */
+export function visibleName(raw: string): string {
+  if (stripControls(raw) === raw) return raw;
+  let out = '';
+  for (const ch of raw)
+    out += stripControls(ch) === ch ? ch : `\\u{${(ch.codePointAt(0) ?? 0).toString(16)}}`;
+  return out;
 }

@@ -31,7 +31,8 @@ export function createConnectorServer(
         outputSchema: def.output,
         annotations: { title: def.title, ...def.annotations },
       },
-      (args: Record<string, unknown>) => callTool(connection, def, args),
+      (args: Record<string, unknown>, extra: { signal?: AbortSignal }) =>
+        callTool(connection, def, args, extra.signal),
     );
   }
   return server;

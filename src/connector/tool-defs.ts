@@ -9,11 +9,8 @@ import { BACKENDS, type ToolName } from './names.js';
 
 /** The most bytes of text one `send_input` pastes (a larger paste is refused, never cut). */
 export const MAX_TEXT = 64 * 1024;
-/**
- * The longest command `run_command` takes (characters; the tmux backend also refuses one over
- * MAX_COMMAND_BYTES of UTF-8: tmux carries it on a command line of at most 16 KiB).
- */
-export const MAX_COMMAND = 8 * 1024;
+/** The longest command `run_command` takes. */
+export const MAX_COMMAND = 16 * 1024;
 export const MAX_KEYS = 64;
 /** The most lines `read_terminal` returns. */
 export const MAX_READ_LINES = 2000;

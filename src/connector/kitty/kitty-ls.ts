@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import { z } from 'zod';
 import { sanitizeLine } from '../../core/text.js';
 import type { Terminal } from '../backend.js';
+import { visibleName } from '../resolve.js';
 
 /**
  * `kitty @ ls` parsed into terminals. kitty lists every window with the full environment its program
@@ -98,7 +99,8 @@ export function parseLs(stdout: string): KittyWindow[] {
           terminal: {
             id: terminalId(w.id),
             backend: 'kitty',
-            name: title,
+            // What grants match: the title with its invisible characters spelled out.
+            name: visibleName(w.title).slice(0, 300),
             identity: identityOf(kittyPid, w.id),
             label: `${sanitizeLine(tab.title, 300)} / ${w.id}`,
             title,

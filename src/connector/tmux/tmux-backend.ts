@@ -4,6 +4,7 @@ import { closePane, readPane, sendKeys, sendText } from './tmux-io.js';
 import { listTerminals, tmuxAvailable } from './tmux-list.js';
 import { runInNewPane } from './tmux-run.js';
 import { runInPane } from './tmux-run-pane.js';
+import { RunFiles } from './tmux-scratch.js';
 
 /**
  * The tmux backend of the connector: a terminal is a pane (`%N`), named by its session. Every act is
@@ -14,6 +15,7 @@ import { runInPane } from './tmux-run-pane.js';
 export class TmuxBackend implements ConnectorBackend {
   readonly name = 'tmux' as const;
   private readonly exec: TmuxExec;
+  private readonly files = new RunFiles();
 
   constructor(options: TmuxExecOptions = {}) {
     this.exec = new TmuxExec(options);
@@ -42,7 +44,7 @@ export class TmuxBackend implements ConnectorBackend {
   run(terminal: Terminal, request: RunRequest, signal?: AbortSignal): Promise<RunResult> {
     return request.where === 'pane'
       ? runInPane(this.exec, terminal, request, signal)
-      : runInNewPane(this.exec, terminal, request, signal);
+      : runInNewPane(this.exec, this.files, terminal, request, signal);
   }
 
   close(terminal: Terminal): Promise<void> {
@@ -54,7 +56,8 @@ export class TmuxBackend implements ConnectorBackend {
     return this.exec.waiting;
   }
 
-  dispose(): Promise<void> {
-    return this.exec.killAll();
+  async dispose(): Promise<void> {
+    await this.exec.killAll();
+    this.files.dispose();
   }
 }

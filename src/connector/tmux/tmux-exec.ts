@@ -71,6 +71,7 @@ export class TmuxExec {
   readonly socket: string | undefined;
   readonly binary: string;
   private readonly running = new Map<ChildProcess, Promise<ExecResult>>();
+  private closed = false;
 
   constructor(options: TmuxExecOptions = {}) {
     if (options.socket !== undefined) check(SOCKET, 'socket name', options.socket);
@@ -94,6 +95,13 @@ export class TmuxExec {
    * it by its own PID, never by name; `killAll()` ends every one still running.
    */
   start(args: readonly string[], input?: string): Started {
+    if (this.closed) {
+      const stderr = 'the connector is stopping: no new tmux call';
+      return {
+        result: Promise.resolve({ ok: false, code: null, stdout: '', stderr, missing: false }),
+        kill: () => {},
+      };
+    }
     const child = spawn(this.binary, this.argv(args), { env: tmuxEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -131,8 +139,9 @@ export class TmuxExec {
     return this.running.size;
   }
 
-  /** End every tmux child still running (by its PID) and wait for each to exit. */
+  /** End every tmux child still running (by its PID) and wait for each to exit; start no more. */
   async killAll(): Promise<void> {
+    this.closed = true;
     const pending = [...this.running];
     for (const [child] of pending) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

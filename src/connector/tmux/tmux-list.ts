@@ -1,6 +1,7 @@
 import { stripControls } from '../../core/text.js';
 import type { Terminal } from '../backend.js';
 import { ConnectorError } from '../names.js';
+import { visibleName } from '../resolve.js';
 import { type TmuxExec, token } from './tmux-exec.js';
 
 /**
@@ -51,9 +52,9 @@ function toTerminal(row: Row): Terminal | null {
   // alternate_on may be empty on a dead pane; every other number must be one.
   if (numbers.some((n, i) => !(NUMERIC.test(n) || (i === 9 && n === '')))) return null;
   const created = Number(row.session_created);
-  // A session whose name carries control characters (tmux 3.3a already escapes them as `\033`) is
-  // matched and shown by its stripped name: nothing returned carries an ESC.
-  const name = stripControls(row.session_name);
+  // tmux 3.3a already writes a session name's control characters as `\033`; invisible marks it
+  // keeps (bidi, zero-width) are spelled out: a grant matches what is shown.
+  const name = visibleName(row.session_name);
   return {
     id: row.pane_id,
     backend: 'tmux',

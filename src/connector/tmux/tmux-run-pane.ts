@@ -39,6 +39,8 @@ async function typeCommand(
     const out = await fused(exec, terminal, {
       before: ['load-buffer', '-b', buffer, '-'],
       act: [
+        // Whatever was half-typed at the prompt is cleared first (bash and zsh keep it: C-y).
+        `send-keys -t ${pane} C-e C-u`,
         `display-message -p -t ${pane} '${mark} #{history_size} #{cursor_y}'`,
         `paste-buffer -p -d -b ${buffer} -t ${pane}`,
         `send-keys -t ${pane} Enter`,

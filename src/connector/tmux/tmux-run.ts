@@ -4,30 +4,20 @@ import { ConnectorError } from '../names.js';
 import { checkChannel, checkPane, checkSession, type ExecResult, type TmuxExec, token } from './tmux-exec.js';
 import { fused } from './tmux-fused.js';
 import { captureLines, MAX_READ_LINES } from './tmux-io.js';
+import type { RunFiles } from './tmux-scratch.js';
 
 /**
  * `run` in a new pane: a detached window in the target's session whose end tmux records. No marker is
- * echoed anywhere. One tmux call does it all, in order: a window (named with a random token) whose
- * program — a fixed `sh -c` wrapper, the command one argv element of it (tmux does not expand
- * `#{}`/`#()` there) — first waits for a line on its terminal; `remain-on-exit`, a `pane-died` hook
- * that signals a channel of ours, a `pipe-pane` (with one, tmux reads all of a pane's output before
- * it calls the pane dead); then the identity check, and only when it holds, Enter in the new pane:
- * the command starts. When the check fails the window is killed before anything ran. Then a
- * second tmux child waits on the channel and collects (collectArgs). The status is
- * `#{pane_dead_status}`. The Enter's echo is the pane's first line.
+ * echoed anywhere. The command is written to a private file (tmux-scratch.ts); one tmux call then
+ * checks the target's identity and only when it holds, in that branch: a window (named with a random
+ * token) running the fixed wrapper, which first waits for a line on its terminal; `remain-on-exit`,
+ * a `pane-died` hook that signals a channel of ours, a `pipe-pane` (with one, tmux reads all of a
+ * pane's output before it calls the pane dead); then Enter in the new pane: the command starts. The
+ * branch holds only validated ids, names and paths. Then a second tmux child waits on the channel
+ * and collects (collectArgs). The status is `#{pane_dead_status}`. The Enter's echo is the pane's
+ * first line.
  */
 
-/**
- * The wrapper: waits for the go line, then runs the command in the pane's shell (`$SHELL`, which tmux
- * sets to the session's `default-shell`) when that is a known POSIX-like shell, else in /bin/sh.
- */
-const WRAPPER = [
-  'IFS= read -r _ || exit 125;',
-  'case "$' + '{SHELL##*/}" in',
-  'bash|zsh|sh|dash|ksh|mksh) exec "$SHELL" -c "$1" ;;',
-  '*) exec /bin/sh -c "$1" ;;',
-  'esac',
-].join(' ');
 /** The window's name and the channel its end signals: `the-loop-run-<hex>`. */
 const channelOf = (hex: string): string => checkChannel(`the-loop-run-${hex}`);
 
@@ -124,60 +114,41 @@ function nudge(server: number): void {
 }
 
 /**
- * Create the window, arm it, and start the command (only while the target is still the listed
- * terminal); returns the new pane's id and its process's. tmux ends a command at an argument ending
- * in `;`: the command gets a trailing newline, so it never does.
+ * Create the window, arm it, and start the command — all only while the target is still the listed
+ * terminal; returns the new pane's id, its process's and the tmux server's.
  */
 async function startWindow(
   exec: TmuxExec,
   terminal: Terminal,
   hex: string,
-  command: string,
+  paths: { wrapper: string; file: string },
 ): Promise<RunPane> {
   const session = checkSession(terminal.identity.split('@')[0] ?? '');
   const name = channelOf(hex);
-  const window = `${session}:=${name}`;
+  // Single quotes: tmux's parser would expand `$3` as an environment variable.
+  const window = `'${session}:=${name}'`;
   const mark = `the-loop-pane-${token()}`;
-  const before = [
-    ...[
-      'new-window',
-      '-d',
-      '-P',
-      '-F',
-      `${mark} #{pane_id} #{pane_pid} #{pid}`,
-      '-n',
-      name,
-      '-t',
-      `${session}:`,
-    ],
-    ...['--', '/bin/sh', '-c', WRAPPER, 'the-loop', `${command}\n`, ';'],
-    ...['set-option', '-p', '-t', window, 'remain-on-exit', 'on', ';'],
-    ...['set-hook', '-p', '-t', window, 'pane-died', `wait-for -S ${name}`, ';'],
-    ...['pipe-pane', '-t', window, 'cat >/dev/null', ';'],
+  const act = [
+    `new-window -d -P -F '${mark} #{pane_id} #{pane_pid} #{pid}' -n ${name} -t '${session}:' /bin/sh ${paths.wrapper} ${paths.file}`,
+    `set-option -p -t ${window} remain-on-exit on`,
+    `set-hook -p -t ${window} pane-died 'wait-for -S ${name}'`,
+    `pipe-pane -t ${window} 'cat >/dev/null'`,
     // tmux 3.2 has no remain-on-exit-format (-q: no error); 3.3 prints its line in the pane without it.
-    ...['set-option', '-p', '-q', '-t', window, 'remain-on-exit-format', ''],
-  ];
-  try {
-    // Single quotes: tmux's parser would expand `$3` as an environment variable.
-    const out = await fused(exec, terminal, {
-      before,
-      act: `send-keys -t '${window}' Enter`,
-      require: 'none',
-    });
-    const line = out.split('\n').find((l) => l.startsWith(`${mark} `)) ?? '';
-    const [pane, pid, server] = line.split(' ').slice(1);
-    return { pane: checkPane(pane ?? ''), pid: number(pid), server: number(server) };
-  } catch (error) {
-    // The check failed (or tmux did): the window, if it was made, never ran the command.
-    await exec.run(['kill-window', '-t', window]);
-    throw error;
-  }
+    `set-option -p -q -t ${window} remain-on-exit-format ''`,
+    `send-keys -t ${window} Enter`,
+  ].join(' ; ');
+  const out = await fused(exec, terminal, { act, require: 'none' });
+  const line = out.split('\n').find((l) => l.startsWith(`${mark} `)) ?? '';
+  const [pane, pid, server] = line.split(' ').slice(1);
+  return { pane: checkPane(pane ?? ''), pid: number(pid), server: number(server) };
 }
 
 interface Collected {
   status: number | null;
   signal: number | null;
   lines: string[];
+  /** The pane's history was full: its first lines are gone. */
+  clipped: boolean;
   /** The pane is still there (kept, or the call failed with the pane alive). */
   kept: boolean;
 }
@@ -188,27 +159,25 @@ interface Collected {
  * pane's death and collects, started as soon as the pane exists (a channel signalled before anyone
  * waits on it stays signalled).
  */
+/** The pane's end, and how full its history is (older output may be gone). */
+const STATE = '#{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{history_size} #{history_limit}';
+
 function collectArgs(pane: string, keep: boolean, mark: string, channel?: string): string[] {
   return [
     ...(channel ? ['wait-for', channel, ';'] : []),
-    ...[
-      'display-message',
-      '-p',
-      '-t',
-      pane,
-      `${mark} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}`,
-      ';',
-    ],
+    ...['display-message', '-p', '-t', pane, `${mark} ${STATE}`, ';'],
     ...['capture-pane', '-p', '-J', '-S', '-', '-E', '-', '-t', pane, ';'],
     ...['set-hook', '-p', '-u', '-t', pane, 'pane-died'],
+    // A kept pane keeps its pipe's `cat` until it is closed (tmux 3.3a closes no pipe of a dead pane).
     ...(keep ? [] : [';', 'kill-pane', '-t', pane]),
   ];
 }
 
 function parseCollected(r: ExecResult, mark: string, keep: boolean): Collected {
-  if (!r.stdout.startsWith(mark)) return { status: null, signal: null, lines: [], kept: false };
+  if (!r.stdout.startsWith(mark))
+    return { status: null, signal: null, lines: [], clipped: false, kept: false };
   const newline = r.stdout.indexOf('\n');
-  const [dead, status, signal] = r.stdout.slice(mark.length + 1, newline).split(' ');
+  const [dead, status, signal, size, limit] = r.stdout.slice(mark.length + 1, newline).split(' ');
   const ended = (s: string | undefined) => (dead === '1' ? number(s) : null);
   const lines = captureLines(r.stdout.slice(newline + 1));
   // The first line holds the echo of the Enter that started the command.
@@ -218,51 +187,56 @@ function parseCollected(r: ExecResult, mark: string, keep: boolean): Collected {
     lines.pop();
     while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   }
-  return { status: ended(status), signal: ended(signal), lines, kept: keep || !r.ok };
+  // tmux drops the oldest tenth of a full history at once: at 90% of the limit, some may be gone.
+  const [held, most] = [number(size), number(limit)];
+  const clipped = held !== null && most !== null && most > 0 && held >= most - Math.floor(most / 10);
+  return { status: ended(status), signal: ended(signal), lines, clipped, kept: keep || !r.ok };
 }
-
-/** Most bytes of a command: tmux sends its command line to the server in one message of 16 KiB. */
-export const MAX_COMMAND_BYTES = 12 * 1024;
 
 export async function runInNewPane(
   exec: TmuxExec,
+  files: RunFiles,
   terminal: Terminal,
   request: RunRequest,
   signal?: AbortSignal,
 ): Promise<RunResult> {
-  if (Buffer.byteLength(request.command, 'utf8') > MAX_COMMAND_BYTES) {
-    throw new ConnectorError(
-      'E_INVALID',
-      `the command is over ${MAX_COMMAND_BYTES} bytes (tmux passes it on its command line): put it in a script and run that`,
-    );
-  }
   const startedAt = Date.now();
   const hex = token();
-  const started = await startWindow(exec, terminal, hex, request.command);
-  const { pane } = started;
-  const mark = `the-loop-status-${token()}`;
-  const collector = exec.start(collectArgs(pane, request.keep, mark, channelOf(hex)));
+  const paths = files.write(hex, request.command);
+  let collector: { kill(): void } | null = null;
   try {
-    const done = collector.result.then(() => undefined);
+    const started = await startWindow(exec, terminal, hex, paths);
+    const { pane } = started;
+    const mark = `the-loop-status-${token()}`;
+    const collecting = exec.start(collectArgs(pane, request.keep, mark, channelOf(hex)));
+    collector = collecting;
+    const done = collecting.result.then(() => undefined);
     const late = (await waitForEnd(exec, started, done, request.timeoutMs, signal)).kind === 'timeout';
     let got: Collected;
-    if (late) collector.kill();
-    const first = await collector.result;
+    if (late) collecting.kill();
+    const first = await collecting.result;
     // It may have ended at the very moment the time ran out: then it did end.
     const ended = first.stdout.startsWith(mark);
     if (ended) got = parseCollected(first, mark, request.keep);
     else got = parseCollected(await exec.run(collectArgs(pane, false, mark)), mark, false);
+    if (!late && !ended) {
+      // Its waiting child ended without the pane's death: the window was killed, or we are stopping.
+      throw new ConnectorError('E_TARGET_GONE', `the run pane ${pane} went away before its command ended`);
+    }
     const timedOut = late && !ended;
+    const { output, truncated } = tail(got.lines, request.maxLines);
     return {
       exitStatus: timedOut ? null : got.status,
       signal: timedOut ? null : got.signal,
       timedOut,
-      ...tail(got.lines, request.maxLines),
+      output,
+      truncated: truncated || got.clipped,
       ranIn: pane,
       kept: got.kept,
       durationMs: Date.now() - startedAt,
     };
   } finally {
-    collector.kill();
+    collector?.kill();
+    files.remove(paths.file);
   }
 }

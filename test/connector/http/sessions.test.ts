@@ -80,7 +80,8 @@ describe('sessions', () => {
     expect(await server.stop()).toBe(0);
     expect(pidAlive(pid)).toBe(false);
     expect(existsSync(server.tokenFile)).toBe(false);
-    expect(readdirSync(join(dataDir, 'mcp'))).toEqual([]);
+    // The token file is gone; the install's audit key stays.
+    expect(readdirSync(join(dataDir, 'mcp'))).toEqual(['audit.key']);
     await expect(call(two.client, 'list_terminals', {})).rejects.toThrow();
     await two.client.close();
   }, 30_000);

@@ -48,7 +48,8 @@ describe('kitty ls parsing', () => {
     expect(windows[0]?.terminal).toEqual({
       id: 'kitty:3',
       backend: 'kitty',
-      name: 'vim notes',
+      // What grants match: the title's control characters spelled out, never dropped.
+      name: String.raw`vim \u{1b}]0;evil\u{7}notes`,
       identity: '2270/3',
       label: 'work / 3',
       title: 'vim notes',

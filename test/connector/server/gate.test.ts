@@ -44,6 +44,7 @@ beforeAll(async () => {
       audit,
       ledger: new SqliteLedgerStore(db),
       operator: 'ops',
+      digestKey: Buffer.alloc(32, 7),
       connection: 'test',
       agentSession: async () => null,
     },

@@ -101,6 +101,16 @@ describe('the injection corpus', () => {
       // Whatever was pasted sits on the command line; C-c discards it without running it.
       await call(mcp.client, 'send_input', { target: 'loop-bound', keys: ['C-c'] });
     }
+    // Under the character limit but over 64 KiB of UTF-8: refused, never cut (a cut text would end in
+    // a note and a newline, and the newline would run the line).
+    const wide = await call(mcp.client, 'send_input', {
+      target: 'loop-bound',
+      text: `${touch} #${'é'.repeat(40_000)}`,
+    });
+    expect(wide.isError).toBe(true);
+    expect(wide.code).toBe('E_INVALID');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(existsSync(canary)).toBe(false);
     // The pastes did arrive: a last one shows on the bound shell's command line, unrun.
     await call(mcp.client, 'send_input', {
       target: 'loop-bound',

@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, runCli } from '../../helpers/cli.js';
 import { call, type McpHandle, privateTmux, startMcp } from '../../helpers/mcp.js';
@@ -164,6 +167,14 @@ describe('the tools', () => {
     expect(rows.some((r) => r.tool === 'run_command' && r.outcome === 'ok')).toBe(true);
     expect(rows.some((r) => r.outcome === 'refused')).toBe(true);
     for (const r of rows) expect(r.payloadSha256).toMatch(/^[0-9a-f]{64}$/);
+    // Keyed with the install's key (0600): an empty payload's digest is not SHA-256 of "{}".
+    const keyFile = execFileSync('find', [project.dir, '-name', 'audit.key'], { encoding: 'utf8' }).trim();
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const listed = rows.find((r) => r.tool === 'list_terminals');
+    expect(listed?.payloadSha256).not.toBe(createHash('sha256').update('{}').digest('hex'));
+    expect(listed?.payloadSha256).toBe(
+      createHmac('sha256', readFileSync(keyFile)).update('{}').digest('hex'),
+    );
     const usage = await runCli(['usage', '--json'], { cwd: project.dir });
     expect(usage.code, usage.stderr).toBe(0);
     const report = JSON.parse(usage.stdout) as {

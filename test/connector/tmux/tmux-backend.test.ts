@@ -65,6 +65,17 @@ describe('listing', () => {
     await f.tmux.run(['kill-session', '-t', id]);
   });
 
+  it('spells out invisible characters of a name: no look-alike of a granted name', async () => {
+    await f.session('\u2066loop-zz');
+    await f.session('loop-b\u202e');
+    const names = (await f.backend.list()).map((t) => t.name);
+    expect(names).toContain('\\u{2066}loop-zz');
+    expect(names).toContain('loop-b\\u{202e}');
+    expect(names.filter((n) => n.startsWith('loop-zz') || n === 'loop-b')).toEqual([]);
+    await f.tmux.run(['kill-session', '-t', '=\u2066loop-zz']);
+    await f.tmux.run(['kill-session', '-t', '=loop-b\u202e']);
+  });
+
   it('says why it cannot be used when no server runs on its socket', async () => {
     const none = new TmuxBackend({ socket: `tl-none-${process.pid}` });
     const available = await none.available();
@@ -167,13 +178,23 @@ describe('running a command', () => {
     expect(r).toMatchObject({ exitStatus: 0, output: 'two\none ;' });
   });
 
-  it('takes a command up to its byte limit, and refuses a longer one before creating anything', async () => {
+  it('takes a long command of many-byte characters whole (it never rides a tmux command line)', async () => {
     const t = await f.terminal('loop-a');
-    const long = await f.backend.run(t, run(`echo ${'x'.repeat(8000)} | wc -c`));
-    expect(long).toMatchObject({ exitStatus: 0, output: '8001' });
-    const before = (await f.backend.list()).length;
-    expect(await code(f.backend.run(t, run(`echo ${'é'.repeat(7000)}`)))).toBe('E_INVALID');
-    expect((await f.backend.list()).length).toBe(before);
+    const r = await f.backend.run(t, run(`printf %s '${'é'.repeat(8000)}' | wc -c`));
+    expect(r).toMatchObject({ exitStatus: 0, output: '16000' });
+  });
+
+  it("says when the pane's history was full (its first lines are gone)", async () => {
+    await f.tmux.must(['set-option', '-g', 'history-limit', '100'], 'history-limit');
+    try {
+      const t = await f.terminal('loop-a');
+      const r = await f.backend.run(t, run('seq 1 500', { maxLines: 10_000 }));
+      expect(r.exitStatus).toBe(0);
+      expect(r.output.split('\n').at(-1)).toBe('500');
+      expect(r.truncated).toBe(true);
+    } finally {
+      await f.tmux.must(['set-option', '-g', 'history-limit', '2000'], 'history-limit');
+    }
   });
 
   it('reports the signal that ended it', async () => {
@@ -220,7 +241,11 @@ describe('running a command', () => {
     await f.session('loop-shell');
     const t = await f.terminal('loop-shell');
     await until(async () => (await f.screen(t.id)).includes('$'));
+    // Something half-typed at the prompt is cleared, never run with the command.
+    const partial = join(f.dir, 'partial');
+    await f.backend.sendText(t, `touch ${partial}; `);
     const r = await f.backend.run(t, run('echo in-pane; false', { where: 'pane' }));
+    expect(existsSync(partial)).toBe(false);
     expect(r).toMatchObject({ exitStatus: 1, timedOut: false, ranIn: t.id });
     expect(r.output).toContain('in-pane');
     expect(r.output).not.toMatch(/the-loop-run-/);
