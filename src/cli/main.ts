@@ -308,13 +308,13 @@ function addServeCommand(program: Command, { io, setExit, globals }: ProgramCont
 }
 
 /** `console`: a login link to the running daemon's console (reads the config, never the database). */
-/** `mcp` (the terminal connector on stdio), `mcp grants`, `mcp audit`: they open the base only. */
+/** `mcp` (the terminal connector on stdio or --http), `mcp grants`, `mcp audit`: they open the base only. */
 function addMcpCommands(program: Command, { io, withBase }: ProgramContext): void {
   const mcp = addMcpServeOptions(
     program
       .command('mcp')
       .description(
-        "the terminal connector: an MCP server on stdio through which an operator agent drives tmux and kitty within its operator's grant (docs/connector.md)",
+        "the terminal connector: an MCP server (stdio, or --http on loopback with a bearer token) through which an operator agent drives tmux and kitty within its operator's grant (docs/connector.md)",
       ),
   )
     // `mcp audit --operator x` is the report's option, not the server's.
