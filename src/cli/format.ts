@@ -35,6 +35,15 @@ export function formatUsd(usd: number): string {
   return usd < 1 ? `~$${usd.toFixed(4)}` : `~$${usd.toFixed(2)}`;
 }
 
+/**
+ * A turn's tokens and cost, as one phrase: a turn that reported no tokens at all (a turn that failed
+ * before the model answered) is "no usage" — never `0 tokens · ~0¢`.
+ */
+export function formatTurnUsage(turn: Pick<TurnRecord, 'usage' | 'costUsd' | 'meter'>): string {
+  if (turn.usage !== null && totalTokens(turn.usage) === 0 && !turn.costUsd) return 'no usage';
+  return `${formatTokens(turn.usage)} · ${formatCost(turn)}`;
+}
+
 /** Cost is never shown as $0 for something nothing measured: unknown says so. */
 export function formatCost(turn: Pick<TurnRecord, 'usage' | 'costUsd' | 'meter'>): string {
   if (turn.costUsd !== null) return `${formatUsd(turn.costUsd)} (engine-reported estimate)`;

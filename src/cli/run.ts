@@ -8,15 +8,7 @@ import { acquireLock, currentHolder, lockPath } from '../dispatch/lock.js';
 import { manualPlan } from '../dispatch/manual-plan.js';
 import type { App } from '../main.js';
 import { type RunDispatch, startRunDispatch } from '../main-run.js';
-import {
-  formatCost,
-  formatDuration,
-  formatGuard,
-  formatTokens,
-  oneLine,
-  toJson,
-  turnDurationMs,
-} from './format.js';
+import { formatDuration, formatGuard, formatTurnUsage, oneLine, toJson, turnDurationMs } from './format.js';
 import { EXIT, type Io } from './io.js';
 
 export interface RunOptions {
@@ -262,7 +254,7 @@ async function report(
     const took = formatDuration(turnDurationMs(turn) ?? Date.now() - started);
     const mark = turn.status === 'succeeded' ? '✔' : '✖';
     io.out(
-      `${mark} turn ${turn.seq} ${turn.status} · ended by ${turn.endReason} · ${took} · ${formatTokens(turn.usage)} · ${formatCost(turn)}\n`,
+      `${mark} turn ${turn.seq} ${turn.status} · ended by ${turn.endReason} · ${took} · ${formatTurnUsage(turn)}\n`,
     );
     if (turn.error) io.out(`  error: ${oneLine(turn.error, 1000)}\n`);
     io.out(`  guard: ${formatGuard(turn.guard)}\n`);

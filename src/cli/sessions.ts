@@ -9,10 +9,10 @@ import { resumeHeld } from '../sessions/resume.js';
 import { type SessionSummary, summarizeTurns } from '../sessions/summary.js';
 import { takeoverReason } from '../sessions/takeover-rules.js';
 import {
-  formatCost,
   formatDuration,
   formatGuard,
   formatTokens,
+  formatTurnUsage,
   oneLine,
   table,
   toJson,
@@ -134,7 +134,7 @@ export async function showSession(
   for (const t of turns) {
     const took = turnDurationMs(t);
     lines.push(
-      `  ${t.seq}. ${t.status} · ${t.endReason ?? 'running'} · ${t.startedAt}${took === null ? '' : ` · ${formatDuration(took)}`} · ${formatTokens(t.usage)} · ${formatCost(t)}`,
+      `  ${t.seq}. ${t.status} · ${t.endReason ?? 'running'} · ${t.startedAt}${took === null ? '' : ` · ${formatDuration(took)}`} · ${formatTurnUsage(t)}`,
     );
     if (t.error) lines.push(`     error: ${t.error.split('\n')[0]}`);
     for (const warning of t.warnings) lines.push(`     ⚠ ${oneLine(warning, 300)}`);

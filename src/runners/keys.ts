@@ -21,7 +21,8 @@ export interface SentKey {
 /**
  * The keys of a `sessions keys` command line: named keys as they are, other words as literal text
  * stripped of control characters (a keystroke is what is typed, not a sequence); words left empty
- * by the stripping are dropped.
+ * by the stripping are dropped. Words in a row are one text, typed with the spaces the shell took
+ * from between them (`typed text here` is typed as `typed text here`).
  */
 export function planKeys(words: readonly string[]): SentKey[] {
   const planned: SentKey[] = [];
@@ -31,7 +32,10 @@ export function planKeys(words: readonly string[]): SentKey[] {
       continue;
     }
     const text = word.replace(CONTROL, '');
-    if (text !== '') planned.push({ key: text, literal: true });
+    if (text === '') continue;
+    const last = planned[planned.length - 1];
+    if (last?.literal) last.key = `${last.key} ${text}`;
+    else planned.push({ key: text, literal: true });
   }
   return planned;
 }

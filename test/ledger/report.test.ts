@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatUsd } from '../../src/cli/format.js';
+import { formatTurnUsage, formatUsd } from '../../src/cli/format.js';
 import { formatGroupCost } from '../../src/cli/usage.js';
 import type { Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
@@ -440,6 +440,24 @@ describe('formatUsd and formatGroupCost', () => {
     expect(formatUsd(0.01)).toBe('~$0.0100');
     expect(formatUsd(0.5)).toBe('~$0.5000');
     expect(formatUsd(4.5)).toBe('~$4.50');
+  });
+
+  it('a turn that reported no tokens is "no usage", never 0 tokens at ~0¢', () => {
+    const zero = {
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheCreationTokens: 0,
+      reasoningTokens: 0,
+    };
+    expect(formatTurnUsage({ usage: zero, costUsd: 0, meter: 'stream-json' })).toBe('no usage');
+    expect(formatTurnUsage({ usage: zero, costUsd: null, meter: 'stream-json' })).toBe('no usage');
+    expect(formatTurnUsage({ usage: null, costUsd: null, meter: 'none' })).toBe(
+      'unmetered · cost unknown (unmetered engine)',
+    );
+    expect(formatTurnUsage({ usage: { ...zero, inputTokens: 5 }, costUsd: 0.0021, meter: 'stream-json' })).toBe(
+      '5 tokens (5 in, 0 out) · ~0.21¢ (engine-reported estimate)',
+    );
   });
 
   it('unknown, mixed and empty groups', () => {
