@@ -455,9 +455,9 @@ describe('formatUsd and formatGroupCost', () => {
     expect(formatTurnUsage({ usage: null, costUsd: null, meter: 'none' })).toBe(
       'unmetered · cost unknown (unmetered engine)',
     );
-    expect(formatTurnUsage({ usage: { ...zero, inputTokens: 5 }, costUsd: 0.0021, meter: 'stream-json' })).toBe(
-      '5 tokens (5 in, 0 out) · ~0.21¢ (engine-reported estimate)',
-    );
+    expect(
+      formatTurnUsage({ usage: { ...zero, inputTokens: 5 }, costUsd: 0.0021, meter: 'stream-json' }),
+    ).toBe('5 tokens (5 in, 0 out) · ~0.21¢ (engine-reported estimate)');
   });
 
   it('unknown, mixed and empty groups', () => {
