@@ -56,7 +56,7 @@ export async function usageScanCommand(
     return EXIT.ok;
   }
   io.out(
-    `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers > 1 ? `${summary.workers} threads` : 'one thread'}) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
+    `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers > 1 ? `${summary.workers} threads` : 'one thread'}) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added${summary.copies ? `, ${formatInt(summary.copies)} copies of requests found earlier in this scan` : ''}, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
   );
   if (summary.restarted)
     io.out(

@@ -11,7 +11,12 @@ export interface ScanSummary {
   bytesRead: number;
   records: number;
   added: number;
-  /** Records already in the ledger (duplicated records, re-reads, the tmux runner's own rows). */
+  /**
+   * Records that are copies of a request found earlier in this same scan: a message's other content
+   * blocks, its streamed copies, the same request in another file (a fork, a resumed session).
+   */
+  copies: number;
+  /** Requests already in the ledger before this scan (re-reads, the tmux runner's own rows). */
   duplicates: number;
   /** Records of sessions metered per turn from result events (not added again). */
   alreadyMetered: number;
@@ -32,6 +37,7 @@ export function emptySummary(dirs: string[], files: number, workers: number): Sc
     bytesRead: 0,
     records: 0,
     added: 0,
+    copies: 0,
     duplicates: 0,
     alreadyMetered: 0,
     skippedLines: 0,
@@ -115,6 +121,7 @@ export class TranscriptImport {
       summary.bytesRead += scan.restarted ? scan.size : scan.size - (this.startedAt.get(r.path)?.offset ?? 0);
       summary.skippedLines += scan.skipped;
       summary.records += scan.duplicates;
+      summary.copies += scan.duplicates;
       if (scan.restarted) summary.restarted += 1;
       summary.warnings.push(...scan.warnings);
       for (const record of scan.records) this.sort(record, fresh, grown);
@@ -130,6 +137,7 @@ export class TranscriptImport {
     // The same key from another thread's files: one row, with the largest output count.
     const earlier = this.unique.get(key);
     if (earlier !== undefined) {
+      this.summary.copies += 1;
       // Its row takes the larger count (the ledger keeps the largest output of a source id).
       if (record[5] > earlier) {
         this.unique.set(key, record[5]);
@@ -143,7 +151,7 @@ export class TranscriptImport {
       if (!this.countedMetered.has(key)) {
         this.countedMetered.add(key);
         this.summary.alreadyMetered += 1;
-      }
+      } else this.summary.copies += 1;
       return;
     }
     this.unique.set(key, record[5]);

@@ -92,7 +92,7 @@ export async function scanTranscripts(
     })),
     new Date().toISOString(),
   );
-  summary.duplicates = summary.records - summary.alreadyMetered - summary.added;
+  summary.duplicates = summary.records - summary.alreadyMetered - summary.added - summary.copies;
   summary.ms = Date.now() - started;
   return summary;
 }

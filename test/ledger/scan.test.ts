@@ -210,7 +210,8 @@ describe('scanTranscripts (into the ledger)', () => {
     );
     writeFileSync(file('b.jsonl'), `${assistant({ id: 'msg_b', input: 50, output: 5 })}\n`);
     const first = await scanTranscripts(deps(), [join(dir, 'projects')]);
-    expect(first).toMatchObject({ files: 2, filesRead: 2, records: 4, added: 2, duplicates: 2 });
+    // On an empty ledger: the message's other blocks are copies within the scan, nothing was there.
+    expect(first).toMatchObject({ files: 2, filesRead: 2, records: 4, added: 2, copies: 2, duplicates: 0 });
     expect(total().usage).toMatchObject({
       inputTokens: 150,
       outputTokens: 15,
@@ -231,7 +232,7 @@ describe('scanTranscripts (into the ledger)', () => {
     writeFileSync(file('c.jsonl'), readFileSync(file()));
     renameSync(file('c.jsonl'), file());
     const rewritten = await scanTranscripts(deps(), [join(dir, 'projects')]);
-    expect(rewritten).toMatchObject({ records: 3, added: 0, duplicates: 3 });
+    expect(rewritten).toMatchObject({ records: 3, added: 0, copies: 2, duplicates: 1 });
     expect(total().usage.inputTokens).toBe(151);
     expect(total().rows).toBe(3);
   });
@@ -277,7 +278,7 @@ describe('scanTranscripts (into the ledger)', () => {
     );
     const summary = await scanTranscripts(deps(), [join(dir, 'projects')]);
     // The fork's copy and the metered one are one message: metered once, the other a duplicate.
-    expect(summary).toMatchObject({ records: 4, added: 2, alreadyMetered: 1, duplicates: 1 });
+    expect(summary).toMatchObject({ records: 4, added: 2, alreadyMetered: 1, copies: 1, duplicates: 0 });
     const rows = db
       .prepare('SELECT session_id, work_item, payer_kind, payer_id FROM usage_ledger ORDER BY id')
       .all();
@@ -327,6 +328,7 @@ describe('scanTranscripts (into the ledger)', () => {
       records: x.records,
       added: x.added,
       alreadyMetered: x.alreadyMetered,
+      copies: x.copies,
       duplicates: x.duplicates,
     });
     const one = await scanTranscripts(deps(), [join(dir, 'projects')], {
