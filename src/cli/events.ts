@@ -20,14 +20,25 @@ const shown = (d: DeliveryRecord): DeliveryRecord => ({
   reason: d.heldReason !== null ? `held: ${d.heldReason}` : d.reason,
 });
 
-const describe = (d: DeliveryRecord): string =>
+/** The detail column: an error, a reason, or the turn it became — by the session's turn number. */
+const describe = (d: DeliveryRecord, seqOf: ReadonlyMap<number, number>): string =>
   d.error
     ? `error: ${oneLine(d.error, 120)}`
     : d.reason
       ? oneLine(d.reason, 120)
       : d.turnId !== null
-        ? `turn ${d.turnId}`
+        ? `turn ${seqOf.get(d.turnId) ?? `#${d.turnId}`}`
         : '';
+
+/** The session's turn number of each turn the rows became (a person counts a session's turns). */
+async function turnNumbers(app: App, rows: readonly DeliveryRecord[]): Promise<Map<number, number>> {
+  const seqOf = new Map<number, number>();
+  for (const d of rows) {
+    if (d.turnId === null) continue;
+    for (const t of await app.store.turnsForDelivery(d.id)) seqOf.set(t.id, t.seq);
+  }
+  return seqOf;
+}
 
 /** `the-loop events list`: the inbox, newest first. */
 export async function listEvents(
@@ -50,6 +61,7 @@ export async function listEvents(
     io.out('The inbox is empty.\n');
     return EXIT.ok;
   }
+  const seqOf = await turnNumbers(app, rows);
   io.out(
     table(
       ['RECEIVED', 'DELIVERY', 'EVENT', 'STATUS', 'ROUTE', 'WORK ITEM', 'DETAIL'],
@@ -60,7 +72,7 @@ export async function listEvents(
         d.status,
         d.route ?? '-',
         d.workItem ?? '-',
-        describe(d),
+        describe(d, seqOf),
       ]),
     ),
   );

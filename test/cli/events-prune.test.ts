@@ -98,6 +98,18 @@ async function seed(
       credentialKind: null,
       credentialEnv: null,
     });
+    // Another session's turn first: the delivery's turn is the session's turn 1, not turn id 1.
+    const other = await store.create({
+      workItem: 'github:octo/widgets#8',
+      slug: 'github-octo-widgets-8-test',
+      engine: 'fake',
+      runner: 'process',
+      engineSessionId: null,
+      cwd: root,
+      credentialKind: null,
+      credentialEnv: null,
+    });
+    await store.beginTurn(other.id, { promptDigest: 'sha256:y', promptBytes: 1, meter: 'stream-json' });
     const turn = await store.beginTurn(session.id, {
       promptDigest: 'sha256:x',
       promptBytes: 10,
@@ -220,6 +232,9 @@ describe('the-loop events prune / show / list', () => {
     ]);
     const human = await cli(['events', 'list']);
     expect(human.stdout).toMatch(/old-done\s+issue_comment\.created\s+done/);
+    // The session's turn number, not the global turn id.
+    expect(turnId).not.toBe(1);
+    expect(human.stdout).toMatch(/old-done .* turn 1\s*$/m);
   });
 
   it('events retry of a pruned failed delivery says why it cannot', async () => {
