@@ -30,11 +30,14 @@ export async function serveCommand(io: Io, options: ServeOptions): Promise<numbe
     await checkRunners(app);
     const daemon = await startDaemon(app);
     await printStatus(io, app, daemon);
-    io.out('Ready. Ctrl-C stops (running turns get dispatch.closeGraceSeconds to finish).\n');
     if (options.once) {
+      // Started, checked and stopped: nothing waits for Ctrl-C.
+      io.out('Ready; stopping (--once).\n');
       await daemon.stop(0);
+      io.out('Stopped.\n');
       return EXIT.ok;
     }
+    io.out('Ready. Ctrl-C stops (running turns get dispatch.closeGraceSeconds to finish).\n');
     await stopSignal(io);
     await daemon.stop();
     io.out('Stopped.\n');

@@ -160,6 +160,9 @@ describe('serve (daemon entry)', () => {
       );
       expect(res.stdout).toMatch(/webhook\s+http:\/\/127\.0\.0\.1:\d+\/gh-webhook/);
       expect(res.stdout).toMatch(/engine\s+claude: 2\.1\.\d+/);
+      // --once stops at once: it never says Ctrl-C stops it.
+      expect(res.stdout).toMatch(/Ready; stopping \(--once\)\.\nStopped\.\n$/);
+      expect(res.stdout).not.toMatch(/Ctrl-C/);
       const config = parse(readFileSync(project.configPath, 'utf8')) as { webhook: { secret: string } };
       expect(config.webhook.secret).toMatch(/^[0-9a-f]{64}$/);
       expect(res.stdout).not.toContain(config.webhook.secret);
