@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
+import type { PriceTable } from '../ledger/pricing.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, type UsageReport } from '../ledger/report.js';
 import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
@@ -52,7 +53,8 @@ export async function usageScanCommand(
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
   const report = query ? await app.ledger.store.report(query) : undefined;
   if (options.json) {
-    io.out(`${toJson(report ? { scan: summary, report } : summary, 2)}\n`);
+    const prices = app.ledger.priceSources;
+    io.out(`${toJson(report ? { scan: summary, report: { ...report, prices } } : summary, 2)}\n`);
     return EXIT.ok;
   }
   io.out(
@@ -70,7 +72,7 @@ export async function usageScanCommand(
   for (const u of summary.unreadable.slice(0, 10)) io.out(`  unreadable: ${oneLine(u, 200)}\n`);
   if (report && query) {
     io.out('\n');
-    printReport(io, report, query.by);
+    printReport(io, report, query.by, app.ledger.priceSources);
   } else io.out('See the totals with `the-loop usage --since 30d` (or scan with --report).\n');
   return EXIT.ok;
 }
@@ -99,15 +101,16 @@ export async function usageCommand(
 ): Promise<number> {
   const query = reportQuery(options);
   const report = await app.ledger.store.report(query);
+  const prices = app.ledger.priceSources;
   if (options.json) {
-    io.out(`${toJson(report, 2)}\n`);
+    io.out(`${toJson({ ...report, prices }, 2)}\n`);
     return EXIT.ok;
   }
-  printReport(io, report, query.by);
+  printReport(io, report, query.by, prices);
   return EXIT.ok;
 }
 
-function printReport(io: Io, report: UsageReport, by: GroupBy): void {
+function printReport(io: Io, report: UsageReport, by: GroupBy, prices: PriceTable['sources']): void {
   const { total, notIncluded } = report;
   const missing: string[] = [];
   if (notIncluded.unmeteredCount > 0)
@@ -163,7 +166,12 @@ function printReport(io: Io, report: UsageReport, by: GroupBy): void {
       `  cost of ${formatInt(notIncluded.unpricedRows)} row${notIncluded.unpricedRows === 1 ? '' : 's'} of models without a list price (${notIncluded.unpricedModels.map((m) => oneLine(m, 60)).join(', ')}): their tokens are counted above; add prices under pricing: in the config\n`,
     );
   }
+  const { dataset, configured } = prices;
+  const own =
+    configured.length > 0
+      ? `; pricing: in the config for ${configured.map((m) => oneLine(m, 60)).join(', ')}`
+      : '';
   io.out(
-    '\nCosts are estimates, not charges: engine-reported (the engine computed them) or list-price (the built-in table, or pricing: in the config, at its stated date).\n',
+    `\nCosts are estimates, not charges: engine-reported (the engine computed them) or list-price (${dataset.name} ${dataset.version}, data of ${dataset.date}, at each request's time${own}).\n`,
   );
 }

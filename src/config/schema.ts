@@ -211,7 +211,9 @@ export const configSchema = z
           .strict(),
       )
       .default({})
-      .describe('List prices that override or extend the built-in table (costs are list-price estimates).'),
+      .describe(
+        'List prices that override or extend @pydantic/genai-prices (costs are list-price estimates).',
+      ),
     limits: z
       .object({
         maxLineBytes: z

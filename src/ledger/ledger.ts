@@ -8,7 +8,7 @@ import type {
   UnmeteredDrive,
 } from '../core/ports/ledger.js';
 import type { Meter } from '../core/ports/sessions.js';
-import { listPriceCost, type ModelPrice, type PriceTable } from './pricing.js';
+import type { PriceTable, Rate } from './pricing.js';
 import { addUsage, type TurnUsage } from './usage.js';
 
 /**
@@ -31,16 +31,6 @@ export interface TurnContext {
   payer: Payer;
 }
 
-/** How a model is priced in one `add` call (looked up once per model). */
-interface ModelPricing {
-  basis: 'engine-reported' | 'list-price' | null;
-  priceKey: string | null;
-  warning?: string | undefined;
-  /** The list price of one output token (to reprice a later, larger output count). */
-  outputUnit: number | null;
-  price?: ModelPrice | undefined;
-}
-
 /** The reason of an OTLP-metered turn's drive while its telemetry has not arrived (removed when it does). */
 export const NO_TELEMETRY_YET =
   'no telemetry from the engine by the end of the turn (removed when its OTLP export arrives)';
@@ -56,6 +46,11 @@ export class Ledger {
     private readonly prices: PriceTable,
   ) {}
 
+  /** Where list prices come from (the dataset and its date, the models the config prices), for reports. */
+  get priceSources(): PriceTable['sources'] {
+    return this.prices.sources;
+  }
+
   /** What a turn's rows add up to (a wire-metered turn's own figures); undefined when it has none. */
   turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined> {
     return this.store.turnTotals(turnId);
@@ -66,8 +61,11 @@ export class Ledger {
     return this.store.recordUnmetered(drive);
   }
 
-  /** Price an entry: the engine's figure if it gave one, else list price, else unknown (null). */
-  price(entry: Pick<LedgerEntry, 'usage' | 'model' | 'engineCostUsd'>): {
+  /** Price an entry: the engine's figure if it gave one, else list price at its time, else unknown (null). */
+  price(
+    entry: Pick<LedgerEntry, 'usage' | 'model' | 'engineCostUsd'> &
+      Partial<Pick<LedgerEntry, 'at' | 'meter'>>,
+  ): {
     cost: number | null;
     basis: 'engine-reported' | 'list-price' | null;
     priceKey: string | null;
@@ -81,56 +79,41 @@ export class Ledger {
     ) {
       return { cost: entry.engineCostUsd, basis: 'engine-reported', priceKey: null };
     }
-    const found = entry.model ? this.prices.lookup(entry.model) : undefined;
-    if (!found) {
-      return {
-        cost: null,
-        basis: null,
-        priceKey: null,
-        warning: entry.model
-          ? `no list price for model ${entry.model}: its cost is unknown (add it under pricing: in the config)`
-          : 'the usage names no model: its cost is unknown',
-      };
-    }
-    return {
-      cost: listPriceCost(entry.usage, found.price),
-      basis: 'list-price',
-      priceKey: `${found.key}@${found.price.asOf}`,
-    };
+    const rate = entry.model ? this.prices.lookup(entry.model, entry.at) : undefined;
+    if (!rate) return { cost: null, basis: null, priceKey: null, warning: unpriced(entry.model) };
+    return { cost: rate.cost(entry.usage, perRequest(entry.meter)), basis: 'list-price', priceKey: rate.key };
   }
 
   /**
-   * A pricer for one write: one price lookup per model, not per row (an import brings hundreds of
-   * thousands of rows, and nothing is allocated per row that the statement does not need: the price
-   * it returns is read at once, and reused by the next call). Warnings are gathered in `warnings`.
+   * A pricer for one write: the rate of each model is looked up by the table (which keeps what it
+   * resolved), and nothing is allocated per row that the statement does not need: the price it
+   * returns is read at once, and reused by the next call. Warnings are gathered in `warnings`.
    */
   pricer(warnings: Set<string>): Pricer {
-    const models = new Map<string | null, ModelPricing>();
     const row: RowPrice = { costUsd: null, basis: null, priceKey: null, outputUnit: null };
+    const unknown = new Set<string | null>();
     return (e) => {
       if (typeof e.engineCostUsd === 'number') {
         const p = this.price(e);
         if (p.warning) warnings.add(p.warning);
         return { costUsd: p.cost, basis: p.basis, priceKey: p.priceKey, outputUnit: null };
       }
-      let found = models.get(e.model);
-      if (!found) {
-        const p = this.price({ model: e.model, usage: e.usage });
-        const price = e.model ? this.prices.lookup(e.model)?.price : undefined;
-        found = {
-          basis: p.basis,
-          priceKey: p.priceKey,
-          warning: p.warning,
-          outputUnit: price ? price.output / 1_000_000 : null,
-          price,
-        };
-        models.set(e.model, found);
+      const rate: Rate | undefined =
+        e.model && !unknown.has(e.model) ? this.prices.lookup(e.model, e.at) : undefined;
+      if (!rate) {
+        unknown.add(e.model);
+        warnings.add(unpriced(e.model));
+        row.costUsd = null;
+        row.basis = null;
+        row.priceKey = null;
+        row.outputUnit = null;
+        return row;
       }
-      if (found.warning) warnings.add(found.warning);
-      row.costUsd = found.price ? listPriceCost(e.usage, found.price) : null;
-      row.basis = found.basis;
-      row.priceKey = found.priceKey;
-      row.outputUnit = found.outputUnit;
+      const single = perRequest(e.meter);
+      row.costUsd = rate.cost(e.usage, single);
+      row.basis = 'list-price';
+      row.priceKey = rate.key;
+      row.outputUnit = rate.outputUnit(e.usage, single);
       return row;
     };
   }
@@ -232,4 +215,15 @@ export class Ledger {
     }
     return { ...(await this.add(entries)), unmetered: false };
   }
+}
+
+function unpriced(model: string | null | undefined): string {
+  return model
+    ? `no list price for model ${model}: its cost is unknown (add it under pricing: in the config)`
+    : 'the usage names no model: its cost is unknown';
+}
+
+/** Meters whose rows are single requests (a transcript line, an OTLP api_request, a request at the wire). */
+function perRequest(meter: LedgerEntry['meter'] | undefined): boolean {
+  return meter === 'transcript' || meter === 'otel' || meter === 'wire';
 }

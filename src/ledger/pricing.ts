@@ -1,10 +1,14 @@
 import type { Usage } from '../core/events.js';
+import { DATASET, GenaiCatalog, type Rate } from './genai-prices.js';
+
+export type { Rate } from './genai-prices.js';
 
 /**
- * List prices as data, in USD per million tokens, each with the date it was read and where. A cost
- * computed from them is an estimate at list price (`costBasis: list-price`), never a charge: plans,
- * discounts, batch and long-context tiers are not modelled. Operators override or add models under
- * `pricing:` in the config. A model that is not in the table gets `cost: null` and a warning — never 0.
+ * List prices. The dataset is `@pydantic/genai-prices` (genai-prices.ts: pinned, never fetched at
+ * run time), priced at each request's time; operators override or add models under `pricing:` in the
+ * config, in USD per million tokens, each with the date it was read and where. A cost computed from
+ * them is an estimate at list price (`costBasis: list-price`), never a charge: plans, discounts and
+ * batch prices are not modelled. A model neither knows gets `cost: null` and a warning — never 0.
  */
 export interface ModelPrice {
   input: number;
@@ -16,60 +20,6 @@ export interface ModelPrice {
   /** When this price was read (YYYY-MM or YYYY-MM-DD). */
   asOf: string;
   source: string;
-}
-
-const ANTHROPIC = 'https://docs.anthropic.com/en/docs/about-claude/pricing';
-const OPENAI = 'https://openai.com/api/pricing/';
-const GOOGLE = 'https://ai.google.dev/gemini-api/docs/pricing';
-
-const anthropic = (input: number, output: number): ModelPrice => ({
-  input,
-  output,
-  // Anthropic's cache multipliers: read 0.1×, 5-minute write 1.25×, 1-hour write 2× the input price.
-  cacheRead: round(input * 0.1),
-  cacheWrite5m: round(input * 1.25),
-  cacheWrite1h: round(input * 2),
-  asOf: '2025-11',
-  source: ANTHROPIC,
-});
-
-/** Vendors that bill no cache writes apart from input (OpenAI, Google): writes at the input price. */
-const noCacheWrites =
-  (source: string) =>
-  (input: number, output: number, cacheRead: number): ModelPrice => ({
-    input,
-    output,
-    cacheRead,
-    cacheWrite5m: input,
-    cacheWrite1h: input,
-    asOf: '2025-11',
-    source,
-  });
-const openai = noCacheWrites(OPENAI);
-const google = noCacheWrites(GOOGLE);
-
-/** Built-in prices, keyed by model id without a date suffix (see `modelKey`). Standard tier, ≤200k context. */
-export const BUILTIN_PRICES: Readonly<Record<string, ModelPrice>> = {
-  'claude-opus-4-5': anthropic(5, 25),
-  'claude-opus-4-1': anthropic(15, 75),
-  'claude-opus-4': anthropic(15, 75),
-  'claude-sonnet-4-5': anthropic(3, 15),
-  'claude-sonnet-4': anthropic(3, 15),
-  'claude-3-7-sonnet': anthropic(3, 15),
-  'claude-haiku-4-5': anthropic(1, 5),
-  'claude-3-5-haiku': anthropic(0.8, 4),
-  'gpt-5': openai(1.25, 10, 0.125),
-  'gpt-5-codex': openai(1.25, 10, 0.125),
-  'gpt-5.1': openai(1.25, 10, 0.125),
-  'gpt-5.1-codex': openai(1.25, 10, 0.125),
-  'gpt-5-mini': openai(0.25, 2, 0.025),
-  'gpt-5-nano': openai(0.05, 0.4, 0.005),
-  'gemini-2.5-pro': google(1.25, 10, 0.31),
-  'gemini-2.5-flash': google(0.3, 2.5, 0.03),
-};
-
-function round(n: number): number {
-  return Math.round(n * 1e6) / 1e6;
 }
 
 /**
@@ -120,19 +70,40 @@ export function pricesFromConfig(
 }
 
 export interface PriceTable {
-  lookup(model: string): { key: string; price: ModelPrice } | undefined;
+  /** The price of `model` at `at` (ISO 8601; default now); undefined when nothing prices it. */
+  lookup(model: string, at?: string): Rate | undefined;
+  /** Where the prices come from, for reports: the dataset, and the models the config prices. */
+  readonly sources: { dataset: typeof DATASET; configured: string[] };
 }
 
-export function priceTable(overrides: Readonly<Record<string, ModelPrice>> = {}): PriceTable {
-  const table = new Map<string, ModelPrice>();
-  for (const [key, price] of Object.entries(BUILTIN_PRICES)) table.set(modelKey(key), price);
-  for (const [key, price] of Object.entries(overrides)) table.set(modelKey(key), price);
+/** A config price as a rate: flat, whatever the time; stored as `<model>@<asOf>`. */
+function configRate(key: string, price: ModelPrice): Rate {
   return {
-    lookup(model) {
+    key: `${key}@${price.asOf}`,
+    cost: (usage) => listPriceCost(usage, price),
+    outputUnit: () => price.output / 1_000_000,
+  };
+}
+
+/** Config prices first (they override), then the dataset. */
+export function priceTable(
+  overrides: Readonly<Record<string, ModelPrice>> = {},
+  catalog: Pick<GenaiCatalog, 'lookup'> = new GenaiCatalog(),
+): PriceTable {
+  const configured = new Map<string, Rate>();
+  for (const [model, price] of Object.entries(overrides)) {
+    const key = modelKey(model);
+    configured.set(key, configRate(key, price));
+  }
+  return {
+    lookup(model, at) {
       const key = modelKey(model);
-      const price = table.get(key);
-      return price ? { key, price } : undefined;
+      const own = configured.get(key);
+      if (own) return own;
+      const when = at === undefined ? new Date() : new Date(at);
+      return catalog.lookup(key, Number.isNaN(when.getTime()) ? new Date() : when);
     },
+    sources: { dataset: DATASET, configured: [...configured.keys()] },
   };
 }
 

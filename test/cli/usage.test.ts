@@ -76,6 +76,14 @@ describe('the-loop usage', () => {
     }
     const payer = await cli(['usage', '--by', 'payer']);
     expect(payer.stdout).toMatch(/api-key key:[0-9a-f]{12}/);
+    // Where list prices come from: the pinned dataset, its version and date.
+    expect(payer.stdout).toMatch(
+      /list-price \(@pydantic\/genai-prices 0\.1\.8, data of 2026-09-23, at each request's time\)/,
+    );
+    expect((JSON.parse(json.stdout) as { prices: unknown }).prices).toEqual({
+      dataset: { name: '@pydantic/genai-prices', version: '0.1.8', date: '2026-09-23' },
+      configured: [],
+    });
   });
 
   it('rejects bad options with a clear usage error', async () => {

@@ -115,7 +115,7 @@ describe('Ledger.price', () => {
       expect(ledger.price({ usage: u(1_000_000, 0), model: 'claude-sonnet-4-5', engineCostUsd })).toEqual({
         cost: 3,
         basis: 'list-price',
-        priceKey: 'claude-sonnet-4-5@2025-11',
+        priceKey: 'genai-prices@0.1.8:anthropic/claude-sonnet-4-5',
       });
     }
   });
@@ -133,7 +133,7 @@ describe('Ledger.price', () => {
       expect(priced, String(engineCostUsd)).toEqual({
         cost: 3,
         basis: 'list-price',
-        priceKey: 'claude-sonnet-4-5@2025-11',
+        priceKey: 'genai-prices@0.1.8:anthropic/claude-sonnet-4-5',
       });
     }
     // …and with no list price either, the cost is unknown, not the bogus figure.
@@ -188,7 +188,7 @@ describe('Ledger.add', () => {
         reasoning_tokens: 5,
         cost_usd: expect.closeTo(3 + (7 * 15 + 3 * 0.3 + 4 * 3.75) / 1e6, 12),
         cost_basis: 'list-price',
-        price_key: 'claude-sonnet-4-5@2025-11',
+        price_key: 'genai-prices@0.1.8:anthropic/claude-sonnet-4-5',
         payer_kind: 'api-key',
         payer_id: 'key:0123456789ab',
         recorded_at: NOW.toISOString(),
@@ -320,7 +320,8 @@ describe('Ledger.recordTurn', () => {
         'key:0123456789ab',
       ],
     ]);
-    expect(rows().map((r) => r.cost_usd)).toEqual([3, 0.0123, expect.closeTo(6e-6, 12)]);
+    // One request of a million input tokens: every token at the long-context tier (over 200k), $6.
+    expect(rows().map((r) => r.cost_usd)).toEqual([6, 0.0123, expect.closeTo(6e-6, 12)]);
     expect(drives()).toEqual([]);
   });
 
@@ -446,7 +447,7 @@ describe('Ledger.recordTurn', () => {
     );
     const [row] = rows();
     expect(row?.cost_basis).toBe('list-price');
-    expect(row?.price_key).toBe('gpt-5-codex@2025-11');
+    expect(row?.price_key).toBe('genai-prices@0.1.8:openai/gpt-5');
     // 1.25 + (0.1 + 0.1) × 10
     expect(row?.cost_usd).toBeCloseTo(3.25, 10);
   });

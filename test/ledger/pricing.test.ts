@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Usage } from '../../src/core/events.js';
+import { DATASET, pricesAt, rateOf } from '../../src/ledger/genai-prices.js';
 import {
-  BUILTIN_PRICES,
   listPriceCost,
   type ModelPrice,
   modelKey,
@@ -18,11 +21,16 @@ const usage = (partial: Partial<Usage>): Usage => ({
   ...partial,
 });
 
-const builtin = (key: string): ModelPrice => {
-  const price = BUILTIN_PRICES[key];
-  if (!price) throw new Error(`no built-in price for ${key}`);
-  return price;
+const sonnet: ModelPrice = {
+  input: 3,
+  output: 15,
+  cacheRead: 0.3,
+  cacheWrite5m: 3.75,
+  cacheWrite1h: 6,
+  asOf: '2026-01',
+  source: 'test',
 };
+const MILLION = usage({ inputTokens: 1_000_000 });
 
 describe('modelKey', () => {
   it.each([
@@ -46,21 +54,21 @@ describe('modelKey', () => {
     expect(modelKey(model)).toBe(key);
   });
 
-  it('keeps minor versions: claude-opus-4-8 is not claude-opus-4 and has no price', () => {
+  it('keeps minor versions: claude-opus-4-8 is priced as itself', () => {
     expect(modelKey('claude-opus-4-8')).toBe('claude-opus-4-8');
     expect(modelKey('claude-opus-4-8-20260101')).toBe('claude-opus-4-8');
-    expect(priceTable().lookup('claude-opus-4-8')).toBeUndefined();
-    expect(priceTable().lookup('us.anthropic.claude-opus-4-8-20260101-v1:0')).toBeUndefined();
+    expect(priceTable().lookup('claude-opus-4-8')?.key).toBe(
+      `genai-prices@${DATASET.version}:anthropic/claude-opus-4-8`,
+    );
+    expect(priceTable().lookup('us.anthropic.claude-opus-4-8-20260101-v1:0')?.key).toMatch(
+      /claude-opus-4-8$/,
+    );
   });
 
   it('a dated minor version finds its own price, not the major one', () => {
     // claude-opus-4-5 ($5/$25) must not fall back to claude-opus-4 ($15/$75).
-    expect(priceTable().lookup('claude-opus-4-5-20251101')).toEqual({
-      key: 'claude-opus-4-5',
-      price: builtin('claude-opus-4-5'),
-    });
-    expect(builtin('claude-opus-4-5').input).toBe(5);
-    expect(builtin('claude-opus-4').input).toBe(15);
+    expect(priceTable().lookup('claude-opus-4-5-20251101')?.cost(MILLION)).toBeCloseTo(5, 10);
+    expect(priceTable().lookup('claude-opus-4')?.cost(MILLION)).toBeCloseTo(15, 10);
   });
 
   it('does not strip digits that are not an 8-digit date', () => {
@@ -69,64 +77,106 @@ describe('modelKey', () => {
   });
 });
 
-describe('priceTable', () => {
-  it('looks up built-in prices through modelKey, with the key it matched', () => {
+describe('priceTable (@pydantic/genai-prices)', () => {
+  const at = '2026-11-01T12:00:00Z';
+
+  it("prices today's models of each vendor through modelKey; an unknown one is undefined", () => {
     const table = priceTable();
-    expect(table.lookup('us.anthropic.claude-sonnet-4-5-20250929-v1:0')).toEqual({
-      key: 'claude-sonnet-4-5',
-      price: builtin('claude-sonnet-4-5'),
-    });
-    expect(table.lookup('gpt-5-codex')?.price.input).toBe(1.25);
-    expect(table.lookup('gemini-2.5-flash')?.price.output).toBe(2.5);
-    expect(table.lookup('no-such-model')).toBeUndefined();
-    expect(table.lookup('')).toBeUndefined();
+    const cost = (model: string, u: Partial<Usage>) => table.lookup(model, at)?.cost(usage(u));
+    // Anthropic: input 5, output 25, cache read 0.5, 5-minute cache write 6.25 per million.
+    expect(cost('claude-opus-4-8', { inputTokens: 1_000_000 })).toBeCloseTo(5, 10);
+    expect(cost('claude-opus-4-8', { outputTokens: 1_000_000 })).toBeCloseTo(25, 10);
+    expect(cost('claude-opus-4-8', { cacheReadTokens: 1_000_000 })).toBeCloseTo(0.5, 10);
+    expect(cost('claude-opus-4-8', { cacheCreationTokens: 1_000_000 })).toBeCloseTo(6.25, 10);
+    expect(cost('us.anthropic.claude-sonnet-4-5-20250929-v1:0', { inputTokens: 1000 })).toBeCloseTo(
+      0.003,
+      10,
+    );
+    expect(cost('claude-haiku-4-5-20251001', { outputTokens: 1000 })).toBeCloseTo(0.005, 10);
+    expect(cost('gpt-5.1-codex', { inputTokens: 1_000_000 })).toBeCloseTo(1.25, 10);
+    expect(cost('gemini-2.5-pro', { inputTokens: 100_000 })).toBeCloseTo(0.125, 10);
+    expect(table.lookup('no-such-model', at)).toBeUndefined();
+    expect(table.lookup('', at)).toBeUndefined();
   });
 
-  it('built-in Anthropic cache prices follow the multipliers (read 0.1×, 5m write 1.25×, 1h write 2×)', () => {
-    expect(builtin('claude-sonnet-4-5')).toMatchObject({
-      input: 3,
-      output: 15,
-      cacheRead: 0.3,
-      cacheWrite5m: 3.75,
-      cacheWrite1h: 6,
-    });
-    expect(builtin('claude-3-5-haiku')).toMatchObject({
-      cacheRead: 0.08,
-      cacheWrite5m: 1,
-      cacheWrite1h: 1.6,
-    });
-    for (const [key, price] of Object.entries(BUILTIN_PRICES)) {
-      expect(modelKey(key), key).toBe(key);
-      expect(price.asOf, key).toMatch(/^\d{4}-\d{2}(-\d{2})?$/);
-      expect(price.source, key).toMatch(/^https:\/\//);
+  it("agrees with the library's own calcPrice, tiers included", () => {
+    const lib = createRequire(import.meta.url)(
+      '@pydantic/genai-prices',
+    ) as typeof import('@pydantic/genai-prices');
+    const table = priceTable();
+    const cases: Array<[string, Partial<Usage>]> = [
+      [
+        'claude-sonnet-4-5',
+        { inputTokens: 1200, outputTokens: 300, cacheReadTokens: 40_000, cacheCreationTokens: 2000 },
+      ],
+      // Over 200k input tokens (cache included): every token at the long-context rate.
+      ['claude-sonnet-4-5', { inputTokens: 150_000, outputTokens: 5000, cacheReadTokens: 60_000 }],
+      ['gemini-2.5-pro', { inputTokens: 250_000, outputTokens: 8000, reasoningTokens: 2000 }],
+      [
+        'gpt-5.1-codex',
+        { inputTokens: 9000, outputTokens: 700, cacheReadTokens: 30_000, reasoningTokens: 300 },
+      ],
+    ];
+    for (const [model, u] of cases) {
+      const x = usage(u);
+      const theirs = lib.calcPrice(
+        {
+          input_tokens: x.inputTokens + x.cacheReadTokens + x.cacheCreationTokens,
+          cache_read_tokens: x.cacheReadTokens,
+          cache_write_tokens: x.cacheCreationTokens,
+          output_tokens: x.outputTokens + x.reasoningTokens,
+        },
+        model,
+        { timestamp: new Date(at) },
+      );
+      expect(table.lookup(model, at)?.cost(x), model).toBeCloseTo(theirs?.total_price ?? Number.NaN, 12);
     }
   });
 
-  it('a config override replaces a built-in price and adds a new model; others stay built-in', () => {
+  it('prices a request at its time: the last constraint in force wins', () => {
+    const info = {
+      id: 'm',
+      match: { equals: 'm' },
+      prices: [
+        { prices: { input_mtok: 1 } },
+        { constraint: { type: 'start_date' as const, start_date: '2026-06-01' }, prices: { input_mtok: 2 } },
+      ],
+    };
+    expect(pricesAt(info, new Date('2026-05-31T23:59:59Z'))).toEqual({ input_mtok: 1 });
+    expect(pricesAt(info, new Date('2026-06-01T00:00:00Z'))).toEqual({ input_mtok: 2 });
+    expect(rateOf('k', { input_mtok: 2 }).cost(MILLION)).toBeCloseTo(2, 10);
+  });
+
+  it("a config price overrides the dataset and adds a model; others stay the dataset's", () => {
     const table = priceTable(
       pricesFromConfig({
-        // Keys go through modelKey too: a dated, upper-case key overrides the built-in entry.
+        // Keys go through modelKey too: a dated, upper-case key overrides the dataset's entry.
         'Claude-Sonnet-4-5-20250929': { input: 2, output: 10, asOf: '2026-01', source: 'contract' },
         'local/llama-3': { input: 0.1, output: 0.2, cacheRead: 0.01, asOf: '2026-02-01', source: 'ops' },
       }),
     );
-    expect(table.lookup('claude-sonnet-4-5')).toEqual({
-      key: 'claude-sonnet-4-5',
-      price: {
-        input: 2,
-        output: 10,
-        cacheRead: 2,
-        cacheWrite5m: 2,
-        cacheWrite1h: 2,
-        asOf: '2026-01',
-        source: 'contract',
-      },
-    });
-    expect(table.lookup('LOCAL/llama-3')?.price).toMatchObject({ input: 0.1, cacheRead: 0.01 });
-    expect(table.lookup('claude-haiku-4-5')?.price).toBe(builtin('claude-haiku-4-5'));
-    // The built-in table itself is untouched by an override.
-    expect(builtin('claude-sonnet-4-5').input).toBe(3);
+    expect(table.lookup('claude-sonnet-4-5')?.key).toBe('claude-sonnet-4-5@2026-01');
+    expect(table.lookup('claude-sonnet-4-5')?.cost(MILLION)).toBeCloseTo(2, 10);
+    expect(table.lookup('LOCAL/llama-3')?.cost(usage({ cacheReadTokens: 1_000_000 }))).toBeCloseTo(0.01, 10);
+    expect(table.lookup('claude-haiku-4-5')?.key).toMatch(/^genai-prices@/);
+    expect(table.sources.configured).toEqual(['claude-sonnet-4-5', 'local/llama-3']);
     expect(priceTable().lookup('local/llama-3')).toBeUndefined();
+  });
+
+  it('names the pinned dataset: its version is the one installed', () => {
+    const installed = JSON.parse(
+      readFileSync(
+        join(import.meta.dirname, '../../node_modules/@pydantic/genai-prices/package.json'),
+        'utf8',
+      ),
+    ) as { version: string };
+    const pinned = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(pinned.dependencies['@pydantic/genai-prices']).toBe(DATASET.version);
+    expect(priceTable().sources.dataset).toEqual(DATASET);
+    // Bumping the package means updating DATASET (its version and the date it was published).
+    expect(installed.version).toBe(DATASET.version);
   });
 });
 
@@ -179,9 +229,7 @@ describe('pricesFromConfig', () => {
   });
 });
 
-describe('listPriceCost', () => {
-  const sonnet = builtin('claude-sonnet-4-5');
-
+describe('listPriceCost (config prices)', () => {
   it('1,000,000 of every kind of claude-sonnet-4-5: reasoning at the output price, cache writes at 5m', () => {
     const million = usage({
       inputTokens: 1_000_000,

@@ -7,7 +7,7 @@ import { formatGroupCost } from '../../src/cli/usage.js';
 import type { Usage } from '../../src/core/events.js';
 import { Ledger, type LedgerEntry, type TurnContext } from '../../src/ledger/ledger.js';
 import type { Payer } from '../../src/ledger/payer.js';
-import { priceTable } from '../../src/ledger/pricing.js';
+import { pricesFromConfig, priceTable } from '../../src/ledger/pricing.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup } from '../../src/ledger/report.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
@@ -100,9 +100,21 @@ let db: Db;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'the-loop-report-'));
   db = openDb(join(dir, 'registry.sqlite'));
+  // Flat prices of the config's kind: the report's arithmetic, not the dataset's tiers, is tested here.
   const ledger = new Ledger(
     new SqliteLedgerStore(db, { now: () => new Date('2026-03-10T00:00:00.000Z') }),
-    priceTable(),
+    priceTable(
+      pricesFromConfig({
+        'claude-sonnet-4-5': {
+          input: 3,
+          output: 15,
+          cacheRead: 0.3,
+          cacheWrite5m: 3.75,
+          asOf: '2025-11',
+          source: 'test',
+        },
+      }),
+    ),
   );
   expect((await ledger.add(FIXTURE)).inserted).toBe(FIXTURE.length);
   const unmetered = (turnId: number, endedAt: string, reason: string, extra: Partial<TurnContext> = {}) =>
