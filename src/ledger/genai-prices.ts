@@ -42,27 +42,59 @@ export interface Rate {
 
 const ZERO = { input_tokens: 0, output_tokens: 0 };
 
+/** A model as the dataset has it: one price whatever the time, or prices that change with it. */
+type Entry = { fixed: Rate } | { key: string; info: ModelInfo };
+
 /** The catalogue: which entry a model id is (cached; null when the dataset does not know it). */
 export class GenaiCatalog {
-  private readonly models = new Map<string, { provider: string; info: ModelInfo } | null>();
+  private readonly entries = new Map<string, Entry | null>();
   private readonly rates = new Map<ModelPriceEntry, Rate>();
 
-  lookup(modelKey: string, at: Date): Rate | undefined {
-    let found = this.models.get(modelKey);
-    if (found === undefined) {
-      const result = load().calcPrice(ZERO, modelKey, { timestamp: at });
-      found = result ? { provider: result.provider.id, info: result.model } : null;
-      this.models.set(modelKey, found);
-    }
-    if (!found) return undefined;
-    const prices = pricesAt(found.info, at);
+  /** The rate of `modelKey` at `at` (ISO 8601), parsed only for a model whose prices change. */
+  lookup(modelKey: string, at: string | undefined): Rate | undefined {
+    const entry = this.entry(modelKey);
+    if (!entry) return undefined;
+    if ('fixed' in entry) return entry.fixed;
+    const when = at === undefined ? new Date() : new Date(at);
+    const prices = pricesAt(entry.info, Number.isNaN(when.getTime()) ? new Date() : when);
     let rate = this.rates.get(prices);
     if (!rate) {
-      rate = rateOf(`genai-prices@${DATASET.version}:${found.provider}/${found.info.id}`, prices);
+      rate = rateOf(entry.key, prices);
       this.rates.set(prices, rate);
     }
     return rate;
   }
+
+  private entry(modelKey: string): Entry | null {
+    let entry = this.entries.get(modelKey);
+    if (entry !== undefined) return entry;
+    const result = modelKey === '' ? null : resolve(modelKey);
+    entry = null;
+    if (result && hasTokenPrices(result.model)) {
+      const key = `genai-prices@${DATASET.version}:${result.provider.id}/${result.model.id}`;
+      const { prices } = result.model;
+      entry = Array.isArray(prices) ? { key, info: result.model } : { fixed: rateOf(key, prices) };
+    }
+    // A transcript may name many models; the map stays small whatever it holds.
+    if (this.entries.size >= 10_000) this.entries.clear();
+    this.entries.set(modelKey, entry);
+    return entry;
+  }
+}
+
+/** The dataset's entry for a model id; null when it has none (or cannot say). */
+function resolve(modelKey: string): ReturnType<Lib['calcPrice']> {
+  try {
+    return load().calcPrice(ZERO, modelKey, { timestamp: new Date() });
+  } catch {
+    return null;
+  }
+}
+
+/** An entry without token prices (speech, OCR, per-request only) cannot price tokens: unknown, not $0. */
+function hasTokenPrices(info: ModelInfo): boolean {
+  const all = Array.isArray(info.prices) ? info.prices.map((p) => p.prices) : [info.prices];
+  return all.every((p) => p.input_mtok !== undefined || p.output_mtok !== undefined);
 }
 
 /** The entry's prices in force at `at` (the library's rule: the last constraint that holds wins). */
@@ -82,14 +114,19 @@ export function pricesAt(info: Pick<ModelInfo, 'id' | 'prices'>, at: Date): Mode
 }
 
 function withinTimeOfDay(at: Date, start: string, end: string): boolean {
-  const now = at.getUTCHours() * 3600 + at.getUTCMinutes() * 60 + at.getUTCSeconds();
-  const [s, e] = [seconds(start), seconds(end)];
+  const now =
+    at.getUTCHours() * 3600 + at.getUTCMinutes() * 60 + at.getUTCSeconds() + at.getUTCMilliseconds() / 1000;
+  const [s, e] = [secondsUtc(start), secondsUtc(end)];
   return e < s ? now >= s || now < e : now >= s && now < e;
 }
 
-function seconds(time: string): number {
-  const [h = 0, m = 0, s = 0] = time.split(':').map(Number);
-  return h * 3600 + m * 60 + s;
+/** `HH:MM:SS[.fff](Z|±HH:MM)` as seconds after midnight UTC (the dataset's form: `00:30:00Z`). */
+export function secondsUtc(time: string): number {
+  const m = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))$/.exec(time);
+  if (!m) throw new Error(`a time-of-day price constraint that cannot be read: ${time}`);
+  const local = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) + Number(`0.${m[4] ?? ''}`);
+  const offset = m[5] === 'Z' ? 0 : (m[6] === '+' ? 1 : -1) * (Number(m[7]) * 60 + Number(m[8])) * 60;
+  return (local - offset + 86_400) % 86_400;
 }
 
 /** USD per token of one kind for a request whose input (cache included) is `input` tokens. */

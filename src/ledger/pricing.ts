@@ -95,13 +95,21 @@ export function priceTable(
     const key = modelKey(model);
     configured.set(key, configRate(key, price));
   }
+  // The same few model ids on every row: each normalised once.
+  const keys = new Map<string, string>();
+  const keyOf = (model: string): string => {
+    let key = keys.get(model);
+    if (key === undefined) {
+      if (keys.size >= 10_000) keys.clear();
+      key = modelKey(model);
+      keys.set(model, key);
+    }
+    return key;
+  };
   return {
     lookup(model, at) {
-      const key = modelKey(model);
-      const own = configured.get(key);
-      if (own) return own;
-      const when = at === undefined ? new Date() : new Date(at);
-      return catalog.lookup(key, Number.isNaN(when.getTime()) ? new Date() : when);
+      const key = keyOf(model);
+      return configured.get(key) ?? catalog.lookup(key, at);
     },
     sources: { dataset: DATASET, configured: [...configured.keys()] },
   };

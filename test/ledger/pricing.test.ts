@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Usage } from '../../src/core/events.js';
-import { DATASET, pricesAt, rateOf } from '../../src/ledger/genai-prices.js';
+import { DATASET, pricesAt, rateOf, secondsUtc } from '../../src/ledger/genai-prices.js';
 import {
   listPriceCost,
   type ModelPrice,
@@ -131,6 +131,35 @@ describe('priceTable (@pydantic/genai-prices)', () => {
       );
       expect(table.lookup(model, at)?.cost(x), model).toBeCloseTo(theirs?.total_price ?? Number.NaN, 12);
     }
+  });
+
+  it('prices by the time of day where the dataset does (DeepSeek off-peak), as calcPrice does', () => {
+    const lib = createRequire(import.meta.url)(
+      '@pydantic/genai-prices',
+    ) as typeof import('@pydantic/genai-prices');
+    const table = priceTable();
+    const x = usage({ inputTokens: 1_000_000, outputTokens: 200_000, cacheReadTokens: 300_000 });
+    const costs = new Set<number>();
+    for (const hour of ['00:10', '01:00', '07:00', '16:29', '16:31', '23:59']) {
+      const at = `2026-11-01T${hour}:00Z`;
+      const theirs = lib.calcPrice(
+        { input_tokens: 1_300_000, cache_read_tokens: 300_000, output_tokens: 200_000 },
+        'deepseek-chat',
+        { timestamp: new Date(at) },
+      );
+      const ours = table.lookup('deepseek-chat', at)?.cost(x) ?? Number.NaN;
+      expect(ours, at).toBeCloseTo(theirs?.total_price ?? Number.NaN, 12);
+      costs.add(Math.round(ours * 1e9));
+    }
+    // Not vacuous: the price did change with the hour.
+    expect(costs.size).toBeGreaterThan(1);
+    expect(secondsUtc('00:30:00Z')).toBe(1800);
+    expect(secondsUtc('08:30:00+08:00')).toBe(1800);
+    expect(secondsUtc('23:00:00.5-01:00')).toBe(0.5);
+  });
+
+  it('an entry without token prices (speech) is unknown, never $0', () => {
+    expect(priceTable().lookup('whisper-1')).toBeUndefined();
   });
 
   it('prices a request at its time: the last constraint in force wins', () => {

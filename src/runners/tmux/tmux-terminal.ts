@@ -18,7 +18,8 @@ export async function pressKeys(tmux: Tmux, tmuxTarget: string, keys: readonly s
   const sent: SentKey[] = [];
   for (const key of planKeys(keys)) {
     await tmux.must(
-      ['send-keys', '-t', `=${target}:`, ...(key.literal ? ['-l', key.key] : [key.key])],
+      // `--`: a text that starts with `-` is typed, not read as a flag.
+      ['send-keys', '-t', `=${target}:`, ...(key.literal ? ['-l', '--', key.key] : [key.key])],
       'send-keys',
     );
     sent.push(key);
