@@ -87,18 +87,18 @@ describe('keys into a PTY turn', () => {
       target: `${slug} (pty)`,
       sent: ['Up', 'Enter', 'C-a', 'M-x', 'F5', 'Tab'].map((key) => ({ key, literal: false })),
     });
-    // Control characters are stripped from literal text by the client, as for tmux.
+    // Control characters are stripped from literal text by the client, as for tmux; words in a row
+    // are one text, with the spaces between them.
     const second = await client.sendKeys(session(slug), onPty, ['héllo wörld', 'b\x07ye', 'Escape']);
     expect(second.sent).toEqual([
-      { key: 'héllo wörld', literal: true },
-      { key: 'bye', literal: true },
+      { key: 'héllo wörld bye', literal: true },
       { key: 'Escape', literal: false },
     ]);
     const outcome = await turn;
     expect(outcome).toMatchObject({ ok: true, endReason: 'result' });
     const all = texts(events).find((t) => t.startsWith('all:'));
     expect(Buffer.from(all?.slice(4) ?? '', 'hex').toString('utf8')).toBe(
-      '\x1b[A\r\x01\x1bx\x1b[15~\théllo wörldbye\x1b',
+      '\x1b[A\r\x01\x1bx\x1b[15~\théllo wörld bye\x1b',
     );
     expect(texts(events)).toContain('escape');
     // The turn is over: the socket is gone, and keys say so.
