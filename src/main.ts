@@ -282,6 +282,9 @@ export async function startDaemon(app: App): Promise<Daemon> {
     retainDays: config.inbox.retainDays,
     logger: app.logger,
   });
+  // Rows recorded while their model had no price get one now if the price data knows it.
+  const repriced = await app.ledger.repriceUnknown();
+  if (repriced > 0) app.logger.info('ledger rows priced that were unknown', { rows: repriced });
   app.logger.info('daemon started', { url: server.url });
   return {
     server,

@@ -51,15 +51,20 @@ export async function usageScanCommand(
     { workers: options.workers },
   );
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
+  // Rows of earlier scans whose model had no price then get one now if the price data knows it.
+  const repriced = await app.ledger.repriceUnknown();
   const report = query ? await app.ledger.store.report(query) : undefined;
   if (options.json) {
     const prices = app.ledger.priceSources;
-    io.out(`${toJson(report ? { scan: summary, report: { ...report, prices } } : summary, 2)}\n`);
+    const scan = { ...summary, repriced };
+    io.out(`${toJson(report ? { scan, report: { ...report, prices } } : scan, 2)}\n`);
     return EXIT.ok;
   }
   io.out(
     `Scanned ${formatInt(summary.files)} files in ${dirs.join(', ')} (${formatInt(summary.filesRead)} read, ${(summary.bytesRead / 1e6).toFixed(1)} MB, ${summary.workers > 1 ? `${summary.workers} threads` : 'one thread'}) in ${(summary.ms / 1000).toFixed(2)} s: ${formatInt(summary.records)} requests found, ${formatInt(summary.added)} added${summary.copies ? `, ${formatInt(summary.copies)} copies of requests found earlier in this scan` : ''}, ${formatInt(summary.duplicates)} already in the ledger${summary.alreadyMetered ? `, ${formatInt(summary.alreadyMetered)} of sessions metered per turn` : ''}.\n`,
   );
+  if (repriced > 0)
+    io.out(`  ${formatInt(repriced)} earlier row(s) whose model had no price are priced now.\n`);
   if (summary.restarted)
     io.out(
       `  ${summary.restarted} file(s) shrank or were replaced: read again from the start (nothing counted twice).\n`,

@@ -119,6 +119,14 @@ export class Ledger {
   }
 
   /**
+   * Price the rows recorded without a price that the table knows now (after an upgrade of the price
+   * data, or a model added under pricing: in the config). Returns how many were priced.
+   */
+  repriceUnknown(): Promise<number> {
+    return this.store.repriceUnknown(this.pricer(new Set()));
+  }
+
+  /**
    * Add entries; already-recorded (meter, source id) pairs are skipped. Returns what was added.
    * `settle`: the entries' turns were waiting for this (NO_TELEMETRY_YET, NO_WIRE_YET): their
    * waiting drives go, in the same transaction.

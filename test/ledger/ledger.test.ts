@@ -249,6 +249,39 @@ describe('Ledger.add', () => {
   });
 });
 
+describe('rows priced later (the price data learned their model)', () => {
+  const blind = () =>
+    new Ledger(new SqliteLedgerStore(db, { now: () => NOW }), priceTable({}, { lookup: () => undefined }));
+  const opus = entry({ model: 'claude-opus-4-8', sourceId: 'turn:9', usage: u(1000, 100) });
+
+  it('repriceUnknown prices what the table knows now, cost, basis and key together, once', async () => {
+    await blind().add([opus, entry({ model: 'made-up-model', sourceId: 'turn:10' })]);
+    expect(rows().map((r) => [r.cost_usd, r.cost_basis, r.price_key])).toEqual([
+      [null, null, null],
+      [null, null, null],
+    ]);
+    expect(await newLedger().repriceUnknown()).toBe(1);
+    const [priced, unknown] = rows();
+    // 1,000 in at $5/M and 100 out at $25/M.
+    expect(priced?.cost_usd).toBeCloseTo(0.0075, 12);
+    expect([priced?.cost_basis, priced?.price_key]).toEqual([
+      'list-price',
+      'genai-prices@0.1.8:anthropic/claude-opus-4-8',
+    ]);
+    expect([unknown?.cost_usd, unknown?.cost_basis]).toEqual([null, null]);
+    expect(await newLedger().repriceUnknown()).toBe(0);
+  });
+
+  it('the same row recorded again with a price takes it, with its basis and key', async () => {
+    await blind().add([opus]);
+    expect((await newLedger().add([opus])).inserted).toBe(1);
+    expect(rows().map((r) => [r.cost_basis, r.price_key])).toEqual([
+      ['list-price', 'genai-prices@0.1.8:anthropic/claude-opus-4-8'],
+    ]);
+    expect(rows()[0]?.cost_usd).toBeCloseTo(0.0075, 12);
+  });
+});
+
 describe('Ledger.recordTurn', () => {
   const transcriptEvents: TurnEvent[] = [
     { type: 'session', engineSessionId: 'e-1' },

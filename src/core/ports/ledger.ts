@@ -172,6 +172,12 @@ export interface LedgerStore {
   report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport>;
   /** Begin a transcript import (see LedgerImport). */
   beginImport(options: { commitEveryMs: number }): Promise<LedgerImport>;
+  /**
+   * Rows recorded without a price (a model the price table did not know then), priced now where
+   * `price` can — cost, basis and price key together; rows it still cannot price stay unknown.
+   * Returns how many were priced.
+   */
+  repriceUnknown(price: Pricer): Promise<number>;
 }
 
 /** `usage scan`'s cursors: how far each transcript file was read. */

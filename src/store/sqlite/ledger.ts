@@ -33,15 +33,24 @@ const INSERT_ROW = `INSERT INTO usage_ledger (meter, source_id, at, session_id, 
      output_tokens = MAX(output_tokens, excluded.output_tokens),
      -- Repriced for the extra output only (the last parameter: the list price of one output
      -- token), so the first record's input figures keep their cost.
-     cost_usd = CASE WHEN excluded.output_tokens <= output_tokens THEN cost_usd
+     cost_usd = CASE WHEN cost_usd IS NULL THEN excluded.cost_usd
+       WHEN excluded.output_tokens <= output_tokens THEN cost_usd
        WHEN cost_basis = 'list-price' AND ? IS NOT NULL
          THEN cost_usd + (excluded.output_tokens - output_tokens) * ?
        ELSE excluded.cost_usd END,
+     -- The basis and the key go with the cost: set when it was unknown or was replaced whole.
+     cost_basis = CASE WHEN cost_usd IS NULL OR (excluded.output_tokens > output_tokens
+       AND NOT (cost_basis = 'list-price' AND excluded.cost_basis = 'list-price'))
+       THEN excluded.cost_basis ELSE cost_basis END,
+     price_key = CASE WHEN cost_usd IS NULL OR (excluded.output_tokens > output_tokens
+       AND NOT (cost_basis = 'list-price' AND excluded.cost_basis = 'list-price'))
+       THEN excluded.price_key ELSE price_key END,
      -- A row imported by a scan first gets its turn when the turn records it.
      turn_id = COALESCE(turn_id, excluded.turn_id),
      session_id = COALESCE(session_id, excluded.session_id),
      work_item = COALESCE(work_item, excluded.work_item)
-   WHERE excluded.output_tokens > output_tokens OR (turn_id IS NULL AND excluded.turn_id IS NOT NULL)`;
+   WHERE excluded.output_tokens > output_tokens OR (turn_id IS NULL AND excluded.turn_id IS NOT NULL)
+     OR (cost_usd IS NULL AND excluded.cost_usd IS NOT NULL)`;
 
 const INSERT_DRIVE = `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING`;
@@ -190,6 +199,67 @@ export class SqliteLedgerStore implements LedgerStore {
   async beginImport(options: { commitEveryMs: number }): Promise<LedgerImport> {
     return new SqliteLedgerImport(this.db, this.insert, options.commitEveryMs, () => this.now());
   }
+
+  async repriceUnknown(price: Pricer): Promise<number> {
+    const rows = this.db
+      .prepare(
+        `SELECT id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
+           cache_creation_tokens, reasoning_tokens, payer_kind, payer_id
+         FROM usage_ledger WHERE cost_usd IS NULL AND model IS NOT NULL`,
+      )
+      .all() as UnpricedRow[];
+    if (rows.length === 0) return 0;
+    const update = this.db.prepare(
+      'UPDATE usage_ledger SET cost_usd = ?, cost_basis = ?, price_key = ? WHERE id = ? AND cost_usd IS NULL',
+    );
+    let priced = 0;
+    this.db.transaction(() => {
+      for (const r of rows) {
+        const p = price(unpricedEntry(r));
+        if (p.costUsd === null) continue;
+        priced += update.run(p.costUsd, p.basis, p.priceKey, r.id).changes;
+      }
+    })();
+    return priced;
+  }
+}
+
+interface UnpricedRow {
+  id: number;
+  meter: LedgerEntry['meter'];
+  source_id: string;
+  at: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
+  payer_kind: LedgerEntry['payer']['kind'];
+  payer_id: string | null;
+}
+
+/** A stored row as the pricer reads it (no engine figure: a row with one was priced by it). */
+function unpricedEntry(r: UnpricedRow): LedgerEntry {
+  return {
+    meter: r.meter,
+    sourceId: r.source_id,
+    at: r.at,
+    sessionId: null,
+    workItem: null,
+    turnId: null,
+    engine: null,
+    runner: null,
+    model: r.model,
+    usage: {
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      cacheReadTokens: r.cache_read_tokens,
+      cacheCreationTokens: r.cache_creation_tokens,
+      reasoningTokens: r.reasoning_tokens,
+    },
+    payer: { kind: r.payer_kind, id: r.payer_id } as LedgerEntry['payer'],
+  };
 }
 
 /**
