@@ -63,7 +63,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride();
   const context = programContext(io, setExit);
   addRunCommand(program, context);
-  addSessionsCommands(program, io, context.withApp);
+  addSessionsCommands(program, io, context.withApp, context.withBase);
   addEventsCommands(program, context);
   addLedgerCommands(program, context);
   addDoctorCommand(program, context);

@@ -1,13 +1,16 @@
 import type { Command } from 'commander';
 import type { App } from '../main.js';
+import type { Base } from '../main-base.js';
 import type { Io } from './io.js';
 import { intOption } from './options.js';
 
 /** Runs a command with the app opened (and closed after), setting the exit code. */
 export type WithApp = (cmd: Command, fn: (app: App) => Promise<number> | number) => Promise<void>;
+/** The same with the registry alone opened: what a command that only reads needs (and loads). */
+export type WithBase = (cmd: Command, fn: (base: Base) => Promise<number> | number) => Promise<void>;
 
 /** `the-loop sessions …`: see, follow, drive and end sessions. */
-export function addSessionsCommands(program: Command, io: Io, withApp: WithApp): void {
+export function addSessionsCommands(program: Command, io: Io, withApp: WithApp, withBase: WithBase): void {
   const sessions = program.command('sessions').description('see, follow and end sessions');
   sessions
     .command('list')
@@ -16,7 +19,8 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp):
     .option('-w, --work-item <ref>', 'only this work item')
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./sessions.js')).listSessions(app.store, io, opts)),
+      // Reads only: the registry, without the gateway, runners and console the app would load.
+      withBase(cmd, async (base) => (await import('./sessions.js')).listSessions(base.sessions, io, opts)),
     );
   sessions
     .command('show')
