@@ -153,15 +153,15 @@ interface Collected {
   kept: boolean;
 }
 
+/** The pane's end, and how full its history is (older output may be gone). */
+const STATE = '#{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{history_size} #{history_limit}';
+
 /**
  * The tmux commands that read the new pane's status, signal and output, remove its hook and (unless
  * kept) kill it — after a `wait-for` on its channel when given one: then one tmux child waits for the
  * pane's death and collects, started as soon as the pane exists (a channel signalled before anyone
  * waits on it stays signalled).
  */
-/** The pane's end, and how full its history is (older output may be gone). */
-const STATE = '#{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{history_size} #{history_limit}';
-
 function collectArgs(pane: string, keep: boolean, mark: string, channel?: string): string[] {
   return [
     ...(channel ? ['wait-for', channel, ';'] : []),
