@@ -201,28 +201,38 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   async repriceUnknown(price: Pricer): Promise<number> {
-    const rows = this.db
+    // One row of each unpriced model first: the rows of a model that is still unknown (the common
+    // case at every start) are never read.
+    const samples = this.db
       .prepare(
-        `SELECT id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
-           cache_creation_tokens, reasoning_tokens, payer_kind, payer_id
-         FROM usage_ledger WHERE cost_usd IS NULL AND model IS NOT NULL`,
+        `SELECT ${UNPRICED_COLUMNS} FROM usage_ledger
+         WHERE id IN (SELECT MIN(id) FROM usage_ledger WHERE cost_usd IS NULL AND model IS NOT NULL GROUP BY model)`,
       )
       .all() as UnpricedRow[];
-    if (rows.length === 0) return 0;
+    const known = samples.filter((r) => price(unpricedEntry(r)).costUsd !== null).map((r) => r.model);
+    if (known.length === 0) return 0;
+    const rowsOf = this.db.prepare(
+      `SELECT ${UNPRICED_COLUMNS} FROM usage_ledger WHERE cost_usd IS NULL AND model = ?`,
+    );
     const update = this.db.prepare(
       'UPDATE usage_ledger SET cost_usd = ?, cost_basis = ?, price_key = ? WHERE id = ? AND cost_usd IS NULL',
     );
     let priced = 0;
-    this.db.transaction(() => {
-      for (const r of rows) {
-        const p = price(unpricedEntry(r));
-        if (p.costUsd === null) continue;
-        priced += update.run(p.costUsd, p.basis, p.priceKey, r.id).changes;
-      }
-    })();
+    for (const model of known) {
+      const rows = rowsOf.all(model) as UnpricedRow[];
+      this.db.transaction(() => {
+        for (const r of rows) {
+          const p = price(unpricedEntry(r));
+          if (p.costUsd !== null) priced += update.run(p.costUsd, p.basis, p.priceKey, r.id).changes;
+        }
+      })();
+    }
     return priced;
   }
 }
+
+const UNPRICED_COLUMNS = `id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
+  cache_creation_tokens, reasoning_tokens, payer_kind, payer_id`;
 
 interface UnpricedRow {
   id: number;
