@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+// The daemon's own minimal tmux environment: no secret of the connector's reaches the tmux server.
+import { tmuxEnv } from '../../runners/tmux/tmux.js';
 
 /**
  * The connector's own tmux client: every call is `tmux [-L socket] <argv…>` through spawn with an
@@ -50,16 +52,6 @@ export const checkOption = (v: string): string => check(OPTION, 'option name', v
 
 /** A fresh random hex token (buffer, channel and option names; output markers no program can guess). */
 export const token = (): string => randomBytes(8).toString('hex');
-
-/** tmux needs little: no secrets from the connector's environment reach the tmux server or its panes. */
-function tmuxEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const key of ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'TMUX_TMPDIR']) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  return env;
-}
 
 /** A tmux call started with `start`: its result once it exits, and a way to end it early. */
 export interface Started {

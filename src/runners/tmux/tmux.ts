@@ -152,7 +152,7 @@ export class Tmux {
 }
 
 /** tmux itself needs little: no secrets from the daemon's environment reach the tmux server. */
-function tmuxEnv(): Record<string, string> {
+export function tmuxEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const key of ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'TMUX_TMPDIR']) {
     const value = process.env[key];
