@@ -22,6 +22,7 @@ import { type AppOptions, type Base, openBase } from './main-base.js';
 import { type ConsoleHandle, startConsole } from './main-console.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { createRunners } from './main-runners.js';
+import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
@@ -54,6 +55,8 @@ export interface App {
   telemetry: TelemetryReceiver;
   /** The gateway, its tokens, and each turn's engine preparation (sandbox, permission mode). */
   guard: Guard;
+  /** Transcripts imported as they are written (started by the daemon only). */
+  usageWatch: UsageWatch;
   dispose(): void;
 }
 
@@ -110,6 +113,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     runners,
     turns,
     telemetry,
+    usageWatch: createUsageWatch(base, options),
     dispose: base.dispose,
   };
 }
@@ -240,6 +244,8 @@ export interface Daemon {
   dispatcher: Dispatcher;
   /** The browser console (undefined: console.enabled is false). */
   console: ConsoleHandle | undefined;
+  /** The transcripts watched (usage.watch, Claude Code's projects folders). */
+  usage: UsageWatchStatus;
   webhookUrl: string;
   stop(graceMs?: number): Promise<void>;
 }
@@ -259,6 +265,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
   const dispatcher = createDispatcher(app);
   let server: HttpServer;
   let consoleHandle: ConsoleHandle | undefined;
+  let usage: UsageWatchStatus;
   try {
     await recoverBeforeDispatch(app);
     server = await listenForWebhooks(app, dispatcher, secret);
@@ -272,6 +279,8 @@ export async function startDaemon(app: App): Promise<Daemon> {
     const started = consoleHandle;
     undo.push(() => started?.stop());
     await dispatcher.start();
+    usage = app.usageWatch.start();
+    undo.push(() => app.usageWatch.stop());
   } catch (error) {
     await dispatcher.stop(0);
     await unwind();
@@ -290,9 +299,11 @@ export async function startDaemon(app: App): Promise<Daemon> {
     server,
     dispatcher,
     console: consoleHandle,
+    usage,
     webhookUrl: `${server.url}${config.webhook.path}`,
     stop: async (graceMs = config.dispatch.closeGraceSeconds * 1000) => {
       await retention.stop();
+      await app.usageWatch.stop();
       // The dispatcher first: turns finishing in the grace period still export their telemetry
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);

@@ -103,9 +103,26 @@ async function printStatus(io: Io, app: App, daemon: Daemon): Promise<void> {
   io.out(
     `  repos     ${repos.length ? repos.join(', ') : 'none configured: every event will be rejected until you add repos:'}\n`,
   );
+  printUsageWatch(io, app, daemon);
   await printEngines(io, app);
   const pending = (await app.inbox.pending()).length;
   if (pending) io.out(`  inbox     resuming ${pending} pending deliver${pending === 1 ? 'y' : 'ies'}\n`);
+}
+
+/** The transcript directories imported as they are written, and the usage.watch entries missing. */
+function printUsageWatch(io: Io, app: App, daemon: Daemon): void {
+  const { watching, missing, errors } = daemon.usage;
+  io.out(
+    watching.length > 0
+      ? `  usage     transcripts imported as written from ${watching.join(', ')}\n`
+      : '  usage     no transcript directory to watch (usage.watch, usage.watchClaude)\n',
+  );
+  const every = app.loaded.config.usage.recheckSeconds;
+  for (const dir of missing)
+    io.err(
+      `the-loop: warning: usage.watch: ${dir} does not exist (yet): watched once it does (looked for every ${every} s)\n`,
+    );
+  for (const error of errors) io.err(`the-loop: warning: ${error}: not watched\n`);
 }
 
 /** The engines the config uses, found or missing. */

@@ -5,6 +5,7 @@ import { connectorSchema } from './connector-schema.js';
 import { consoleSchema } from './console-schema.js';
 import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
 import { serverSchema } from './server-schema.js';
+import { usageSchema } from './usage-schema.js';
 
 /**
  * `.the-loop/config.yaml`. Every field has a default, so an empty file (or none) is a valid config.
@@ -214,6 +215,7 @@ export const configSchema = z
       .describe(
         'List prices that override or extend @pydantic/genai-prices (costs are list-price estimates).',
       ),
+    usage: usageSchema,
     limits: z
       .object({
         maxLineBytes: z

@@ -22,11 +22,15 @@ export type OwnSession = Pick<
 
 /** Where Claude Code keeps transcripts for this environment. */
 export function defaultTranscriptDirs(env: Readonly<Record<string, string | undefined>>): string[] {
+  return transcriptDirCandidates(env).filter((d) => existsSync(d));
+}
+
+/** Where Claude Code would keep transcripts for this environment, whether they exist yet or not. */
+export function transcriptDirCandidates(env: Readonly<Record<string, string | undefined>>): string[] {
   const home = env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir();
-  const candidates = env.CLAUDE_CONFIG_DIR
+  return env.CLAUDE_CONFIG_DIR
     ? env.CLAUDE_CONFIG_DIR.split(',').map((d) => join(d.trim(), 'projects'))
     : [join(home, '.claude', 'projects'), join(home, '.config', 'claude', 'projects')];
-  return candidates.filter((d) => existsSync(d));
 }
 
 /** Every `.jsonl` file under the dirs (symbolic links not followed: no loops). */

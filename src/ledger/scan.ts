@@ -39,7 +39,10 @@ export async function scanTranscripts(
   dirsIn: readonly string[],
   options: {
     workers?: number;
+    /** Bytes read so far of the total to read, after each piece is written (not called per file). */
     onProgress?: (done: number, total: number) => void;
+    /** These files instead of every `.jsonl` under the dirs (the daemon's watcher: those that changed). */
+    files?: readonly string[];
     /** Tuning (tests): below this many bytes to read, no worker threads; pieces handed over. */
     threadThresholdBytes?: number;
     pieceBytes?: number;
@@ -47,7 +50,7 @@ export async function scanTranscripts(
 ): Promise<ScanSummary> {
   const started = Date.now();
   const dirs = dirsIn.map((d) => resolve(d));
-  const files = listFiles(dirs);
+  const files = options.files ?? listFiles(dirs);
   const jobs = changedFiles(await deps.cursors.all(), files);
   // Requests of our own sessions: attributed to them; those metered per turn are not added again.
   const sessions = ownSessions(await deps.sessions.engineSessions());
@@ -62,10 +65,14 @@ export async function scanTranscripts(
   const imported = new TranscriptImport(writes, (w) => deps.ledger.pricer(w), sessions, jobs, summary);
   // Pieces are written one after another, in the order they come (a worker's arrive as messages).
   let queue: Promise<void> = Promise.resolve();
+  const bytesOf = new Map(jobs.map((j) => [j.path, j.bytes]));
+  let done = 0;
   const take = (results: readonly ScanResult[]): Promise<void> => {
     queue = queue.then(async () => {
       await imported.take(results);
       await writes.commit(false);
+      for (const r of results) done += bytesOf.get(r.path) ?? 0;
+      options.onProgress?.(done, total);
     });
     return queue;
   };
