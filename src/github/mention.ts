@@ -66,14 +66,39 @@ export function authorText(markdown: string): string {
   return out.join('');
 }
 
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The patterns of a mention, compiled once each (the router asks for every delivery). */
+const patterns = new Map<string, { whole: RegExp; possible: RegExp }>();
+function patternsOf(mention: string): { whole: RegExp; possible: RegExp } {
+  let found = patterns.get(mention);
+  if (!found) {
+    found = {
+      whole: new RegExp(`(^|[^A-Za-z0-9_@./-])${escapeRegExp(mention)}(?![A-Za-z0-9_-])`, 'i'),
+      // authorText keeps characters of the comment in order: it drops escaping backslashes without a
+      // trace, turns what is not shown into a space, and adds nothing else. So the mention can be in
+      // its result only if the comment holds it with at most backslashes between its characters.
+      possible: new RegExp(mention.split('').map(escapeRegExp).join('\\\\*'), 'i'),
+    };
+    if (patterns.size > 16) patterns.clear();
+    patterns.set(mention, found);
+  }
+  return found;
+}
+
 /** `@the-loop` as a whole mention in plain text: not `@the-loop-bot`, not `me@the-loop.dev`. */
 export function mentionsIn(text: string | null | undefined, mention: string): boolean {
   if (!text) return false;
-  const escaped = mention.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(^|[^A-Za-z0-9_@./-])${escaped}(?![A-Za-z0-9_-])`, 'i').test(text);
+  return patternsOf(mention).whole.test(text);
 }
 
-/** Whether the author of a Markdown comment mentions `mention` in their own words. */
+/**
+ * Whether the author of a Markdown comment mentions `mention` in their own words. A comment that
+ * cannot hold it (most do not) is not read at all: the answer is the same, the reading skipped.
+ */
 export function mentions(markdown: string | null | undefined, mention: string): boolean {
-  return Boolean(markdown) && mentionsIn(authorText(markdown as string), mention);
+  if (!markdown) return false;
+  // A space in the result may be one authorText put there: only a mention without one is filtered.
+  if (!/\s/.test(mention) && !patternsOf(mention).possible.test(markdown)) return false;
+  return mentionsIn(authorText(markdown), mention);
 }
