@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeError, LoopError } from '../core/errors.js';
-import type { AcceptOutcome, Inbox, NewDelivery, RoutedDelivery } from '../core/ports/inbox.js';
+import type { Inbox, NewDelivery, RoutedDelivery } from '../core/ports/inbox.js';
 import { sanitizeLine } from '../core/text.js';
 import type { Logger } from '../log/logger.js';
 import { type BodyRefusal, busyHeaders, readBodyWithin } from '../web/read-body.js';
@@ -12,7 +12,10 @@ export interface IngressOptions {
   maxBodyBytes: number;
   inbox: Pick<Inbox, 'acceptMany' | 'knownAmong'>;
   logger: Logger;
-  /** Called after a new delivery is committed (wakes the dispatcher). */
+  /**
+   * Called after a new delivery that waits to run (routed start, deliver or close) is committed: it
+   * wakes the dispatcher. One routed ignore or reject is settled as stored, with nothing to dispatch.
+   */
   onAccepted: (deliveryId: string) => void;
   /** The pure router: each delivery is routed once, here, and stored with what it made of it. */
   route: (event: string, payload: object) => RoutedDelivery;
@@ -61,7 +64,7 @@ export function createIngressHandler(options: IngressOptions) {
     const { json, payload } = parsed;
     const action =
       'action' in payload && typeof payload.action === 'string' ? payload.action.slice(0, 64) : null;
-    let outcome: AcceptOutcome;
+    let outcome: Stored;
     try {
       outcome = await store({ id: delivery, source: 'github', event, action, body: json }, payload);
     } catch (error) {
@@ -72,9 +75,18 @@ export function createIngressHandler(options: IngressOptions) {
     if (outcome === 'duplicate') return reply(res, 200, 'duplicate');
     reply(res, 202, 'accepted');
     logger.debug('delivery accepted', { delivery, event, action });
-    options.onAccepted(delivery);
+    if (outcome === 'queued') options.onAccepted(delivery);
   };
 }
+
+/**
+ * What became of a delivery: stored and waiting to run (queued), stored and settled by its route
+ * (ignore, reject), or a redelivery (duplicate).
+ */
+type Stored = 'queued' | 'settled' | 'duplicate';
+
+/** Ignore and reject are final when routed: the stored delivery gives the dispatcher nothing to do. */
+const settles = (routed: RoutedDelivery) => routed.action === 'ignore' || routed.action === 'reject';
 
 /**
  * Each delivery id is routed and stored once: a redelivery of a stored one, or one that arrives while
@@ -82,9 +94,9 @@ export function createIngressHandler(options: IngressOptions) {
  */
 function storeOnce(
   options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
-): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<AcceptOutcome> {
+): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<Stored> {
   const accept = groupCommit(options);
-  const inflight = new Map<string, Promise<AcceptOutcome>>();
+  const inflight = new Map<string, Promise<Stored>>();
   return async (d, payload) => {
     const first = inflight.get(d.id);
     if (first) {
@@ -109,11 +121,11 @@ function storeOnce(
  */
 function groupCommit(
   options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
-): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<AcceptOutcome> {
+): (d: Omit<NewDelivery, 'routed'>, payload: object) => Promise<Stored> {
   type Pending = {
     d: Omit<NewDelivery, 'routed'>;
     payload: object;
-    resolve: (v: AcceptOutcome) => void;
+    resolve: (v: Stored) => void;
     reject: (e: unknown) => void;
   };
   let queue: Pending[] = [];
@@ -122,14 +134,20 @@ function groupCommit(
     queue = [];
     try {
       const stored = await options.inbox.knownAmong(items.map((i) => i.d.id));
-      const fresh = items.filter((i) => !stored.has(i.d.id));
-      const out = await options.inbox.acceptMany(
-        fresh.map((i) => ({ ...i.d, routed: routeOnce(options, i.d.event, i.payload, i.d.id) })),
-      );
-      for (const item of items) if (stored.has(item.d.id)) item.resolve('duplicate');
-      for (const [k, item] of fresh.entries()) {
+      const fresh = items
+        .filter((i) => !stored.has(i.d.id))
+        .map((i) => ({ ...i.d, routed: routeOnce(options, i.d.event, i.payload, i.d.id) }));
+      const out = await options.inbox.acceptMany(fresh);
+      let k = 0;
+      for (const item of items) {
+        if (stored.has(item.d.id)) {
+          item.resolve('duplicate');
+          continue;
+        }
         const outcome = out[k];
-        if (outcome) item.resolve(outcome);
+        const routed = (fresh[k++] as NewDelivery).routed;
+        if (outcome === 'duplicate') item.resolve('duplicate');
+        else if (outcome) item.resolve(settles(routed) ? 'settled' : 'queued');
         else item.reject(new Error('the inbox did not answer for every delivery'));
       }
     } catch (error) {

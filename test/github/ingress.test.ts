@@ -31,10 +31,15 @@ const sink = memorySink();
 const accepted: string[] = [];
 /** Every call of the router, by delivery event: a delivery is routed once, on arrival. */
 const routedCalls: string[] = [];
-/** The router stands in for routeEvent: every delivery runs a turn (queued); `explode` throws. */
+/**
+ * The router stands in for routeEvent: every delivery runs a turn (queued); `explode` throws;
+ * `settle` is ignored (settled on arrival).
+ */
 const route = (event: string, payload: object): RoutedDelivery => {
   routedCalls.push(event);
   if ('explode' in payload) throw new Error('the router broke');
+  if ('settle' in payload)
+    return { action: 'ignore', reason: 'nothing to do', workItem: 'github:octo/widgets#15' };
   return {
     action: event === 'issues' ? 'start' : 'deliver',
     workItem: 'github:octo/widgets#15',
@@ -313,6 +318,36 @@ describe('ingress: each delivery is routed once, on arrival, and stored with its
     expect((await inbox.get(id))?.reason).toBe('routing failed: the router broke');
     expect(await inbox.body(id)).toBe(body);
     expect(await inbox.plan(id)).toBeUndefined();
+    // Settled as stored: nothing for the dispatcher.
+    expect(timesAccepted(id)).toBe(0);
+  });
+
+  it('deliveries routed to ignore are stored settled and answered 202, without waking the dispatcher', async () => {
+    const settled = JSON.stringify({ ...(JSON.parse(ISSUE_OPENED) as object), settle: true });
+    const quiet = Array.from({ length: 10 }, () => randomUUID());
+    const queued = Array.from({ length: 10 }, () => randomUUID());
+    // Both kinds in flight at once: committed in the same groups, each handed on as its route says.
+    const answers = await Promise.all([
+      ...quiet.map((id) => send({ delivery: id, body: settled })),
+      ...queued.map((id) => send({ delivery: id })),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(202));
+    for (const id of quiet) {
+      expect(await inbox.get(id)).toMatchObject({
+        status: 'ignored',
+        route: 'ignore',
+        reason: 'nothing to do',
+      });
+      expect(await inbox.body(id)).toBe(settled);
+      expect(timesAccepted(id)).toBe(0);
+    }
+    for (const id of queued) {
+      expect(await inbox.get(id)).toMatchObject({ status: 'queued', route: 'start' });
+      expect(timesAccepted(id)).toBe(1);
+    }
+    // A redelivery of a settled one is a duplicate, and still hands nothing on.
+    expect((await send({ delivery: quiet[0] as string, body: settled })).status).toBe(200);
+    expect(timesAccepted(quiet[0] as string)).toBe(0);
   });
 });
 
