@@ -8,6 +8,11 @@ export interface Io {
   env: Readonly<Record<string, string | undefined>>;
   /** Whether stdout is a terminal (colours, progress). */
   isTty: boolean;
+  /**
+   * A status line on stderr rewritten in place (`null` erases it): present only when stderr is a
+   * terminal. Our own words and figures only — it is written past the control-character filter.
+   */
+  status?: ((line: string | null) => void) | undefined;
   /** Pass every later write through `scrub` (given by a command once it has opened its config). */
   useScrubber?: (scrub: (text: string) => string) => void;
 }
@@ -44,6 +49,9 @@ export const processIo = (): Io => ({
   cwd: process.cwd(),
   env: process.env,
   isTty: Boolean(process.stdout.isTTY),
+  status: process.stderr.isTTY
+    ? (line) => process.stderr.write(line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`)
+    : undefined,
 });
 
 /** Exit codes: 0 done; 1 the work failed (a failed turn, a missing binary); 2 bad input or config. */

@@ -8,6 +8,7 @@ import { totalTokens } from '../ledger/usage.js';
 import type { Base } from '../main-base.js';
 import { formatInt, formatUsd, oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
+import { ScanProgress } from './scan-progress.js';
 
 export interface UsageOptions {
   since?: string;
@@ -45,11 +46,12 @@ export async function usageScanCommand(
   for (const d of dirs) {
     if (!existsSync(d)) throw new LoopError('usage', `not a directory: ${d}`);
   }
+  const progress = new ScanProgress(io, { json: options.json });
   const summary = await scanTranscripts(
     { ledger: app.ledger, cursors: app.scanCursors, sessions: app.sessions },
     dirs,
-    { workers: options.workers },
-  );
+    { workers: options.workers, onProgress: (done, total) => progress.update(done, total) },
+  ).finally(() => progress.end());
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
   // Rows of earlier scans whose model had no price then get one now if the price data knows it.
   const repriced = await app.ledger.repriceUnknown();
