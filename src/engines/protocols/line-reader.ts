@@ -3,12 +3,19 @@
  * never does), a trailing `\r` is stripped, and bytes are decoded per line so a multi-byte character
  * split across chunks survives. A line longer than `maxLineBytes` is not buffered: its bytes are
  * dropped as they arrive and it is reported once, so an engine printing a 50 MB line costs no memory.
+ *
+ * Callbacks run synchronously, once per `\n`, in order. A line that lies whole inside one chunk (the
+ * common case) is decoded straight from that chunk, with no copy; only the unfinished tail of a chunk
+ * is copied (the chunk's buffer may be reused by the stream) and joined once its `\n` arrives.
  */
 export interface LineReaderOptions {
   maxLineBytes: number;
   onLine: (line: string) => void;
   onOversized: (bytes: number) => void;
 }
+
+const LF = 0x0a;
+const CR = 0x0d;
 
 export class LineReader {
   private parts: Buffer[] = [];
@@ -20,14 +27,29 @@ export class LineReader {
 
   push(chunk: Buffer): void {
     let start = 0;
-    while (start < chunk.length) {
-      const nl = chunk.indexOf(0x0a, start);
-      const end = nl === -1 ? chunk.length : nl;
-      this.append(chunk.subarray(start, end));
-      if (nl === -1) return;
+    // The end of a line begun in an earlier chunk.
+    if (this.size > 0 || this.skipped > 0) {
+      const nl = chunk.indexOf(LF);
+      if (nl === -1) {
+        this.append(chunk);
+        return;
+      }
+      this.append(chunk.subarray(0, nl));
       this.finishLine();
       start = nl + 1;
     }
+    // Lines whole inside this chunk.
+    const max = this.options.maxLineBytes;
+    let nl = chunk.indexOf(LF, start);
+    while (nl !== -1) {
+      const bytes = nl - start;
+      if (bytes > max) this.options.onOversized(bytes);
+      else this.options.onLine(decode(chunk, start, nl));
+      start = nl + 1;
+      nl = chunk.indexOf(LF, start);
+    }
+    // The unfinished rest, kept for the next chunk.
+    if (start < chunk.length) this.append(chunk.subarray(start));
   }
 
   /** End of stream: a last line without `\n` is still a line. */
@@ -62,8 +84,12 @@ export class LineReader {
     const buffer = this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, this.size);
     this.parts = [];
     this.size = 0;
-    let line = buffer.toString('utf8');
-    if (line.endsWith('\r')) line = line.slice(0, -1);
-    this.options.onLine(line);
+    this.options.onLine(decode(buffer, 0, buffer.length));
   }
+}
+
+/** The UTF-8 text of `buffer[start, end)`, without one trailing `\r`. */
+function decode(buffer: Buffer, start: number, end: number): string {
+  const last = end > start && buffer[end - 1] === CR ? end - 1 : end;
+  return buffer.toString('utf8', start, last);
 }

@@ -175,3 +175,81 @@ describe('LineReader: oversized lines', () => {
     expect(out.lines).toEqual(['a', 'b']);
   });
 });
+
+/**
+ * The reader against the simplest possible model of its contract, on seeded random streams: whole
+ * buffer split on \n, each line decoded then stripped of one trailing \r, lines over the limit
+ * reported by byte count. Streams mix ASCII, multi-byte characters, invalid UTF-8, lone \r and long
+ * lines; chunkings mix 1-byte chunks, chunks inside lines and chunks spanning many lines.
+ */
+describe('LineReader: against a reference model on random streams', () => {
+  function model(buffer: Buffer, maxLineBytes: number): string[] {
+    const log: string[] = [];
+    let start = 0;
+    while (start < buffer.length) {
+      const nl = buffer.indexOf(0x0a, start);
+      const end = nl === -1 ? buffer.length : nl;
+      const bytes = end - start;
+      if (bytes > maxLineBytes) log.push(`oversized:${bytes}`);
+      else {
+        let line = buffer.toString('utf8', start, end);
+        if (line.endsWith('\r')) line = line.slice(0, -1);
+        log.push(`line:${line}`);
+      }
+      if (nl === -1) break;
+      start = nl + 1;
+    }
+    return log;
+  }
+
+  let seed = 0x2545f491;
+  const random = (n: number): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const PIECES = ['{"type":"x"}', 'a', '\r', '\n', '\r\n', 'é', '€', '😀', ' ', '"', '\\'].map((s) =>
+    Buffer.from(s, 'utf8'),
+  );
+  // Invalid or cut UTF-8: a lone lead byte, a lone continuation byte, a cut 4-byte sequence.
+  const BAD = [Buffer.from([0xe2]), Buffer.from([0x80]), Buffer.from([0xf0, 0x9f, 0x98])];
+
+  function stream(): Buffer {
+    const parts: Buffer[] = [];
+    const n = random(200);
+    for (let i = 0; i < n; i++) {
+      const kind = random(20);
+      if (kind === 0) parts.push(BAD[random(BAD.length)] as Buffer);
+      else if (kind === 1) parts.push(Buffer.alloc(random(300), 'z'));
+      else parts.push(PIECES[random(PIECES.length)] as Buffer);
+    }
+    return Buffer.concat(parts);
+  }
+
+  function chunked(buffer: Buffer): Buffer[] {
+    const chunks: Buffer[] = [];
+    let at = 0;
+    while (at < buffer.length) {
+      const size = random(4) === 0 ? 1 : 1 + random(random(2) === 0 ? 16 : 400);
+      chunks.push(buffer.subarray(at, at + size));
+      at += size;
+    }
+    return chunks;
+  }
+
+  it('delivers what the model delivers, for 2,000 streams and limits, in any chunking', () => {
+    for (let i = 0; i < 2000; i++) {
+      const buffer = stream();
+      const max = [0, 1, 8, 64, 1024][random(5)] as number;
+      const out = feed(chunked(buffer), max);
+      expect(out.log, `stream ${i}: ${buffer.toString('hex')} (limit ${max})`).toEqual(model(buffer, max));
+    }
+  });
+
+  it('a \\r after invalid UTF-8 is stripped as it would be after decoding', () => {
+    const bytes = Buffer.from([0x61, 0xe2, 0x0d, 0x0a, 0xf0, 0x9f, 0x0d, 0x0a]);
+    expect(feed([bytes]).lines).toEqual(['a\ufffd', '\ufffd']);
+    expect(feed([bytes]).lines).toEqual(model(bytes, 1024).map((l) => l.slice('line:'.length)));
+  });
+});
