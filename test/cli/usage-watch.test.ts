@@ -113,6 +113,23 @@ describe('the daemon imports transcripts as they are written', () => {
     await usageReaches(addTotals(addTotals(first.totals, split), rest.totals));
   }, 180_000);
 
+  it('killed (SIGKILL) while it imports: the restart counts every request once', async () => {
+    const file = join(root, 'more', 'p', 'killed.jsonl');
+    writeFileSync(file, '');
+    const daemon = await startDaemon();
+    let expected = { requests: 0, input: 0, output: 0, cacheRead: 0, cacheCreation: 0 };
+    for (const prefix of ['k1', 'k2', 'k3']) {
+      const t = transcriptBytes(4 * 1024 * 1024, prefix);
+      appendFileSync(file, t.text);
+      expected = addTotals(expected, t.totals);
+    }
+    // Whatever it had imported by now (committed rows, a cursor saved or not), it dies here.
+    daemon.child.kill('SIGKILL');
+    await daemon.stop();
+    await startDaemon();
+    await usageReaches(expected);
+  }, 180_000);
+
   it('a usage.watch directory that does not exist is a warning; the daemon starts and watches the rest', async () => {
     const daemon = await startDaemon();
     expect(daemon.output()).toMatch(
