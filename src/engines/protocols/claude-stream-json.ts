@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import type { TurnEvent } from '../../core/events.js';
-import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
+import {
+  decodeLine,
+  nonNegative,
+  type Protocol,
+  type ProtocolParser,
+  type QuickCheck,
+  summarize,
+} from './protocol.js';
 
 /**
  * Claude Code `-p --output-format stream-json --verbose`: `system/init`, one `assistant` event per
@@ -66,6 +73,60 @@ const schemas = {
 };
 type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
 
+// The same schemas written out by hand, for the hot path (zod adds about a fifth of JSON.parse
+// here). Each check accepts exactly what its schema accepts (test/engines/protocols/
+// claude-checks.test.ts compares them on the recordings and on hostile variants); a value a check
+// refuses goes to the schema, which decides and words the error. A checked value is used unstripped:
+// the code below reads only the schemas' fields.
+type Fields = Record<string, unknown>;
+const isFields = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
+const optString = (v: unknown) => v === undefined || typeof v === 'string';
+// z.number() refuses NaN and ±Infinity (JSON.parse reads 1e999 as Infinity).
+const optNumber = (v: unknown) => v === undefined || (typeof v === 'number' && Number.isFinite(v));
+const optBoolean = (v: unknown) => v === undefined || typeof v === 'boolean';
+
+function isBlock(v: unknown): boolean {
+  return (
+    isFields(v) &&
+    typeof v.type === 'string' &&
+    optString(v.text) &&
+    optString(v.id) &&
+    optString(v.name) &&
+    optString(v.tool_use_id) &&
+    (v.is_error === null || optBoolean(v.is_error))
+  );
+}
+const isBlocks = (v: unknown): boolean => Array.isArray(v) && v.every(isBlock);
+
+const isUsage = (v: unknown): boolean =>
+  v === undefined ||
+  v === null ||
+  (isFields(v) &&
+    optNumber(v.input_tokens) &&
+    optNumber(v.output_tokens) &&
+    (v.cache_read_input_tokens === null || optNumber(v.cache_read_input_tokens)) &&
+    (v.cache_creation_input_tokens === null || optNumber(v.cache_creation_input_tokens)));
+
+const checks: Record<keyof typeof schemas, QuickCheck> = {
+  system: (e) => optString(e.subtype) && optString(e.session_id) && optString(e.model),
+  assistant: ({ message: m }) =>
+    isFields(m) && optString(m.id) && optString(m.model) && (m.content === undefined || isBlocks(m.content)),
+  user: ({ message: m }) =>
+    isFields(m) && (m.content === undefined || typeof m.content === 'string' || isBlocks(m.content)),
+  result: (e) =>
+    optString(e.subtype) &&
+    optBoolean(e.is_error) &&
+    optString(e.session_id) &&
+    optNumber(e.total_cost_usd) &&
+    isUsage(e.usage) &&
+    (e.modelUsage === undefined || isFields(e.modelUsage)) &&
+    (e.errors === undefined || Array.isArray(e.errors)) &&
+    (e.permission_denials === undefined || Array.isArray(e.permission_denials)),
+};
+
+/** Exported for the test that holds the quick checks to the schemas. */
+export { checks as claudeEventChecks, schemas as claudeEventSchemas };
+
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 function assistantEvents(event: z.infer<typeof schemas.assistant>): TurnEvent[] {
@@ -114,7 +175,8 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
     });
   }
   if (event.usage) {
-    const models = Object.keys(event.modelUsage ?? {});
+    // As z.record reads it: a "__proto__" key is not a model (the schema's output drops it).
+    const models = Object.keys(event.modelUsage ?? {}).filter((key) => key !== '__proto__');
     out.push({
       type: 'usage',
       usage: {
@@ -141,29 +203,36 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
   return out;
 }
 
+/**
+ * One turn's parser. `quick: false` validates with the schemas alone: the reference the tests hold
+ * the quick checks to (the same events for every line).
+ */
+export function claudeStreamJsonParser(quick = true): ProtocolParser {
+  const quickChecks = quick ? checks : undefined;
+  return {
+    push(line) {
+      const decoded = decodeLine<Decoded>(line, schemas, quickChecks);
+      if (!decoded.ok) return decoded.event ? [decoded.event] : [];
+      const event = decoded.value;
+      switch (event.type) {
+        case 'system':
+          return event.subtype === 'init' && event.session_id
+            ? [{ type: 'session', engineSessionId: event.session_id, model: event.model }]
+            : [];
+        case 'assistant':
+          return assistantEvents(event);
+        case 'user':
+          return userEvents(event);
+        case 'result':
+          return resultEvents(event);
+      }
+    },
+    end: () => [],
+  };
+}
+
 export const claudeStreamJson: Protocol = {
   framing: 'jsonl',
   hasResultEvent: true,
-  create() {
-    return {
-      push(line) {
-        const decoded = decodeLine<Decoded>(line, schemas);
-        if (!decoded.ok) return decoded.event ? [decoded.event] : [];
-        const event = decoded.value;
-        switch (event.type) {
-          case 'system':
-            return event.subtype === 'init' && event.session_id
-              ? [{ type: 'session', engineSessionId: event.session_id, model: event.model }]
-              : [];
-          case 'assistant':
-            return assistantEvents(event);
-          case 'user':
-            return userEvents(event);
-          case 'result':
-            return resultEvents(event);
-        }
-      },
-      end: () => [],
-    };
-  },
+  create: () => claudeStreamJsonParser(),
 };
