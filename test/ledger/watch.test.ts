@@ -313,6 +313,34 @@ describe('transcript watcher', () => {
     expect(logged.some((l) => JSON.stringify(l.fields ?? {}).includes('line longer than'))).toBe(true);
   }, 120_000);
 
+  it("the sessions' homes: <slug>/claude/projects only, also of a session that starts later", async () => {
+    const homes = join(dir, 'data', 'homes');
+    mkdirSync(homes, { recursive: true });
+    const root: WatchRoot = { dir: homes, origin: 'sessions', only: [['*', 'claude', 'projects']] };
+    startWatcher([root]);
+    // A session's first turn makes its home, then the engine writes its transcript into it.
+    const projectsDir = join(homes, 'github-o-r-1', 'claude', 'projects', '-work');
+    mkdirSync(projectsDir, { recursive: true });
+    const t = transcriptBytes(10_000, 'home');
+    writeFileSync(join(projectsDir, 's.jsonl'), t.text);
+    // Elsewhere in the home (not transcripts), and another engine's home: not read.
+    mkdirSync(join(homes, 'github-o-r-1', 'claude', 'todos'));
+    writeFileSync(
+      join(homes, 'github-o-r-1', 'claude', 'todos', 'x.jsonl'),
+      transcriptBytes(2_000, 'todo').text,
+    );
+    writeFileSync(
+      join(homes, 'github-o-r-1', 'claude', 'history.jsonl'),
+      transcriptBytes(2_000, 'hist').text,
+    );
+    mkdirSync(join(homes, 'github-o-r-1', 'codex', 'projects'), { recursive: true });
+    writeFileSync(
+      join(homes, 'github-o-r-1', 'codex', 'projects', 'y.jsonl'),
+      transcriptBytes(2_000, 'cx').text,
+    );
+    await settlesAt(t.totals);
+  });
+
   it('stops: nothing is imported after stop()', async () => {
     const file = join(projects, '-repo', 'stopped.jsonl');
     const a = transcriptBytes(5_000, 'sa');
