@@ -42,8 +42,11 @@ let projects: string;
 let db: Db;
 let watchers: TranscriptWatcher[];
 let logged: Array<{ level: string; message: string; fields?: Record<string, unknown> }>;
-/** Imports begun (one write transaction each), and how many ran at once at most. */
-let imports: { begun: number; running: number; most: number };
+/**
+ * Imports begun (one write transaction each), how many ran at once at most, and how many were still
+ * open when the event loop turned (the daemon's other writes would then wait on the lock it holds).
+ */
+let imports: { begun: number; running: number; most: number; spanned: number };
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'the-loop-watch-'));
@@ -52,7 +55,7 @@ beforeEach(() => {
   db = openDb(join(dir, 'data', 'the-loop.db'));
   watchers = [];
   logged = [];
-  imports = { begun: 0, running: 0, most: 0 };
+  imports = { begun: 0, running: 0, most: 0, spanned: 0 };
 });
 afterEach(async () => {
   for (const w of watchers) await w.stop();
@@ -89,6 +92,9 @@ function countingStore(): LedgerStore {
       imports.running -= 1;
     };
     let ended = false;
+    setImmediate(() => {
+      if (!ended) imports.spanned += 1;
+    });
     return {
       write: (piece, price) => writes.write(piece, price),
       commit: (now) => writes.commit(now),
@@ -180,9 +186,10 @@ describe('transcript watcher', () => {
       if (i % 20 === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await settlesAt(expected);
-    // Several imports ran (the burst outlasted one), one at a time.
+    // Several imports ran (the burst outlasted one), one at a time, each within one turn of the loop.
     expect(imports.begun).toBeGreaterThan(1);
     expect(imports.most).toBe(1);
+    expect(imports.spanned).toBe(0);
   });
 
   it('a half-written last line waits for its end, and counts once — also across a restart', async () => {
@@ -311,6 +318,7 @@ describe('transcript watcher', () => {
     expected = addTotals(expected, after.totals);
     await settlesAt(expected);
     expect(logged.some((l) => JSON.stringify(l.fields ?? {}).includes('line longer than'))).toBe(true);
+    expect(imports.spanned).toBe(0);
   }, 120_000);
 
   it("the sessions' homes: <slug>/claude/projects only, also of a session that starts later", async () => {
