@@ -10,6 +10,12 @@ export interface Usage {
   cacheReadTokens: number;
   cacheCreationTokens: number;
   reasoningTokens: number;
+  /**
+   * Of `cacheCreationTokens`, those written with the 1-hour lifetime (Anthropic bills them at twice
+   * the input price, the default 5 minutes at 1.25×), when the source splits them (Claude Code's
+   * transcripts, Anthropic's responses). Absent: every cache write was a 5-minute one, or nobody said.
+   */
+  cacheCreation1hTokens?: number | undefined;
 }
 
 export type TurnEvent =

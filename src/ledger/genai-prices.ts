@@ -18,6 +18,7 @@ export const DATASET = { name: '@pydantic/genai-prices', version: '0.1.8', date:
 
 type Lib = typeof GenaiPrices;
 type ModelInfo = GenaiPrices.ModelInfo;
+type MatchLogic = GenaiPrices.MatchLogic;
 type ModelPriceEntry = GenaiPrices.ModelPrice;
 type Tiered = { base: number; tiers: Array<{ start: number; price: number }> };
 
@@ -49,6 +50,11 @@ type Entry = { fixed: Rate } | { key: string; info: ModelInfo };
 export class GenaiCatalog {
   private readonly entries = new Map<string, Entry | null>();
   private readonly rates = new Map<ModelPriceEntry, Rate>();
+
+  /** Load the dataset now (a process about to price rows loads it while it has nothing else to do). */
+  warm(): void {
+    load();
+  }
 
   /** The rate of `modelKey` at `at` (ISO 8601), parsed only for a model whose prices change. */
   lookup(modelKey: string, at: string | undefined): Rate | undefined {
@@ -82,13 +88,51 @@ export class GenaiCatalog {
   }
 }
 
-/** The dataset's entry for a model id; null when it has none (or cannot say). */
+/**
+ * The dataset's entry for a model id; null when it has none (or cannot say) — and when the id
+ * matched it only by a prefix that ends inside a version number: the dataset matches many models by
+ * `starts_with`, so `claude-opus-4-10` would be priced as `claude-opus-4-1` and `claude-sonnet-5-1`
+ * as `claude-sonnet-5`, another model at another price. Such an id is unknown (named as such).
+ */
 function resolve(modelKey: string): ReturnType<Lib['calcPrice']> {
+  let found: ReturnType<Lib['calcPrice']>;
   try {
-    return load().calcPrice(ZERO, modelKey, { timestamp: new Date() });
+    found = load().calcPrice(ZERO, modelKey, { timestamp: new Date() });
   } catch {
     return null;
   }
+  if (!found) return null;
+  // The library also tries the id with an 8-digit date written as YYYY-MM-DD.
+  const ids = [modelKey, modelKey.replace(/-(20\d{2})(\d{2})(\d{2})(?=-|:|$)/g, '-$1-$2-$3')];
+  return ids.some((id) => matchesWhole(found.model.match, id)) ? found : null;
+}
+
+/**
+ * Whether `id` matches as the library's matcher does (case-insensitive), with one rule more: a
+ * `starts_with` prefix must not stop inside a version number — `claude-opus-4-1` does not match
+ * `claude-opus-4-10` (it stops mid-number) nor `claude-sonnet-5` `claude-sonnet-5-1` (a further
+ * version part, `-1`/`.1`, one or two digits). A date snapshot after it (`-0613`, `-2024-08-06`) or a
+ * name (`-latest`, `-mini`) is not part of the version.
+ */
+export function matchesWhole(logic: MatchLogic, id: string): boolean {
+  const key = id.toLowerCase();
+  if ('or' in logic) return logic.or.some((l) => matchesWhole(l, key));
+  if ('and' in logic) return logic.and.every((l) => matchesWhole(l, key));
+  if ('equals' in logic) return key === logic.equals.toLowerCase();
+  if ('starts_with' in logic) {
+    const prefix = logic.starts_with.toLowerCase();
+    return key.startsWith(prefix) && !continuesVersion(prefix, key.slice(prefix.length));
+  }
+  if ('ends_with' in logic) return key.endsWith(logic.ends_with.toLowerCase());
+  if ('contains' in logic) return key.includes(logic.contains.toLowerCase());
+  if ('regex' in logic) return new RegExp(logic.regex).test(key);
+  return false;
+}
+
+/** After a prefix that ends in a digit: more digits, or a separator and a one- or two-digit number. */
+function continuesVersion(prefix: string, rest: string): boolean {
+  if (!/\d$/.test(prefix)) return false;
+  return /^\d/.test(rest) || /^[-.]\d{1,2}(?!\d)/.test(rest);
 }
 
 /** An entry without token prices (speech, OCR, per-request only) cannot price tokens: unknown, not $0. */
@@ -141,29 +185,35 @@ function perToken(price: number | Tiered | undefined, input: number): number | u
 /**
  * Our usage kinds are disjoint (input excludes cache reads and writes; reasoning is billed as
  * output). Cache tokens without a price of their own are billed as input, as the library does.
- * Cache writes are priced at the 5-minute rate: transcripts do not say which lifetime was used.
+ * Cache writes are priced at the 5-minute rate (`cache_write_mtok`), but those the source says were
+ * written for an hour (`cacheCreation1hTokens`, a part of them) at `cache_write_1h_mtok` — or, for
+ * a model without that price, as the other cache writes: the library's rule too.
  */
 export function rateOf(key: string, prices: ModelPriceEntry): Rate {
   const get = (name: string) => prices[name] as number | Tiered | undefined;
   const rates = (usage: Usage, perRequest = true) => {
     const input = perRequest ? usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens : 0;
     const inPrice = perToken(get('input_mtok'), input) ?? 0;
+    const cacheWrite = perToken(get('cache_write_mtok'), input) ?? inPrice;
     return {
       input: inPrice,
       output: perToken(get('output_mtok'), input) ?? 0,
       cacheRead: perToken(get('cache_read_mtok'), input) ?? inPrice,
-      cacheWrite: perToken(get('cache_write_mtok'), input) ?? inPrice,
+      cacheWrite,
+      cacheWrite1h: perToken(get('cache_write_1h_mtok'), input) ?? cacheWrite,
     };
   };
   return {
     key,
     cost(usage, perRequest) {
       const r = rates(usage, perRequest);
+      const oneHour = Math.min(usage.cacheCreation1hTokens ?? 0, usage.cacheCreationTokens);
       return (
         usage.inputTokens * r.input +
         (usage.outputTokens + usage.reasoningTokens) * r.output +
         usage.cacheReadTokens * r.cacheRead +
-        usage.cacheCreationTokens * r.cacheWrite
+        (usage.cacheCreationTokens - oneHour) * r.cacheWrite +
+        oneHour * r.cacheWrite1h
       );
     },
     outputUnit: (usage, perRequest) => rates(usage, perRequest).output,

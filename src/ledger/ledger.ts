@@ -51,6 +51,14 @@ export class Ledger {
     return this.prices.sources;
   }
 
+  /**
+   * Load the price data now (~0.5 MB, tens of ms): a turn calls it once its engine has started, so
+   * the load happens while the engine starts up, not when the turn's first row is priced.
+   */
+  warmPrices(): void {
+    this.prices.warm();
+  }
+
   /** What a turn's rows add up to (a wire-metered turn's own figures); undefined when it has none. */
   turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined> {
     return this.store.turnTotals(turnId);

@@ -14,7 +14,7 @@ export interface ModelPrice {
   input: number;
   output: number;
   cacheRead: number;
-  /** Cache writes with the default 5-minute lifetime (transcripts do not say which lifetime was used). */
+  /** Cache writes with the default 5-minute lifetime (and those whose source does not say which). */
   cacheWrite5m: number;
   cacheWrite1h: number;
   /** When this price was read (YYYY-MM or YYYY-MM-DD). */
@@ -74,6 +74,8 @@ export interface PriceTable {
   lookup(model: string, at?: string): Rate | undefined;
   /** Where the prices come from, for reports: the dataset, and the models the config prices. */
   readonly sources: { dataset: typeof DATASET; configured: string[] };
+  /** Load the price data now rather than at the first row it prices. */
+  warm(): void;
 }
 
 /** A config price as a rate: flat, whatever the time; stored as `<model>@<asOf>`. */
@@ -88,7 +90,7 @@ function configRate(key: string, price: ModelPrice): Rate {
 /** Config prices first (they override), then the dataset. */
 export function priceTable(
   overrides: Readonly<Record<string, ModelPrice>> = {},
-  catalog: Pick<GenaiCatalog, 'lookup'> = new GenaiCatalog(),
+  catalog: Pick<GenaiCatalog, 'lookup'> & Partial<Pick<GenaiCatalog, 'warm'>> = new GenaiCatalog(),
 ): PriceTable {
   const configured = new Map<string, Rate>();
   for (const [model, price] of Object.entries(overrides)) {
@@ -112,18 +114,22 @@ export function priceTable(
       return configured.get(key) ?? catalog.lookup(key, at);
     },
     sources: { dataset: DATASET, configured: [...configured.keys()] },
+    warm: () => catalog.warm?.(),
   };
 }
 
 /**
  * Estimated cost at list price. Kinds are disjoint in `Usage`: reasoning tokens are billed as output
- * (OpenAI, Google); cache creation at the 5-minute write price.
+ * (OpenAI, Google); cache creation at the 5-minute write price, its 1-hour part (when the source
+ * said) at the 1-hour price.
  */
 export function listPriceCost(usage: Usage, price: ModelPrice): number {
+  const oneHour = Math.min(usage.cacheCreation1hTokens ?? 0, usage.cacheCreationTokens);
   const perToken =
     usage.inputTokens * price.input +
     (usage.outputTokens + usage.reasoningTokens) * price.output +
     usage.cacheReadTokens * price.cacheRead +
-    usage.cacheCreationTokens * price.cacheWrite5m;
+    (usage.cacheCreationTokens - oneHour) * price.cacheWrite5m +
+    oneHour * price.cacheWrite1h;
   return perToken / 1_000_000;
 }

@@ -15,7 +15,11 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
  */
 
 /** One request: [key, sessionId, timestamp, model, input, output, cacheRead, cacheCreation]. */
-export type ScannedRecord = [string, string, string, string, number, number, number, number];
+/**
+ * key, session id, time, model, input, output, cache read, cache write — and of the cache writes,
+ * those written for an hour (`usage.cache_creation.ephemeral_1h_input_tokens`; 0 when not said).
+ */
+export type ScannedRecord = [string, string, string, string, number, number, number, number, number];
 
 export interface ScanCursor {
   offset: number;
@@ -166,7 +170,15 @@ export function recordOf(
     output,
     cacheRead,
     cacheCreation,
+    oneHourWrites(usage.cache_creation, cacheCreation),
   ];
+}
+
+/** The 1-hour cache writes of a usage object's `cache_creation` split: a part of `total`, never more. */
+function oneHourWrites(split: unknown, total: number): number {
+  if (typeof split !== 'object' || split === null) return 0;
+  const oneHour = count((split as Record<string, unknown>).ephemeral_1h_input_tokens);
+  return oneHour === undefined ? 0 : Math.min(oneHour, total);
 }
 
 /** One file to scan, from where the last scan of it stopped. */

@@ -179,6 +179,7 @@ export class TranscriptImport {
     output,
     cacheRead,
     cacheCreation,
+    cacheCreation1h,
   ]: ScannedRecord): LedgerEntry {
     const ours = this.sessions.get(sessionId);
     return {
@@ -197,6 +198,7 @@ export class TranscriptImport {
         cacheReadTokens: cacheRead,
         cacheCreationTokens: cacheCreation,
         reasoningTokens: 0,
+        ...(cacheCreation1h > 0 ? { cacheCreation1hTokens: cacheCreation1h } : {}),
       },
       payer: ours ? sessionPayer(ours.credentialKind, ours.payerId) : UNKNOWN_PAYER,
     };

@@ -8,8 +8,13 @@ const KINDS = [
   'reasoningTokens',
 ] as const;
 
-export const addUsage = (a: Usage, b: Usage): Usage =>
-  Object.fromEntries(KINDS.map((k) => [k, a[k] + b[k]])) as unknown as Usage;
+export const addUsage = (a: Usage, b: Usage): Usage => {
+  const sum = Object.fromEntries(KINDS.map((k) => [k, a[k] + b[k]])) as unknown as Usage;
+  // The 1-hour part of the cache writes (a subset of cacheCreationTokens): kept only where it was said.
+  if (a.cacheCreation1hTokens || b.cacheCreation1hTokens)
+    sum.cacheCreation1hTokens = (a.cacheCreation1hTokens ?? 0) + (b.cacheCreation1hTokens ?? 0);
+  return sum;
+};
 
 export const totalTokens = (u: Usage): number => KINDS.reduce((sum, k) => sum + u[k], 0);
 

@@ -186,6 +186,7 @@ describe('Ledger.add', () => {
         cache_read_tokens: 3,
         cache_creation_tokens: 4,
         reasoning_tokens: 5,
+        cache_creation_1h_tokens: 0,
         cost_usd: expect.closeTo(3 + (7 * 15 + 3 * 0.3 + 4 * 3.75) / 1e6, 12),
         cost_basis: 'list-price',
         price_key: 'genai-prices@0.1.8:anthropic/claude-sonnet-4-5',

@@ -93,7 +93,17 @@ const total = () =>
 describe('recordOf (one candidate line)', () => {
   it('reads the fields the ledger needs and nothing else', () => {
     const r = recordOf(Buffer.from(assistant({ id: 'msg_x', input: 7, output: 9, session: 's-9' })));
-    expect(r).toEqual(['msg_x', 's-9', '2026-11-20T10:00:00.000Z', 'claude-sonnet-4-5-20250929', 7, 9, 3, 2]);
+    expect(r).toEqual([
+      'msg_x',
+      's-9',
+      '2026-11-20T10:00:00.000Z',
+      'claude-sonnet-4-5-20250929',
+      7,
+      9,
+      3,
+      2,
+      0,
+    ]);
   });
 
   it('takes the message usage, not a "usage" key inside the content (a tool input)', () => {
@@ -107,7 +117,17 @@ describe('recordOf (one candidate line)', () => {
       type: 'assistant',
       timestamp: '2026-11-20T10:00:00Z',
     });
-    expect(recordOf(Buffer.from(line))).toEqual(['msg_t', '', '2026-11-20T10:00:00.000Z', 'm', 1, 2, 0, 0]);
+    expect(recordOf(Buffer.from(line))).toEqual([
+      'msg_t',
+      '',
+      '2026-11-20T10:00:00.000Z',
+      'm',
+      1,
+      2,
+      0,
+      0,
+      0,
+    ]);
   });
 
   it('ignores quoted look-alikes inside strings, and reports unusable candidates', () => {
@@ -115,7 +135,7 @@ describe('recordOf (one candidate line)', () => {
     const quoted = recordOf(
       Buffer.from(assistant({ text: 'say "usage":{"input_tokens":999} and "type":"assistant"' })),
     );
-    expect(Array.isArray(quoted) ? quoted.slice(4) : quoted).toEqual([10, 5, 3, 2]);
+    expect(Array.isArray(quoted) ? quoted.slice(4) : quoted).toEqual([10, 5, 3, 2, 0]);
     const broken = assistant().replace('"output_tokens":5', '"output_tokens":-5');
     expect(recordOf(Buffer.from(broken))).toBe('a token count is not a non-negative whole number');
     const noId = JSON.stringify({

@@ -119,17 +119,28 @@ function usageOf(
 ): Pick<TranscriptRequest, 'usage' | 'cacheCreation5m' | 'cacheCreation1h'> {
   const byTtl = raw.cache_creation;
   const ttl = byTtl && typeof byTtl === 'object' ? (byTtl as Record<string, unknown>) : undefined;
+  const usage: Usage = {
+    inputTokens: nonNegative(raw.input_tokens),
+    outputTokens: nonNegative(raw.output_tokens),
+    cacheReadTokens: nonNegative(raw.cache_read_input_tokens),
+    cacheCreationTokens: nonNegative(raw.cache_creation_input_tokens),
+    reasoningTokens: 0,
+  };
+  const oneHour = cacheWrite1h(usage.cacheCreationTokens, ttl?.ephemeral_1h_input_tokens);
+  if (oneHour > 0) usage.cacheCreation1hTokens = oneHour;
   return {
-    usage: {
-      inputTokens: nonNegative(raw.input_tokens),
-      outputTokens: nonNegative(raw.output_tokens),
-      cacheReadTokens: nonNegative(raw.cache_read_input_tokens),
-      cacheCreationTokens: nonNegative(raw.cache_creation_input_tokens),
-      reasoningTokens: 0,
-    },
+    usage,
     cacheCreation5m: ttl ? nonNegative(ttl.ephemeral_5m_input_tokens) : undefined,
     cacheCreation1h: ttl ? nonNegative(ttl.ephemeral_1h_input_tokens) : undefined,
   };
+}
+
+/**
+ * The 1-hour part of a request's cache writes (`usage.cache_creation.ephemeral_1h_input_tokens`),
+ * never more than the writes it is part of: a count that says otherwise is held to the total.
+ */
+export function cacheWrite1h(total: number, oneHour: unknown): number {
+  return Math.min(total, nonNegative(oneHour));
 }
 
 function mapAssistant(record: AssistantRecord, seen: ReadonlySet<string>): MappedRecord {

@@ -112,13 +112,22 @@ const anthropic: VendorReader = {
     take(state, json.usage);
     state.final = state.seen;
   },
-  toUsage: (c) => ({
-    inputTokens: nonNegative(c.input_tokens),
-    outputTokens: nonNegative(c.output_tokens),
-    cacheReadTokens: nonNegative(c.cache_read_input_tokens),
-    cacheCreationTokens: nonNegative(c.cache_creation_input_tokens),
-    reasoningTokens: 0,
-  }),
+  toUsage: (c) => {
+    const usage: Usage = {
+      inputTokens: nonNegative(c.input_tokens),
+      outputTokens: nonNegative(c.output_tokens),
+      cacheReadTokens: nonNegative(c.cache_read_input_tokens),
+      cacheCreationTokens: nonNegative(c.cache_creation_input_tokens),
+      reasoningTokens: 0,
+    };
+    // The 1-hour cache writes (billed higher than the 5-minute ones), part of the total, never more.
+    const oneHour = Math.min(
+      usage.cacheCreationTokens,
+      nonNegative(c['cache_creation.ephemeral_1h_input_tokens']),
+    );
+    if (oneHour > 0) usage.cacheCreation1hTokens = oneHour;
+    return usage;
+  },
 };
 
 const OPENAI_NAMES = new Set(['response.created', 'response.in_progress']);

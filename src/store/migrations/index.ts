@@ -4,6 +4,7 @@ import { routeOnce } from './v14-route-once.js';
 import { actsTurnSeq } from './v15-acts-turn-seq.js';
 import { sessionTakeover } from './v16-takeover.js';
 import { connectorAudit } from './v17-connector-audit.js';
+import { cacheWrite1h } from './v18-cache-write-1h.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -353,4 +354,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   actsTurnSeq,
   sessionTakeover,
   connectorAudit,
+  cacheWrite1h,
 ];

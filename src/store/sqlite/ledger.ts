@@ -25,8 +25,8 @@ type Statement = Database.Statement<unknown[]>;
 
 const INSERT_ROW = `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner,
      model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
-     cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at, partial)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     cache_creation_1h_tokens, cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at, partial)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
    ON CONFLICT (meter, source_id) DO UPDATE SET
      -- Claude Code writes a message once per content block while it streams: early copies can
      -- carry a placeholder output count; the largest one seen is the message's.
@@ -86,6 +86,7 @@ function insertRows(
       u.cacheReadTokens,
       u.cacheCreationTokens,
       u.reasoningTokens,
+      u.cacheCreation1hTokens ?? 0,
       p.costUsd,
       p.basis,
       p.priceKey,
@@ -232,7 +233,7 @@ export class SqliteLedgerStore implements LedgerStore {
 }
 
 const UNPRICED_COLUMNS = `id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
-  cache_creation_tokens, reasoning_tokens, payer_kind, payer_id`;
+  cache_creation_tokens, reasoning_tokens, cache_creation_1h_tokens, payer_kind, payer_id`;
 
 interface UnpricedRow {
   id: number;
@@ -245,6 +246,7 @@ interface UnpricedRow {
   cache_read_tokens: number;
   cache_creation_tokens: number;
   reasoning_tokens: number;
+  cache_creation_1h_tokens: number;
   payer_kind: LedgerEntry['payer']['kind'];
   payer_id: string | null;
 }
@@ -267,6 +269,7 @@ function unpricedEntry(r: UnpricedRow): LedgerEntry {
       cacheReadTokens: r.cache_read_tokens,
       cacheCreationTokens: r.cache_creation_tokens,
       reasoningTokens: r.reasoning_tokens,
+      ...(r.cache_creation_1h_tokens > 0 ? { cacheCreation1hTokens: r.cache_creation_1h_tokens } : {}),
     },
     payer: { kind: r.payer_kind, id: r.payer_id } as LedgerEntry['payer'],
   };
