@@ -149,6 +149,26 @@ interface Target {
   name: string;
   url: string;
   rounds: LoadResult[];
+  /** A child server's process: its CPU time per request is measured for each round. */
+  pid?: number | undefined;
+  cpuPerRequestMs: number[];
+}
+
+/**
+ * CPU time (user + system) a process has used, in ms, from /proc (Linux; undefined elsewhere). Unlike
+ * wall time it hardly moves with other load on the machine: what each request costs the server.
+ */
+function cpuMsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the line (11 and 12 after the name), in clock ticks
+    // (USER_HZ: 100 on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -309,12 +329,24 @@ async function main(): Promise<void> {
     });
 
     const targets: Target[] = [
-      { name: 'bare floor  in-process', url: urlOf(bareIn), rounds: [] },
-      { name: 'fair floor  in-process', url: urlOf(fairIn), rounds: [] },
-      { name: 'ingress     in-process', url: `${ingressIn.url}/gh-webhook`, rounds: [] },
-      { name: 'bare floor  child     ', url: bareChild.url, rounds: [] },
-      { name: 'fair floor  child     ', url: fairChild.url, rounds: [] },
-      { name: 'daemon      child     ', url: daemonUrl, rounds: [] },
+      { name: 'bare floor  in-process', url: urlOf(bareIn), rounds: [], cpuPerRequestMs: [] },
+      { name: 'fair floor  in-process', url: urlOf(fairIn), rounds: [], cpuPerRequestMs: [] },
+      { name: 'ingress     in-process', url: `${ingressIn.url}/gh-webhook`, rounds: [], cpuPerRequestMs: [] },
+      {
+        name: 'bare floor  child     ',
+        url: bareChild.url,
+        rounds: [],
+        pid: bareChild.child.pid,
+        cpuPerRequestMs: [],
+      },
+      {
+        name: 'fair floor  child     ',
+        url: fairChild.url,
+        rounds: [],
+        pid: fairChild.child.pid,
+        cpuPerRequestMs: [],
+      },
+      { name: 'daemon      child     ', url: daemonUrl, rounds: [], pid: daemon.pid, cpuPerRequestMs: [] },
     ];
     let jobs = 0;
     const run = async (t: Target, count: number): Promise<LoadResult> => {
@@ -338,7 +370,11 @@ async function main(): Promise<void> {
     for (let r = 0; r < ROUNDS; r++) {
       for (let k = 0; k < targets.length; k++) {
         const t = targets[(k + r) % targets.length] as Target;
+        const cpuBefore = cpuMsOf(t.pid);
         t.rounds.push(await run(t, REQUESTS));
+        const cpuAfter = cpuMsOf(t.pid);
+        if (cpuBefore !== undefined && cpuAfter !== undefined)
+          t.cpuPerRequestMs.push((cpuAfter - cpuBefore) / REQUESTS);
       }
     }
 
@@ -371,6 +407,7 @@ async function main(): Promise<void> {
         p50: percentile(all, 50),
         p99: percentile(all, 99),
         clientCpu: median(t.rounds.map((r) => r.clientCpuMs / r.ms)),
+        cpuUs: t.cpuPerRequestMs.length > 0 ? median(t.cpuPerRequestMs) * 1000 : undefined,
       };
     };
     const s = targets.map(stats);
@@ -380,14 +417,16 @@ async function main(): Promise<void> {
         `client in its own process; ${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before the run; node ${process.version}`,
     );
     console.log(
-      'req/s: median of rounds [min–max]; latency request → 202 head, pooled over rounds; client CPU near 100%: client-bound',
+      'req/s: median of rounds [min–max]; latency request → 202 head, pooled over rounds; client CPU near 100%: client-bound;' +
+        ' server CPU per request (children, median of rounds): what a request costs it, whatever else runs',
     );
     targets.forEach((t, i) => {
       const x = s[i] as ReturnType<typeof stats>;
       console.log(
         `${t.name}  ${x.rps.toFixed(0).padStart(6)} req/s [${x.min.toFixed(0)}–${x.max.toFixed(0)}]` +
           `  p50 ${x.p50.toFixed(2).padStart(6)} ms  p99 ${x.p99.toFixed(2).padStart(6)} ms` +
-          `  (client CPU ${(x.clientCpu * 100).toFixed(0)}%)`,
+          `  (client CPU ${(x.clientCpu * 100).toFixed(0)}%)` +
+          (x.cpuUs === undefined ? '' : `  server CPU ${x.cpuUs.toFixed(0)} µs/request`),
       );
     });
     // Each ratio says how many times the floor's figure ours is: its throughput over ours, our p50
@@ -395,9 +434,11 @@ async function main(): Promise<void> {
     const ratio = (label: string, ours: number, floor: number, goal: string) => {
       const o = s[ours] as ReturnType<typeof stats>;
       const f = s[floor] as ReturnType<typeof stats>;
+      const cpu =
+        o.cpuUs !== undefined && f.cpuUs !== undefined ? `  CPU ${(o.cpuUs / f.cpuUs).toFixed(2)}×` : '';
       console.log(
         `ratio  ${label}  throughput ${(f.rps / o.rps).toFixed(2)}×  p50 ${(o.p50 / f.p50).toFixed(2)}×` +
-          `  p99 ${(o.p99 / f.p99).toFixed(2)}×   ${goal}`,
+          `  p99 ${(o.p99 / f.p99).toFixed(2)}×${cpu}   ${goal}`,
       );
     };
     ratio('ingress/fair floor  in-process', 2, 1, '(goal: throughput and p50 ≤ 1.3×)');
