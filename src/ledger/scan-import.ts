@@ -116,7 +116,8 @@ export class TranscriptImport {
         continue;
       }
       const { scan } = r;
-      this.cursors.push(r);
+      // Only where the file was read up to is kept: its records are let go once written.
+      this.cursors.push({ path: r.path, scan: { ...scan, records: [], warnings: [] } });
       summary.filesRead += 1;
       summary.bytesRead += scan.restarted ? scan.size : scan.size - (this.startedAt.get(r.path)?.offset ?? 0);
       summary.skippedLines += scan.skipped;
