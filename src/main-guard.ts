@@ -10,12 +10,13 @@ import { createGitHandler } from './gateway/git/git-proxy.js';
 import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
 import { GatewayService } from './gateway/listen.js';
 import { createModelHandler } from './gateway/models/model-proxy.js';
+import { operatorGitIdentityAsync } from './gateway/session-files.js';
 import { GatewayTokens } from './gateway/tokens.js';
 import { daemonGit } from './guard/git-jail.js';
 import { prepareEngine } from './guard/prepare.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
-import { detectBwrap } from './sandbox/detect.js';
+import { detectBwrap, detectBwrapAsync } from './sandbox/detect.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
 import type { GitRunner } from './workspaces/git-runner.js';
 
@@ -30,6 +31,12 @@ export interface Guard {
   tokens: GatewayTokens;
   gateway: GatewayService;
   prepare(input: PrepareEngineInput): Promise<PreparedEngine>;
+  /**
+   * Start what preparing a turn asks of the machine once per process (does bubblewrap run here, the
+   * operator's git identity), all at once and without blocking; `prepare` waits for it. Called early
+   * (before dispatching), the probes overlap the rest of the start instead of delaying the engine.
+   */
+  warm(): Promise<void>;
   /** How the daemon runs git in repositories agents wrote to (jailed where bubblewrap runs). */
   git: GitRunner;
 }
@@ -90,12 +97,28 @@ export function createGuard(deps: {
     configPath: loaded.path,
     env: deps.env,
   });
+  let warming: Promise<void> | undefined;
+  const warm = () => {
+    warming ??= Promise.all([
+      loaded.config.sandbox.mode === 'none'
+        ? undefined
+        : detectBwrapAsync({ path: loaded.config.sandbox.bwrap, env: deps.env }),
+      loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env) : undefined,
+    ]).then(
+      () => undefined,
+      // Never an error here: prepare asks again, synchronously, and reports what it finds.
+      () => undefined,
+    );
+    return warming;
+  };
   return {
     tokens,
     gateway,
     git,
-    prepare: (input) =>
-      prepareEngine(
+    warm,
+    prepare: async (input) => {
+      await warm();
+      return prepareEngine(
         {
           dataDir: loaded.dataDir,
           configPath: loaded.path,
@@ -108,6 +131,7 @@ export function createGuard(deps: {
           packageRoot: PACKAGE_ROOT,
         },
         input,
-      ),
+      );
+    },
   };
 }

@@ -12,6 +12,8 @@ import { type HttpServer, startHttpServer } from './web/server.js';
 export interface RunDispatch {
   /** Stop dispatching (a running turn is cancelled at once). */
   stop(): Promise<void>;
+  /** Resolves when nothing runs and nothing runnable is queued (the delivery settled, or waits on a hold). */
+  idle(): Promise<void>;
   /** Stop dispatching, then the telemetry receiver and the gateway. */
   close(): Promise<void>;
 }
@@ -38,6 +40,8 @@ export async function startRunDispatch(
     app.telemetry.listenAt(undefined);
     await app.guard.gateway.stop();
   };
+  // The once-per-process probes of the guard run while recovery, the gateway and the first claim do.
+  void app.guard.warm();
   try {
     await recoverBeforeDispatch(app, input.workItem);
     receiver = await startRunReceiver(app);
@@ -51,7 +55,7 @@ export async function startRunDispatch(
     });
     dispatcher = running;
     await running.start();
-    return { stop: () => running.stop(0), close };
+    return { stop: () => running.stop(0), idle: () => running.idle(), close };
   } catch (error) {
     await close();
     throw error;

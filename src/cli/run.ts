@@ -50,6 +50,16 @@ export function describeEvent(event: TurnEvent): string | null {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** `promise` or `ms`, whichever comes first; the timer is cleared (it must not hold the process open). */
+async function raceTimer(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * `the-loop run <work-item> <prompt>`: one turn, through the same inbox and dispatcher as a webhook,
  * so it queues behind webhook turns of the same session. With a daemon running, the daemon runs it
@@ -167,8 +177,14 @@ async function dispatchOwn(
     const dispatch = running;
     const onAbort = () => void dispatch.stop();
     signal.addEventListener('abort', onAbort, { once: true });
-    while (!(await isSettled(app, deliveryId)) && !(await heldNote(app, deliveryId)) && !signal.aborted)
-      await sleep(25);
+    while (!(await isSettled(app, deliveryId)) && !(await heldNote(app, deliveryId)) && !signal.aborted) {
+      // Woken when the dispatcher has nothing left to run (the delivery settled, or waits on a hold),
+      // not by a poll: the turn's end reaches the report at once. The timer is a backstop only.
+      const since = Date.now();
+      await raceTimer(dispatch.idle(), 1000);
+      // Idle without the delivery settled or held is not expected: never spin on it.
+      if (Date.now() - since < 5) await sleep(25);
+    }
     signal.removeEventListener('abort', onAbort);
     await dispatch.stop();
   } finally {

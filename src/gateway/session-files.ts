@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writePrivateFile } from '../os/private-file.js';
@@ -86,4 +86,32 @@ export function operatorGitIdentity(env: Readonly<Record<string, string | undefi
   };
   identity = { name: get('user.name'), email: get('user.email') };
   return identity;
+}
+
+let asking: Promise<NonNullable<typeof identity>> | undefined;
+
+/**
+ * The same answer as `operatorGitIdentity`, without blocking, both keys asked at once; it lands in
+ * the same cache (started before a turn is prepared, it overlaps the rest of the start).
+ */
+export function operatorGitIdentityAsync(
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<{ name?: string | undefined; email?: string | undefined }> {
+  if (identity) return Promise.resolve(identity);
+  const get = (key: string) =>
+    new Promise<string | undefined>((resolve) => {
+      const child = execFile(
+        'git',
+        ['config', '--global', '--get', key],
+        { encoding: 'utf8', env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '' }, timeout: 5000 },
+        (error, stdout) => resolve(error ? undefined : stdout.trim() || undefined),
+      );
+      child.stdin?.end();
+    });
+  asking ??= Promise.all([get('user.name'), get('user.email')]).then(([name, email]) => {
+    // A synchronous answer given meanwhile stays the answer.
+    identity ??= { name, email };
+    return identity;
+  });
+  return asking;
 }

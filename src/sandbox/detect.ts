@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { platform } from 'node:os';
 import { whichBinary } from '../engines/which.js';
 import { bwrapArgv } from './bwrap.js';
@@ -44,11 +44,38 @@ export function detectBwrap(options: DetectBwrapOptions = {}): BwrapDetection {
   return found;
 }
 
-function probe(
+/**
+ * The same answer as `detectBwrap`, without blocking: the version and the trial run at once, and the
+ * answer lands in the same cache (a `detectBwrap` call afterwards reads it). `the-loop run` starts it
+ * before it dispatches, so the probe overlaps the rest of the start instead of delaying the engine.
+ */
+export function detectBwrapAsync(options: Omit<DetectBwrapOptions, 'fresh'> = {}): Promise<BwrapDetection> {
+  const env = options.env ?? process.env;
+  const key = `${options.path ?? ''}\0${env.PATH ?? ''}`;
+  const cached = cache.get(key);
+  if (cached) return Promise.resolve(cached);
+  let pending = inFlight.get(key);
+  if (!pending) {
+    pending = probeAsync(options.path, env, options.timeoutMs ?? TRIAL_TIMEOUT_MS).then((found) => {
+      inFlight.delete(key);
+      // A synchronous probe that answered meanwhile wins: one answer per process.
+      if (!cache.has(key)) cache.set(key, found);
+      return cache.get(key) ?? found;
+    });
+    inFlight.set(key, pending);
+  }
+  return pending;
+}
+
+const inFlight = new Map<string, Promise<BwrapDetection>>();
+
+type Ran = { ok: boolean; stdout: string; why: string };
+
+/** Where bwrap is, or why it cannot be (no process run). */
+function locate(
   configured: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
-  timeoutMs: number,
-): BwrapDetection {
+): { path: string; trial: string[] } | BwrapDetection {
   if (platform() !== 'linux') {
     return {
       available: false,
@@ -64,59 +91,102 @@ function probe(
       hint: INSTALL_HINT,
     };
   }
-  const version = run(path, ['--version'], timeoutMs);
+  const truePath = whichBinary('true', env.PATH, '/') ?? '/bin/true';
+  // The flags of a real sandbox (namespaces, capability drop, private /tmp), on the smallest command.
+  const trial = [
+    ...bwrapArgv({
+      writable: [],
+      readOnly: [],
+      writableFiles: [],
+      sockets: [],
+      hiddenDirs: [],
+      hiddenFiles: [],
+      newSession: true,
+    }),
+    truePath,
+  ];
+  return { path, trial };
+}
+
+/** The answer from `bwrap --version` and the trial (the trial is not judged when the version failed). */
+function judge(path: string, version: Ran, trial: () => Ran): BwrapDetection {
   const match = /bubblewrap\s+(\d+\.\d+(?:\.\d+)?)/.exec(version.stdout);
   if (!version.ok || !match?.[1]) {
     return { available: false, reason: `${path} --version failed: ${version.why}`, hint: INSTALL_HINT };
   }
-  const truePath = whichBinary('true', env.PATH, '/') ?? '/bin/true';
-  // The flags of a real sandbox (namespaces, capability drop, private /tmp), on the smallest command.
-  const trial = run(
-    path,
-    [
-      ...bwrapArgv({
-        writable: [],
-        readOnly: [],
-        writableFiles: [],
-        sockets: [],
-        hiddenDirs: [],
-        hiddenFiles: [],
-        newSession: true,
-      }),
-      truePath,
-    ],
-    timeoutMs,
-  );
-  if (!trial.ok) {
+  const tried = trial();
+  if (!tried.ok) {
     return {
       available: false,
-      reason: `bwrap ${match[1]} cannot create a sandbox here: ${trial.why}`,
+      reason: `bwrap ${match[1]} cannot create a sandbox here: ${tried.why}`,
       hint: USERNS_HINT,
     };
   }
   return { available: true, path, version: match[1] };
 }
 
-function run(file: string, args: string[], timeoutMs: number): { ok: boolean; stdout: string; why: string } {
+function probe(
+  configured: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  timeoutMs: number,
+): BwrapDetection {
+  const found = locate(configured, env);
+  if (!('trial' in found)) return found;
+  return judge(found.path, run(found.path, ['--version'], timeoutMs), () =>
+    run(found.path, found.trial, timeoutMs),
+  );
+}
+
+async function probeAsync(
+  configured: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  timeoutMs: number,
+): Promise<BwrapDetection> {
+  const found = locate(configured, env);
+  if (!('trial' in found)) return found;
+  const [version, trial] = await Promise.all([
+    runAsync(found.path, ['--version'], timeoutMs),
+    runAsync(found.path, found.trial, timeoutMs),
+  ]);
+  return judge(found.path, version, () => trial);
+}
+
+// No secrets in a trial: bwrap needs no environment at all.
+const RUN_OPTIONS = { encoding: 'utf8', killSignal: 'SIGKILL', env: {} } as const;
+
+function run(file: string, args: string[], timeoutMs: number): Ran {
   const result = spawnSync(file, args, {
-    encoding: 'utf8',
+    ...RUN_OPTIONS,
     timeout: timeoutMs,
-    killSignal: 'SIGKILL',
     stdio: ['ignore', 'pipe', 'pipe'],
-    // No secrets in a trial: bwrap needs no environment at all.
-    env: {},
   });
-  if (result.error)
-    return {
-      ok: false,
-      stdout: '',
-      why: (result.error as NodeJS.ErrnoException).code ?? result.error.message,
-    };
-  if (result.status === 0) return { ok: true, stdout: result.stdout, why: '' };
-  const said = result.stderr.trim().split('\n')[0]?.slice(0, 300);
-  return {
-    ok: false,
-    stdout: result.stdout,
-    why: said || (result.signal ? `killed by ${result.signal}` : `exit ${result.status}`),
-  };
+  const error = result.error as NodeJS.ErrnoException | undefined;
+  return ran(error, result.status, result.signal, result.stdout, result.stderr);
+}
+
+function runAsync(file: string, args: string[], timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = execFile(file, args, { ...RUN_OPTIONS, timeout: timeoutMs }, (error, stdout, stderr) => {
+      // As spawnSync says it: a run stopped by the timeout is ETIMEDOUT.
+      if (error?.killed) return resolve({ ok: false, stdout: '', why: 'ETIMEDOUT' });
+      // execFile reports a non-zero exit as an error with a numeric code: an exit, not a failure to run.
+      const spawnError =
+        error && typeof error.code === 'string' ? (error as NodeJS.ErrnoException) : undefined;
+      resolve(ran(spawnError, child.exitCode, child.signalCode, stdout, stderr));
+    });
+    child.stdin?.end();
+  });
+}
+
+function ran(
+  error: NodeJS.ErrnoException | undefined,
+  status: number | null,
+  signal: NodeJS.Signals | null,
+  stdout: string,
+  stderr: string,
+): Ran {
+  if (error) return { ok: false, stdout: '', why: error.code ?? error.message };
+  if (status === 0) return { ok: true, stdout, why: '' };
+  const said = stderr.trim().split('\n')[0]?.slice(0, 300);
+  return { ok: false, stdout, why: said || (signal ? `killed by ${signal}` : `exit ${status}`) };
 }

@@ -120,7 +120,12 @@ export class TurnDriver {
       sandbox: input.sandbox,
       launchKey: input.launchKey,
       onEvent,
-      onSpawn: (pid) => writes.run("record the engine's pid", () => this.deps.store.setTurnPid(turn.id, pid)),
+      onSpawn: (pid) => {
+        // The engine takes a second or so to start: the price data its rows need loads meanwhile,
+        // instead of between its last output and the end of the turn.
+        setImmediate(() => this.deps.ledger?.warmPrices());
+        return writes.run("record the engine's pid", () => this.deps.store.setTurnPid(turn.id, pid));
+      },
       // An adopted turn (adoptTurn only): the runner replays it from its structured sources once it
       // has taken it over, so what an earlier process stored of it is replaced (kept if refused).
       onAdopt: () =>

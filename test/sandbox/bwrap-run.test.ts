@@ -6,7 +6,7 @@ import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapArgv } from '../../src/sandbox/bwrap.js';
-import { detectBwrap } from '../../src/sandbox/detect.js';
+import { detectBwrap, detectBwrapAsync } from '../../src/sandbox/detect.js';
 import { credentialPaths, SYSTEM_HIDDEN_PATHS } from '../../src/sandbox/paths.js';
 import { resolveSandboxSpec } from '../../src/sandbox/resolve.js';
 import { BWRAP, bwrap, type ProbeResult, probe, REPO_READ_ONLY, SUITE, tempRoot } from './helpers.js';
@@ -91,6 +91,22 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
     expect(!missing.available && missing.hint).toContain('apt-get install bubblewrap');
     // An executable that is not bubblewrap.
     expect(detectBwrap({ path: '/bin/false' }).available).toBe(false);
+  });
+
+  it('is detected without blocking to the same answers, into the same cache', async () => {
+    // Other keys than the synchronous test's (the cache is by binary and PATH): probed afresh.
+    const found = await detectBwrapAsync({ path: BWRAP, env: { PATH: '/usr/bin:/bin' } });
+    expect(detectBwrap({ path: BWRAP, env: { PATH: '/usr/bin:/bin' } })).toBe(found);
+    expect(found).toEqual(detectBwrap({ path: BWRAP, env: { PATH: '/usr/bin:/bin' }, fresh: true }));
+    const missing = await detectBwrapAsync({ path: join(root, 'no-bwrap-async') });
+    expect(missing).toMatchObject({ available: false, reason: expect.stringContaining('not an executable') });
+    // Not bubblewrap: its --version fails (exit 1), whatever the trial says.
+    const falsy = await detectBwrapAsync({ path: '/bin/false', env: { PATH: '/bin' } });
+    expect(falsy).toEqual(detectBwrap({ path: '/bin/false', env: { PATH: '/bin' }, fresh: true }));
+    expect(falsy).toMatchObject({
+      available: false,
+      reason: expect.stringContaining('--version failed: exit 1'),
+    });
   });
 
   it('hides the data dir, other worktrees and the credential files; the rest of home reads', async () => {
