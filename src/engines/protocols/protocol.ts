@@ -74,11 +74,12 @@ export function decodeLine<T>(
   schemas: Record<string, z.ZodType<T>>,
   checks?: Readonly<Record<string, QuickCheck>>,
 ): { ok: true; value: T; type: string } | { ok: false; event: TurnEvent | null } {
-  if (line.trim() === '') return { ok: false, event: null };
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);
   } catch {
+    // A blank line is no event (JSON.parse refuses it too: it is tested only then, off the hot path).
+    if (line.trim() === '') return { ok: false, event: null };
     return { ok: false, event: { type: 'diagnostic', message: `not JSON: ${summarize(line, 200)}` } };
   }
   if (

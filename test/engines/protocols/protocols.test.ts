@@ -913,6 +913,8 @@ describe.each(JSONL)('%s: malformed, unknown and hostile lines', (protocol) => {
   it('blank and whitespace-only lines yield nothing', () => {
     expect(one('')).toEqual([]);
     expect(one('   \t\r')).toEqual([]);
+    // Blank as String.prototype.trim reads it, though JSON whitespace is only space, tab, CR, LF.
+    expect(one('\u00a0\ufeff\u2028 ')).toEqual([]);
   });
 
   it('unknown event types yield no event and no diagnostic', () => {
