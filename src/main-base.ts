@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { ActStore } from './acts/audit.js';
 import { prepareDataDir } from './config/data-dir.js';
 import { type LoadedConfig, loadConfig } from './config/load.js';
+import type { Inbox } from './core/ports/inbox.js';
 import { scrubberFor } from './guard/scrubber.js';
 import { Ledger } from './ledger/ledger.js';
 import { pricesFromConfig, priceTable } from './ledger/pricing.js';
@@ -10,6 +11,7 @@ import { type Db, openDb } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteDriveAudit } from './store/sqlite/drive-audit.js';
+import { SqliteInbox } from './store/sqlite/inbox.js';
 import { SqliteLedgerStore } from './store/sqlite/ledger.js';
 import { SqliteScanCursors } from './store/sqlite/scan-files.js';
 import { SqliteSessionStore } from './store/sqlite/sessions.js';
@@ -48,6 +50,9 @@ export interface AppOptions {
 }
 
 export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
+
+/** The inbox over the base's database: for the commands that read it without the whole app. */
+export const openInbox = (base: Base): Inbox => new SqliteInbox(base.db, { scrub: base.scrubber.scrub });
 
 export function openBase(options: AppOptions): Base {
   const loaded = loadConfig(options);

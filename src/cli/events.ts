@@ -1,4 +1,5 @@
-import type { DeliveryRecord, DeliveryStatus } from '../core/ports/inbox.js';
+import type { DeliveryRecord, DeliveryStatus, Inbox } from '../core/ports/inbox.js';
+import type { SessionStore } from '../core/ports/sessions.js';
 import type { App } from '../main.js';
 import { oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
@@ -30,8 +31,14 @@ const describe = (d: DeliveryRecord, seqOf: ReadonlyMap<number, number>): string
         ? `turn ${seqOf.get(d.turnId) ?? `#${d.turnId}`}`
         : '';
 
+/** What `events list` and `events show` read: the inbox and the turns deliveries became. */
+export interface EventsView {
+  inbox: Pick<Inbox, 'list' | 'get' | 'body'>;
+  store: Pick<SessionStore, 'turnsForDelivery'>;
+}
+
 /** The session's turn number of each turn the rows became (a person counts a session's turns). */
-async function turnNumbers(app: App, rows: readonly DeliveryRecord[]): Promise<Map<number, number>> {
+async function turnNumbers(app: EventsView, rows: readonly DeliveryRecord[]): Promise<Map<number, number>> {
   const seqOf = new Map<number, number>();
   for (const d of rows) {
     if (d.turnId === null) continue;
@@ -42,7 +49,7 @@ async function turnNumbers(app: App, rows: readonly DeliveryRecord[]): Promise<M
 
 /** `the-loop events list`: the inbox, newest first. */
 export async function listEvents(
-  app: App,
+  app: EventsView,
   io: Io,
   options: { status?: DeliveryStatus; workItem?: string; limit?: number; json?: boolean },
 ): Promise<number> {
@@ -80,7 +87,7 @@ export async function listEvents(
 }
 
 export async function showEvent(
-  app: App,
+  app: EventsView,
   io: Io,
   id: string,
   options: { json?: boolean; body?: boolean },

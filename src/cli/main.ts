@@ -1,14 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { LoopError } from '../core/errors.js';
-import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
-import type { Base } from '../main-base.js';
-import { parseStatus } from './events.js';
-import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
 import { addMcpReportCommands, addMcpServeOptions, type McpCommandOptions } from './mcp.js';
 import { intOption } from './options.js';
-import { addSessionsCommands, type WithApp } from './program-sessions.js';
+import { type ProgramContext, programContext } from './program-context.js';
+import { addEventsCommands, addLedgerCommands } from './program-ledger.js';
+import { addSessionsCommands } from './program-sessions.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -22,11 +20,6 @@ const USAGE_CODES = new Set([
   'engine-unknown',
 ]);
 
-interface GlobalOptions {
-  config?: string;
-  dataDir?: string;
-}
-
 function readVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -38,16 +31,39 @@ function readVersion(): string {
   }
 }
 
-/** What each group of commands is given: the IO, the exit code's setter, and how to open the app. */
-interface ProgramContext {
-  io: Io;
-  setExit: (code: number) => void;
-  globals: (cmd: Command) => GlobalOptions;
-  withApp: WithApp;
-  withBase: (cmd: Command, fn: (base: Base) => Promise<number> | number) => Promise<void>;
+/**
+ * The top-level commands, in the order help lists them, with what adds each group. A command line
+ * naming one gets only its group (a command starts without defining the forty others); any other
+ * (no command, `help`, a typo commander suggests a fix for) gets them all.
+ */
+const COMMAND_GROUPS: ReadonlyArray<
+  [readonly string[], (program: Command, context: ProgramContext) => void]
+> = [
+  [['run'], (p, c) => addRunCommand(p, c)],
+  [['sessions'], (p, c) => addSessionsCommands(p, c.io, c.withApp, c.withBase)],
+  [['events'], (p, c) => addEventsCommands(p, c)],
+  [['usage', 'acts'], (p, c) => addLedgerCommands(p, c)],
+  [['doctor'], (p, c) => addDoctorCommand(p, c)],
+  [['config'], (p, c) => addConfigCommands(p, c)],
+  [['serve'], (p, c) => addServeCommand(p, c)],
+  [['console'], (p, c) => addConsoleCommand(p, c)],
+  [['mcp'], (p, c) => addMcpCommands(p, c)],
+];
+
+/** The command an argv names (`node the-loop [global options] <command> …`), if it names one. */
+export function commandOf(argv: readonly string[]): string | undefined {
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') return undefined;
+    if (arg === '-c' || arg === '--config' || arg === '--data-dir') i++;
+    else if (!arg.startsWith('-'))
+      return COMMAND_GROUPS.some(([names]) => names.includes(arg)) ? arg : undefined;
+  }
+  return undefined;
 }
 
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+/** The program; with `only`, just the group of that top-level command. */
+export function buildProgram(io: Io, setExit: (code: number) => void, only?: string): Command {
   const program = new Command('the-loop')
     .description(
       'Turns GitHub events into turns of coding agents: one observable, accounted session per work item.',
@@ -62,49 +78,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride();
   const context = programContext(io, setExit);
-  addRunCommand(program, context);
-  addSessionsCommands(program, io, context.withApp, context.withBase);
-  addEventsCommands(program, context);
-  addLedgerCommands(program, context);
-  addDoctorCommand(program, context);
-  addConfigCommands(program, context);
-  addServeCommand(program, context);
-  addConsoleCommand(program, context);
-  addMcpCommands(program, context);
+  for (const [names, add] of COMMAND_GROUPS) if (!only || names.includes(only)) add(program, context);
   return program;
-}
-
-/**
- * Command modules and the app are imported when a command runs, not when the CLI starts: each
- * command loads what it uses (the ledger commands never load the runners or the server).
- */
-function programContext(io: Io, setExit: (code: number) => void): ProgramContext {
-  const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
-  const withApp: WithApp = async (cmd, fn) => {
-    const g = globals(cmd);
-    const { createApp } = await import('../main.js');
-    const app = await createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
-    io.useScrubber?.(app.scrubber.scrub);
-    for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
-    try {
-      setExit(await fn(app));
-    } finally {
-      app.dispose();
-    }
-  };
-  const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
-    const g = globals(cmd);
-    const { openBase } = await import('../main-base.js');
-    const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
-    io.useScrubber?.(base.scrubber.scrub);
-    for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
-    try {
-      setExit(await fn(base));
-    } finally {
-      base.dispose();
-    }
-  };
-  return { io, setExit, globals, withApp, withBase };
 }
 
 function addRunCommand(program: Command, { io, withApp }: ProgramContext): void {
@@ -136,109 +111,6 @@ function addRunCommand(program: Command, { io, withApp }: ProgramContext): void 
         (await import('./run.js')).runCommand(app, io, workItem, prompt, opts),
       );
     });
-}
-
-function addEventsCommands(program: Command, { io, withApp }: ProgramContext): void {
-  const events = program
-    .command('events')
-    .description('the inbox: every webhook delivery, its route and outcome');
-  events
-    .command('list')
-    .description('deliveries, newest first')
-    .option(
-      '-s, --status <status>',
-      'only this status (queued, running, done, failed, rejected, ignored)',
-      (v) => {
-        try {
-          return parseStatus(v);
-        } catch (error) {
-          throw new LoopError('usage', (error as Error).message);
-        }
-      },
-    )
-    .option('-w, --work-item <ref>', 'only this work item')
-    .option('-n, --limit <n>', 'at most this many (default 50)', intOption('--limit', 1, 100_000))
-    .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) =>
-      withApp(cmd, async (app) =>
-        (await import('./events.js')).listEvents(app, io, {
-          ...opts,
-          workItem: opts.workItem ? formatWorkItem(parseWorkItem(opts.workItem)) : undefined,
-        }),
-      ),
-    );
-  events
-    .command('show')
-    .description('one delivery: route, reason, error, its turns')
-    .argument('<delivery-id>')
-    .option('--body', 'also print the payload')
-    .option('--json', 'JSON output')
-    .action(async (id: string, opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./events.js')).showEvent(app, io, id, opts)),
-    );
-  events
-    .command('retry')
-    .description('queue a failed delivery again')
-    .argument('<delivery-id>')
-    .option('--json', 'JSON output')
-    .action(async (id: string, opts, cmd: Command) =>
-      withApp(cmd, async (app) => (await import('./events.js')).retryEvent(app, io, id, opts)),
-    );
-  addPruneCommand(events, intOption('--retain-days', 1, 3650), (opts, cmd) =>
-    withApp(cmd, (app) => pruneEvents(app, io, opts)),
-  );
-}
-
-/** `usage`, `usage scan` and `acts`: they open the base only (config, log, database, ledger). */
-function addLedgerCommands(program: Command, { io, withBase }: ProgramContext): void {
-  program
-    .command('usage')
-    .description('tokens and estimated cost from the usage ledger, with what the totals leave out')
-    .option('--since <when>', 'from this long ago or this date: 7d, 24h, 2w, 2026-11-30 (default 7d)')
-    .option('--until <when>', 'up to this long ago or this date (default now)')
-    .option('--by <key>', 'group by day, engine, model, work-item, payer or session (default day)')
-    .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) =>
-      withBase(cmd, async (app) => (await import('./usage.js')).usageCommand(app, io, opts)),
-    )
-    .command('scan')
-    .description(
-      "import Claude Code's transcript history into the ledger (incremental: only new bytes are read)",
-    )
-    .argument('[dirs...]', "transcript directories (default: the Claude config dir's projects/)")
-    .option('--workers <n>', 'threads to scan with (default: one per core)', intOption('--workers', 1, 64))
-    .option('--report', "then print the report (`usage`'s --since, --until and --by apply)")
-    .option('--since <when>', 'with --report: from this long ago or this date (default 7d)')
-    .option('--until <when>', 'with --report: up to this long ago or this date (default now)')
-    .option('--by <key>', 'with --report: group by day, engine, model, work-item, payer or session')
-    .option('--json', 'JSON output')
-    .action(async (dirs: string[], opts, cmd: Command) => {
-      // Options given before `scan` are taken by `usage` itself (same names): either counts.
-      const parent = (cmd.parent?.opts() ?? {}) as Record<string, string | boolean | undefined>;
-      const pick = (key: 'since' | 'until' | 'by') => (opts[key] ?? parent[key]) as string | undefined;
-      await withBase(cmd, async (app) =>
-        (await import('./usage.js')).usageScanCommand(app, io, dirs, {
-          workers: opts.workers,
-          json: opts.json ?? (parent.json as boolean | undefined),
-          report: opts.report ? { since: pick('since'), until: pick('until'), by: pick('by') } : undefined,
-        }),
-      );
-    });
-  program
-    .command('acts')
-    .description(
-      "consequential acts of turns (pushes, merges, publishes…), with their outcome and the policy's verdict",
-    )
-    .option('-w, --work-item <ref>', 'only this work item')
-    .option('--session <id>', 'only this session')
-    .option('--kind <kind>', 'only this kind of act (git-push, pr-merge, package-publish, …)')
-    .option('--since <when>', 'from this long ago or this date: 7d, 24h, 2026-11-30')
-    .option('--breaches', 'only breaches')
-    .option('-n, --limit <n>', 'at most this many (default 200)', intOption('--limit', 1, 100_000))
-    .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) =>
-      withBase(cmd, async (app) => (await import('./acts.js')).actsCommand(app, io, opts)),
-    );
 }
 
 function addDoctorCommand(program: Command, { io, setExit, globals }: ProgramContext): void {
@@ -348,9 +220,13 @@ export async function main(argv: string[], given: Io = processIo()): Promise<num
   // characters go first, so none can split a secret the scrubber would otherwise see whole.
   const io = showingIo(scrubbingIo(given));
   let code: number = EXIT.ok;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c;
+    },
+    commandOf(argv),
+  );
   try {
     await program.parseAsync(argv);
     return code;

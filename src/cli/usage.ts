@@ -3,7 +3,6 @@ import { resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
 import type { PriceTable } from '../ledger/pricing.js';
 import { GROUP_BY, type GroupBy, parseWhen, type ReportGroup, type UsageReport } from '../ledger/report.js';
-import { defaultTranscriptDirs, scanTranscripts } from '../ledger/scan.js';
 import { totalTokens } from '../ledger/usage.js';
 import type { Base } from '../main-base.js';
 import { formatInt, formatUsd, oneLine, table, toJson } from './format.js';
@@ -36,6 +35,8 @@ export async function usageScanCommand(
 ): Promise<number> {
   // A bad --since is refused before anything is read.
   const query = options.report ? reportQuery(options.report) : undefined;
+  // Loaded here, not with the report: `the-loop usage` never loads the scanner and its threads.
+  const { defaultTranscriptDirs, scanTranscripts } = await import('../ledger/scan.js');
   const dirs =
     dirsGiven.length > 0 ? dirsGiven.map((d) => resolve(io.cwd, d)) : defaultTranscriptDirs(io.env);
   if (dirs.length === 0) {

@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import type { Base } from '../main-base.js';
+import type { Io } from './io.js';
+import type { WithApp } from './program-sessions.js';
+
+export interface GlobalOptions {
+  config?: string;
+  dataDir?: string;
+}
+
+export /** What each group of commands is given: the IO, the exit code's setter, and how to open the app. */
+interface ProgramContext {
+  io: Io;
+  setExit: (code: number) => void;
+  globals: (cmd: Command) => GlobalOptions;
+  withApp: WithApp;
+  withBase: (cmd: Command, fn: (base: Base) => Promise<number> | number) => Promise<void>;
+}
+
+/**
+ * Command modules and the app are imported when a command runs, not when the CLI starts: each
+ * command loads what it uses (the ledger commands never load the runners or the server).
+ */
+export function programContext(io: Io, setExit: (code: number) => void): ProgramContext {
+  const globals = (cmd: Command) => cmd.optsWithGlobals() as GlobalOptions;
+  const withApp: WithApp = async (cmd, fn) => {
+    const g = globals(cmd);
+    const { createApp } = await import('../main.js');
+    const app = await createApp({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    io.useScrubber?.(app.scrubber.scrub);
+    for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
+    try {
+      setExit(await fn(app));
+    } finally {
+      app.dispose();
+    }
+  };
+  const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
+    const g = globals(cmd);
+    const { openBase } = await import('../main-base.js');
+    const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    io.useScrubber?.(base.scrubber.scrub);
+    for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
+    try {
+      setExit(await fn(base));
+    } finally {
+      base.dispose();
+    }
+  };
+  return { io, setExit, globals, withApp, withBase };
+}
