@@ -8,6 +8,7 @@ import { isSessionHolding, type Runner } from '../runners/runner.js';
 import { resumeHeld } from '../sessions/resume.js';
 import { type SessionSummary, summarizeTurns } from '../sessions/summary.js';
 import { takeoverReason } from '../sessions/takeover-rules.js';
+import { describeEvent } from './describe-event.js';
 import {
   formatDuration,
   formatGuard,
@@ -19,7 +20,6 @@ import {
   turnDurationMs,
 } from './format.js';
 import { EXIT, type Io } from './io.js';
-import { describeEvent } from './run.js';
 
 /** A session named by work item (its active session, else its latest) or by id / id prefix (≥ 8 chars). */
 export async function findSession(store: SessionStore, ref: string): Promise<SessionRecord> {
@@ -59,7 +59,8 @@ export async function listSessions(
     ...(options.all ? {} : { status: 'active' as const }),
   });
   const rows: Array<{ session: SessionRecord; summary: SessionSummary }> = [];
-  for (const s of sessions) rows.push({ session: s, summary: summarizeTurns(await store.turns(s.id)) });
+  const turnsOf = await store.turnsOfSessions(sessions.map((s) => s.id));
+  for (const s of sessions) rows.push({ session: s, summary: summarizeTurns(turnsOf.get(s.id) ?? []) });
   if (options.json) {
     io.out(
       `${toJson(

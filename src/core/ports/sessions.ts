@@ -279,6 +279,8 @@ export interface SessionStore {
   finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord>;
   /** A session's turns in their order (by seq). */
   turns(sessionId: string): Promise<TurnRecord[]>;
+  /** The turns of each session named (each in its order): what a list of sessions shows. */
+  turnsOfSessions(sessionIds: readonly string[]): Promise<Map<string, TurnRecord[]>>;
   /**
    * A turn's events in the order appended (seq increasing); with `{ seq, limit }`, only those after
    * that seq, at most `limit` of them (what a live view polls for); with `{ last }`, the last ones

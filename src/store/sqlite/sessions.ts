@@ -28,11 +28,11 @@ import {
   lastEventSeq,
   markTurnLost,
   orphanTurns,
-  ownerGone,
   readTurn,
   readTurnEvents,
-  runningTurns,
+  recoverLost,
   turnAt,
+  turnsOfSessions,
   writeTurnEnd,
 } from './turns.js';
 
@@ -343,6 +343,10 @@ export class SqliteSessionStore implements SessionStore {
     ).map(toTurn);
   }
 
+  async turnsOfSessions(sessionIds: readonly string[]): Promise<Map<string, TurnRecord[]>> {
+    return turnsOfSessions(this.db, sessionIds);
+  }
+
   async events(turnId: number, window?: EventWindow): Promise<StoredEvent[]> {
     return window ? readEventWindow(this.db, turnId, window) : readTurnEvents(this.db, turnId);
   }
@@ -352,20 +356,7 @@ export class SqliteSessionStore implements SessionStore {
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options: { skipRunners?: readonly string[] } = {},
   ): Promise<number> {
-    let lost = 0;
-    for (const turn of runningTurns(this.db)) {
-      if (options.skipRunners?.includes(turn.runner)) continue;
-      if (!ownerGone(turn.owner_pid, isAlive)) continue;
-      markTurnLost(
-        this.db,
-        turn.id,
-        this.now(),
-        'the process running this turn ended without recording its end',
-      );
-      onLost?.({ id: turn.id, pid: turn.pid, startedAt: turn.started_at });
-      lost += 1;
-    }
-    return lost;
+    return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? []);
   }
 
   async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {

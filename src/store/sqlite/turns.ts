@@ -106,6 +106,40 @@ export function runningTurns(
   }[];
 }
 
+/**
+ * Marks each running turn whose owner process is gone (of a runner not skipped) lost; says so to
+ * `onLost`. Returns how many.
+ */
+export function recoverLost(
+  db: Db,
+  at: string,
+  isAlive: (pid: number) => boolean,
+  onLost: ((turn: { id: number; pid: number | null; startedAt: string }) => void) | undefined,
+  skipRunners: readonly string[],
+): number {
+  let lost = 0;
+  for (const turn of runningTurns(db)) {
+    if (skipRunners.includes(turn.runner) || !ownerGone(turn.owner_pid, isAlive)) continue;
+    markTurnLost(db, turn.id, at, 'the process running this turn ended without recording its end');
+    onLost?.({ id: turn.id, pid: turn.pid, startedAt: turn.started_at });
+    lost += 1;
+  }
+  return lost;
+}
+
+/** The turns of each session named, in their order (one query, however many sessions). */
+export function turnsOfSessions(db: Db, sessionIds: readonly string[]): Map<string, TurnRecord[]> {
+  const of = new Map<string, TurnRecord[]>(sessionIds.map((id) => [id, []]));
+  if (sessionIds.length === 0) return of;
+  const rows = db
+    .prepare(
+      'SELECT * FROM turns WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq',
+    )
+    .all(JSON.stringify(sessionIds)) as TurnRow[];
+  for (const row of rows) of.get(row.session_id)?.push(toTurn(row));
+  return of;
+}
+
 /** Running turns of the given runners whose owner process is gone. */
 export function orphanTurns(
   db: Db,

@@ -149,6 +149,16 @@ function sessionsAndTurns(factory: StoreFactory): void {
       [3, 'succeeded', s.id],
     ]);
     expect(first.seq).toBe(1);
+    // Many sessions at once (what `sessions list` reads): each its own turns in order, none for one
+    // unknown or without turns, the same as one session at a time.
+    const none = await openSession(store());
+    const of = await store().sessions.turnsOfSessions([other.id, s.id, none.id, 'no-such-session']);
+    expect([...of.keys()]).toEqual([other.id, s.id, none.id, 'no-such-session']);
+    expect(of.get(s.id)).toEqual(turns);
+    expect(of.get(other.id)).toEqual(await store().sessions.turns(other.id));
+    expect(of.get(none.id)).toEqual([]);
+    expect(of.get('no-such-session')).toEqual([]);
+    expect((await store().sessions.turnsOfSessions([])).size).toBe(0);
   });
 
   it('refuses a second running turn of one session (session-busy); after the end, the next begins', async () => {
