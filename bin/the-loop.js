@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run by `npm start` / `npm test`).
-import { main } from '../dist/cli/main.js';
+// Thin launcher: the CLI is bundled into dist/cli.cjs by `npm run build` (run on `npm ci` by the
+// prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
+import { existsSync } from 'node:fs';
+import { BUNDLE, commandGroup, loadCli } from './cli-load.js';
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
@@ -10,14 +12,23 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-main(process.argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error) => {
-    process.stderr.write(
-      `the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`,
-    );
-    process.exitCode = 70;
-  },
-);
+if (!existsSync(BUNDLE)) {
+  process.stderr.write(
+    `the-loop: ${BUNDLE} is missing: run \`npm run build\` in the-loop's directory first\n`,
+  );
+  process.exit(70);
+}
+
+loadCli(commandGroup(process.argv))
+  .exports.main(process.argv)
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error) => {
+      process.stderr.write(
+        `the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`,
+      );
+      process.exitCode = 70;
+    },
+  );

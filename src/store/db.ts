@@ -1,10 +1,26 @@
-import { chmodSync, mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LoopError } from '../core/errors.js';
 import { MIGRATIONS, type Migration } from './migrations/index.js';
 
 export type Db = Database.Database;
+
+let addonPath: string | null | undefined;
+/**
+ * better-sqlite3's compiled addon, named outright: without it the package finds the file with the
+ * `bindings` package, which searches a dozen paths from the caller's stack — slow at every start,
+ * and lost inside the CLI's bundle. Null (let the package search) when it is not where npm builds it.
+ */
+function nativeBinding(): string | undefined {
+  if (addonPath === undefined) {
+    const main = createRequire(import.meta.url).resolve('better-sqlite3');
+    const built = join(dirname(main), '..', 'build', 'Release', 'better_sqlite3.node');
+    addonPath = existsSync(built) ? built : null;
+  }
+  return addonPath ?? undefined;
+}
 
 /**
  * Open (creating if needed) the SQLite store and bring it to the latest schema. WAL lets readers
@@ -15,7 +31,8 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   let db: Db;
   try {
-    db = new Database(path);
+    const binding = nativeBinding();
+    db = new Database(path, binding ? { nativeBinding: binding } : {});
     // Turn events and prompts are private: 0600 (SQLite gives -wal/-shm the same mode).
     if (path !== ':memory:') chmodSync(path, 0o600);
   } catch (cause) {

@@ -1,0 +1,196 @@
+/**
+ * Builds the CLI into one file, dist/cli.cjs, and V8 code caches, dist/cli-cache/<group>.bin (issue 16:
+ * "a CLI that answers at once"). bin/the-loop.js loads the bundle through bin/cli-load.js.
+ *
+ * Why one CommonJS file with a code cache: on Node 20 a command spent most of its start resolving
+ * and compiling ~350 ES modules (compiling zod alone is ~65 ms), and Node 20 has no compile cache for
+ * ES modules (module.enableCompileCache is Node 22). A CommonJS script compiled through vm.Script
+ * can be given V8's cached data, so a command's modules are neither resolved nor compiled again.
+ *
+ * - Every `import.meta.url` of src/<dir>/<file>.ts becomes the URL the file has in tsc's dist/
+ *   (dist/<dir>/<file>.js), so the paths they build (the scan worker, bin/ scripts, package.json, the
+ *   console's assets) are those of the tsc build, which stays beside the bundle.
+ * - Native addons and data packages stay outside (required from node_modules at run time).
+ * - The caches are trained here, one per command group: a child process loads the bundle, runs the
+ *   group's commands on a throwaway project (so the functions they compile are in the cache), and
+ *   writes V8's data with a header naming the bundle's size and mtime; the loader ignores a cache
+ *   whose header does not match the bundle (rebuilt, copied, edited), and V8 itself rejects one made
+ *   by another Node or other flags.
+ *
+ *   node --import tsx scripts/build-cli.ts
+ *
+ * Prints nothing on success; on failure, what failed, and exits 1.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const SRC = join(ROOT, 'src');
+export const BUNDLE = join(ROOT, 'dist', 'cli.cjs');
+
+/**
+ * Loaded from node_modules when used: node-pty (native, loaded by import() when a pty is opened),
+ * the price dataset (read as data, when a price is first looked up), and the daemon's large
+ * dependencies no other command loads (graphql for the gateway, ws for the console): left in, they
+ * would make every command read and deserialize them. better-sqlite3's JavaScript is bundled; its
+ * addon is named by src/store/db.ts.
+ */
+const EXTERNAL = ['node-pty', '@pydantic/genai-prices', 'graphql', 'ws'];
+
+/**
+ * Node built-ins that cost milliseconds to load (child_process ~9 ms, crypto ~6, worker_threads
+ * ~6 …) and that most commands never call: `require("node:x")` in the bundle becomes a proxy that
+ * loads the module on its first use. A module read whole (its keys listed, `in`) is loaded then.
+ */
+const LAZY_BUILTINS = [
+  'child_process',
+  'crypto',
+  'worker_threads',
+  'net',
+  'tls',
+  'http',
+  'https',
+  'http2',
+  'zlib',
+  'dgram',
+  'dns',
+  'readline',
+];
+
+export const LAZY_HELPER = `const __theLoopLazy = (id) => {
+  let m;
+  const load = () => (m ??= require(id));
+  return new Proxy({}, {
+    get: (_, k) => load()[k],
+    set: (_, k, v) => ((load()[k] = v), true),
+    has: (_, k) => k in load(),
+    ownKeys: () => Reflect.ownKeys(load()),
+    getOwnPropertyDescriptor: (_, k) => {
+      const d = Reflect.getOwnPropertyDescriptor(load(), k);
+      return d && { ...d, configurable: true };
+    },
+  });
+};`;
+
+/**
+ * The bundle's text with each `require("node:x")` of LAZY_BUILTINS made lazy, and each `import()` of
+ * an external package a `require()` in a promise (all are CommonJS): an import() in a vm.Script
+ * needs Node's experimental loader hook, which warns on stderr.
+ */
+export function lazyBuiltins(code: string): string {
+  const lazy = new RegExp(`\\brequire\\("(node:)?(${LAZY_BUILTINS.join('|')})"\\)`, 'g');
+  const imports = new RegExp(`\\bimport\\("(${EXTERNAL.join('|')})"\\)`, 'g');
+  return code
+    .replace(lazy, (_, _prefix, name: string) => `__theLoopLazy("node:${name}")`)
+    .replace(imports, (_, name: string) => `Promise.resolve().then(() => require("${name}"))`);
+}
+
+/** `import.meta.url` of src/a/b.ts → the URL of dist/a/b.js, computed from the bundle's place. */
+const distImportMeta: Plugin = {
+  name: 'dist-import-meta',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes('import.meta')) return undefined;
+      const rel = relative(SRC, args.path).replace(/\.ts$/, '.js').split('\\').join('/');
+      if (rel.startsWith('..')) throw new Error(`${args.path}: import.meta outside src/`);
+      const replaced = source.replaceAll('import.meta.url', `__theLoopDistUrl(${JSON.stringify(rel)})`);
+      if (replaced.includes('import.meta'))
+        throw new Error(`${args.path}: only import.meta.url is supported in the CLI bundle`);
+      return { contents: replaced, loader: 'ts' };
+    });
+  },
+};
+
+export async function bundleCli(): Promise<void> {
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: [join(SRC, 'cli', 'main.ts')],
+    outfile: BUNDLE,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external: EXTERNAL,
+    plugins: [distImportMeta],
+    // The bundle sits in dist/, so __dirname is tsc's outDir.
+    banner: {
+      js: `'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
+    },
+    // ASCII only (the loader reads it as latin1); whitespace and syntax minified, names kept (stack
+    // traces of an unexpected error stay readable).
+    charset: 'ascii',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    logLevel: 'silent',
+    write: false,
+  });
+  const [output] = result.outputFiles;
+  if (!output || result.outputFiles.length !== 1) throw new Error('esbuild wrote no single bundle');
+  writeFileSync(BUNDLE, lazyBuiltins(output.text));
+}
+
+/**
+ * What trains each group's cache (bin/cli-load.js GROUPS): the commands a person runs most, on a
+ * throwaway project made by `config init`. A group's cache holds what its commands compiled.
+ */
+const TRAINING: Record<string, string[][]> = {
+  config: [
+    ['config', 'init'],
+    ['config', 'check'],
+  ],
+  usage: [['usage'], ['usage', '--json', '--by', 'model']],
+  acts: [['acts'], ['acts', '--json']],
+  sessions: [
+    ['sessions', 'list'],
+    ['sessions', 'list', '--json'],
+  ],
+  events: [
+    ['events', 'list'],
+    ['events', 'list', '--json'],
+  ],
+  other: [['--help'], ['--version']],
+};
+
+/** Trains each group in a child of its own (as a user would run the commands); writes the caches. */
+export function trainCaches(): void {
+  const dir = mkdtempSync(join(tmpdir(), 'the-loop-build-cli-'));
+  rmSync(join(ROOT, 'dist', 'cli-cache'), { recursive: true, force: true });
+  try {
+    const loader = pathToFileURL(join(ROOT, 'bin', 'cli-load.js')).href;
+    const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'state'), LANG: 'C.UTF-8' };
+    // `config init` first: the other groups' commands read the project it makes.
+    for (const [group, commands] of Object.entries(TRAINING).sort(([a], [b]) =>
+      a === 'config' ? -1 : b === 'config' ? 1 : 0,
+    )) {
+      const code = `import { trainCodeCache } from ${JSON.stringify(loader)};
+await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)});`;
+      const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+        cwd: dir,
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+      if (result.status !== 0)
+        throw new Error(`training the "${group}" code cache failed (${result.status}): ${result.stderr}`);
+      statSync(join(ROOT, 'dist', 'cli-cache', `${group}.bin`));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  bundleCli()
+    .then(trainCaches)
+    .catch((error: unknown) => {
+      process.stderr.write(`build-cli: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    });
+}

@@ -1,0 +1,91 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain ES module of bin/ (no types)
+import { cachedDataOf, commandGroup, header } from '../../bin/cli-load.js';
+import { LAZY_HELPER, lazyBuiltins } from '../../scripts/build-cli.js';
+import { commandOf } from '../../src/cli/main.js';
+import { ROOT } from '../helpers/cli.js';
+
+const argv = (...args: string[]) => ['node', 'the-loop', ...args];
+
+describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
+  it('picks the cache of the command named, after global options and their values', () => {
+    expect(commandGroup(argv('usage'))).toBe('usage');
+    expect(commandGroup(argv('-c', 'usage', 'acts'))).toBe('acts');
+    expect(commandGroup(argv('--config', 'x.yaml', '--data-dir', 'sessions', 'events', 'list'))).toBe('events');
+    expect(commandGroup(argv('--config=x.yaml', 'sessions', 'list'))).toBe('sessions');
+    expect(commandGroup(argv('serve', '--once'))).toBe('other');
+    expect(commandGroup(argv('--help'))).toBe('other');
+    expect(commandGroup(argv())).toBe('other');
+    expect(commandGroup(argv('-c'))).toBe('other');
+  });
+
+  it('defines only the group of the command named; all of them for help, a typo or none', () => {
+    expect(commandOf(argv('usage', 'scan'))).toBe('usage');
+    expect(commandOf(argv('-c', 'run', 'acts'))).toBe('acts');
+    expect(commandOf(argv('--data-dir', 'd', 'mcp', 'audit'))).toBe('mcp');
+    expect(commandOf(argv('help', 'usage'))).toBeUndefined();
+    expect(commandOf(argv('usag'))).toBeUndefined();
+    expect(commandOf(argv('--', 'usage'))).toBeUndefined();
+    expect(commandOf(argv('--version'))).toBeUndefined();
+  });
+
+  it('uses a cache only when its header names this bundle (size and mtime)', () => {
+    const stat = { size: 1234, mtimeMs: 1_700_000_000_123.5 };
+    const data = Buffer.from([1, 2, 3]);
+    const file = Buffer.concat([Buffer.from(header(stat)), data]);
+    expect(cachedDataOf(stat, file)).toEqual(data);
+    expect(cachedDataOf({ ...stat, mtimeMs: stat.mtimeMs + 1 }, file)).toBeUndefined();
+    expect(cachedDataOf({ ...stat, size: 1235 }, file)).toBeUndefined();
+    expect(cachedDataOf(stat, Buffer.from(header(stat)))).toBeUndefined();
+    expect(cachedDataOf(stat, Buffer.from('garbage'))).toBeUndefined();
+  });
+
+  it('makes heavy built-ins lazy and external import()s requires, nothing else', () => {
+    const code =
+      'a=require("node:child_process");b=require("crypto");c=require("node:fs");d=import("node-pty");e=import("./x.js")';
+    expect(lazyBuiltins(code)).toBe(
+      'a=__theLoopLazy("node:child_process");b=__theLoopLazy("node:crypto");c=require("node:fs");d=Promise.resolve().then(() => require("node-pty"));e=import("./x.js")',
+    );
+  });
+
+  it('loads a lazy built-in on its first use, whole when its keys are read', () => {
+    const loads: string[] = [];
+    const real = createRequire(import.meta.url);
+    const fakeRequire = (id: string) => {
+      loads.push(id);
+      return real(id);
+    };
+    const lazy = new Function('require', `${LAZY_HELPER}\nreturn __theLoopLazy;`)(fakeRequire) as (
+      id: string,
+    ) => Record<string, unknown>;
+    const os = lazy('node:os');
+    expect(loads).toEqual([]);
+    expect(typeof os.hostname).toBe('function');
+    expect(loads).toEqual(['node:os']);
+    expect('platform' in os).toBe(true);
+    expect(Object.keys(os)).toContain('tmpdir');
+    expect(loads).toEqual(['node:os']);
+    const path = lazy('node:path');
+    expect({ ...path }.join).toBe(real('node:path').join);
+  });
+
+  it('the built bundle answers with the package version and its caches are accepted by this Node', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const version = spawnSync(process.execPath, [join(ROOT, 'bin/the-loop.js'), '--version'], {
+      encoding: 'utf8',
+    });
+    expect(version.stdout.trim()).toBe(pkg.version);
+    expect(version.stderr).toBe('');
+    const probe = `import { loadCli } from ${JSON.stringify(join(ROOT, 'bin/cli-load.js'))};
+const { script } = loadCli('usage');
+console.log(JSON.stringify({ rejected: script.cachedDataRejected }));`;
+    const out = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
+    expect(out.stderr).toBe('');
+    expect(JSON.parse(out.stdout)).toEqual({ rejected: false });
+    expect(statSync(join(ROOT, 'dist/cli-cache/usage.bin')).size).toBeGreaterThan(0);
+  });
+});
