@@ -7,7 +7,7 @@
  * printed, never asserted; the machine's load skews them and is printed with them.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -29,11 +29,13 @@ const MODELS = ['claude-sonnet-4-5-20250929', 'claude-opus-4-8', 'claude-haiku-4
 
 async function seed(dir: string): Promise<void> {
   mkdirSync(join(dir, '.the-loop'));
+  // dataDir is relative to the config file's directory: the registry is .the-loop/data/the-loop.db.
   writeFileSync(join(dir, '.the-loop/config.yaml'), stringify({ dataDir: 'data' }));
-  mkdirSync(join(dir, 'data'));
-  const db = openDb(join(dir, 'data/the-loop.db'));
+  mkdirSync(join(dir, '.the-loop/data'));
+  const db = openDb(join(dir, '.the-loop/data/the-loop.db'));
   const store = new SqliteSessionStore(db, { scrub: (t) => t });
-  const day = Date.parse('2026-11-01T00:00:00Z');
+  // The rows span the last 30 days: `usage` (its default window, 7 days) reports about a quarter.
+  const day = Date.now() - 30 * 86_400_000;
   for (let i = 0; i < SESSIONS; i++) {
     const session = await store.create({
       workItem: `github:octo/widgets#${i + 1}`,
@@ -93,13 +95,29 @@ function wall(args: string[], cwd: string): number {
   return ms;
 }
 
+/** The commands must read the seeded registry (a bench of an empty one measures nothing). */
+function checkSeen(dir: string): void {
+  const json = (args: string[]) =>
+    JSON.parse(spawnSync(process.execPath, [BIN, ...args, '--json'], { cwd: dir, encoding: 'utf8' }).stdout);
+  const sessions = json(['sessions', 'list']).length;
+  const deliveries = json(['events', 'list']).length;
+  const rows = json(['usage']).total?.rows ?? 0;
+  console.log(
+    `  seen: ${sessions} sessions, ${deliveries} deliveries (list limit 50), ${rows} ledger rows in usage's 7 days`,
+  );
+  if (sessions !== SESSIONS || deliveries === 0 || rows === 0)
+    throw new Error('the commands do not see the seeded registry');
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'the-loop-bench-cli-'));
+  // BENCH_CLI_DIR keeps the seeded registry there (seeded once) for profiling a command by hand.
+  const keep = process.env.BENCH_CLI_DIR;
+  const dir = keep ?? mkdtempSync(join(tmpdir(), 'the-loop-bench-cli-'));
   try {
     const t0 = performance.now();
-    await seed(dir);
+    if (!keep || !existsSync(join(dir, '.the-loop'))) await seed(dir);
     console.log(
       `cli bench: ${cpus().length} CPUs, load average ${loadavg()
         .map((l) => l.toFixed(2))
@@ -110,6 +128,7 @@ async function main(): Promise<void> {
     const bare: number[] = [];
     const times = new Map<string, number[]>(COMMANDS.map((c) => [c.join(' '), []]));
     for (const c of COMMANDS) wall([BIN, ...c], dir);
+    checkSeen(dir);
     for (let i = 0; i < RUNS; i++) {
       bare.push(wall(['-e', '0'], dir));
       for (const c of COMMANDS) times.get(c.join(' '))?.push(wall([BIN, ...c], dir));
@@ -124,7 +143,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }
 
