@@ -63,55 +63,70 @@ export function writeSessionFiles(
   return { gitConfigFile, ghConfigDir };
 }
 
-let identity: { name?: string | undefined; email?: string | undefined } | undefined;
+type Identity = { name?: string | undefined; email?: string | undefined };
+let identity: Identity | undefined;
+
+/** Both keys in one git call: `-z` entries are `key\nvalue\0`, and a key's last value wins (as `--get`'s). */
+const IDENTITY_ARGS = ['config', '--global', '-z', '--get-regexp', '^user\\.(name|email)$'];
+const gitEnv = (env: Readonly<Record<string, string | undefined>>) => ({
+  PATH: env.PATH ?? '/usr/bin:/bin',
+  HOME: env.HOME ?? '',
+});
+
+/** The identity in `git config -z --get-regexp` output (a key without a value, or an empty one: none). */
+export function identityFromGitConfig(out: string): Identity {
+  const found: Identity = {};
+  for (const entry of out.split('\0')) {
+    const nl = entry.indexOf('\n');
+    if (nl < 0) continue;
+    const key = entry.slice(0, nl).toLowerCase();
+    const value = entry.slice(nl + 1).trim() || undefined;
+    if (key === 'user.name') found.name = value;
+    else if (key === 'user.email') found.email = value;
+  }
+  return { name: found.name, email: found.email };
+}
 
 /** The operator's git identity (commits the agent makes carry it); asked of git once per process. */
-export function operatorGitIdentity(env: Readonly<Record<string, string | undefined>>): {
-  name?: string | undefined;
-  email?: string | undefined;
-} {
+export function operatorGitIdentity(env: Readonly<Record<string, string | undefined>>): Identity {
   if (identity) return identity;
-  const get = (key: string) => {
-    try {
-      const out = execFileSync('git', ['config', '--global', '--get', key], {
-        encoding: 'utf8',
-        env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '' },
-        stdio: ['ignore', 'pipe', 'ignore'],
-        timeout: 5000,
-      }).trim();
-      return out || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  identity = { name: get('user.name'), email: get('user.email') };
+  let out = '';
+  try {
+    out = execFileSync('git', IDENTITY_ARGS, {
+      encoding: 'utf8',
+      env: gitEnv(env),
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    });
+  } catch {
+    // None set (exit 1), or no git: no identity.
+  }
+  identity = identityFromGitConfig(out);
   return identity;
 }
 
-let asking: Promise<NonNullable<typeof identity>> | undefined;
+let asking: Promise<Identity> | undefined;
 
 /**
- * The same answer as `operatorGitIdentity`, without blocking, both keys asked at once; it lands in
- * the same cache (started before a turn is prepared, it overlaps the rest of the start).
+ * The same answer as `operatorGitIdentity`, without blocking; it lands in the same cache (started
+ * before a turn is prepared, it overlaps the rest of the start).
  */
 export function operatorGitIdentityAsync(
   env: Readonly<Record<string, string | undefined>>,
-): Promise<{ name?: string | undefined; email?: string | undefined }> {
+): Promise<Identity> {
   if (identity) return Promise.resolve(identity);
-  const get = (key: string) =>
-    new Promise<string | undefined>((resolve) => {
-      const child = execFile(
-        'git',
-        ['config', '--global', '--get', key],
-        { encoding: 'utf8', env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '' }, timeout: 5000 },
-        (error, stdout) => resolve(error ? undefined : stdout.trim() || undefined),
-      );
-      child.stdin?.end();
-    });
-  asking ??= Promise.all([get('user.name'), get('user.email')]).then(([name, email]) => {
-    // A synchronous answer given meanwhile stays the answer.
-    identity ??= { name, email };
-    return identity;
+  asking ??= new Promise<Identity>((resolve) => {
+    const child = execFile(
+      'git',
+      IDENTITY_ARGS,
+      { encoding: 'utf8', env: gitEnv(env), timeout: 5000 },
+      (error, stdout) => {
+        // A synchronous answer given meanwhile stays the answer.
+        identity ??= identityFromGitConfig(error ? '' : stdout);
+        resolve(identity);
+      },
+    );
+    child.stdin?.end();
   });
   return asking;
 }
