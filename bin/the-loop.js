@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Thin launcher: the CLI is bundled into dist/cli.cjs by `npm run build` (run on `npm ci` by the
 // prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
+// THE_LOOP_UNBUNDLED=1 runs tsc's dist/ instead (readable stack traces; no bundle needed).
 import { existsSync } from 'node:fs';
 import { BUNDLE, commandGroup, loadCli } from './cli-load.js';
 
@@ -12,15 +13,19 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-if (!existsSync(BUNDLE)) {
-  process.stderr.write(
-    `the-loop: ${BUNDLE} is missing: run \`npm run build\` in the-loop's directory first\n`,
-  );
-  process.exit(70);
+async function cli() {
+  if (process.env.THE_LOOP_UNBUNDLED === '1') return import('../dist/cli/main.js');
+  if (!existsSync(BUNDLE)) {
+    process.stderr.write(
+      `the-loop: ${BUNDLE} is missing: run \`npm run build\` in the-loop's directory first\n`,
+    );
+    process.exit(70);
+  }
+  return loadCli(commandGroup(process.argv)).exports;
 }
 
-loadCli(commandGroup(process.argv))
-  .exports.main(process.argv)
+cli()
+  .then(({ main }) => main(process.argv))
   .then(
     (code) => {
       process.exitCode = code;

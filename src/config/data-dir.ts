@@ -107,20 +107,32 @@ export function resolveDataDir(input: {
 }): ResolvedDataDir {
   const configDir = resolve(input.configDir);
   const configDirWorkTree = input.explicit ? null : findWorkTree(configDir);
-  const stateDir = stateDirFor(stateHome(input.env), canonicalPath(configDir), configDirWorkTree);
-  const choice = chooseDataDir({
-    explicit: input.explicit,
-    configDir,
-    configDirWorkTree,
-    registryBesideConfig: !input.explicit && existsSync(join(configDir, REGISTRY_FILE)),
-    stateDir,
-    registryInStateDir: !input.explicit && existsSync(join(stateDir, REGISTRY_FILE)),
-  });
+  // Named only when it can matter (an explicit data dir outside a work tree never needs it).
+  let named: string | undefined;
+  const stateDirOf = () =>
+    (named ??= stateDirFor(stateHome(input.env), canonicalPath(configDir), configDirWorkTree));
+  const choice = input.explicit
+    ? chooseDataDir({
+        explicit: input.explicit,
+        configDir,
+        configDirWorkTree,
+        registryBesideConfig: false,
+        stateDir: '',
+        registryInStateDir: false,
+      })
+    : chooseDataDir({
+        explicit: undefined,
+        configDir,
+        configDirWorkTree,
+        registryBesideConfig: existsSync(join(configDir, REGISTRY_FILE)),
+        stateDir: stateDirOf(),
+        registryInStateDir: existsSync(join(stateDirOf(), REGISTRY_FILE)),
+      });
   const { dataDir } = choice;
   const workTree = findWorkTree(dataDir);
-  const warnings = workTree === null ? [] : [inWorkTreeWarning(dataDir, workTree, choice, stateDir)];
-  const fresh = choice.source === 'state-home' && !existsSync(join(stateDir, REGISTRY_FILE));
-  if (fresh) warnings.push(...movedStateWarnings(stateDir));
+  const warnings = workTree === null ? [] : [inWorkTreeWarning(dataDir, workTree, choice, stateDirOf())];
+  const fresh = choice.source === 'state-home' && !existsSync(join(stateDirOf(), REGISTRY_FILE));
+  if (fresh) warnings.push(...movedStateWarnings(stateDirOf()));
   const origin = choice.source === 'state-home' ? canonicalPath(configDir) : null;
   return { ...choice, dataDir, workTree, warnings, origin };
 }

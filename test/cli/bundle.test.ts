@@ -15,7 +15,9 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
   it('picks the cache of the command named, after global options and their values', () => {
     expect(commandGroup(argv('usage'))).toBe('usage');
     expect(commandGroup(argv('-c', 'usage', 'acts'))).toBe('acts');
-    expect(commandGroup(argv('--config', 'x.yaml', '--data-dir', 'sessions', 'events', 'list'))).toBe('events');
+    expect(commandGroup(argv('--config', 'x.yaml', '--data-dir', 'sessions', 'events', 'list'))).toBe(
+      'events',
+    );
     expect(commandGroup(argv('--config=x.yaml', 'sessions', 'list'))).toBe('sessions');
     expect(commandGroup(argv('serve', '--once'))).toBe('other');
     expect(commandGroup(argv('--help'))).toBe('other');
@@ -80,6 +82,12 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
     });
     expect(version.stdout.trim()).toBe(pkg.version);
     expect(version.stderr).toBe('');
+    // The escape hatch: tsc's dist/, unbundled, answers the same.
+    const unbundled = spawnSync(process.execPath, [join(ROOT, 'bin/the-loop.js'), '--version'], {
+      encoding: 'utf8',
+      env: { ...process.env, THE_LOOP_UNBUNDLED: '1' },
+    });
+    expect(unbundled.stdout.trim()).toBe(pkg.version);
     const probe = `import { loadCli } from ${JSON.stringify(join(ROOT, 'bin/cli-load.js'))};
 const { script } = loadCli('usage');
 console.log(JSON.stringify({ rejected: script.cachedDataRejected }));`;
