@@ -5,14 +5,13 @@
 // the bundle's size and mtime; one that does not match (the bundle rebuilt, copied or edited) is not
 // used, and V8 rejects data made by another Node or other V8 flags. Either way the bundle runs,
 // compiled as any script would be.
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import Module, { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { constants, Script } from 'node:vm';
+const { mkdirSync, readFileSync, statSync, writeFileSync } = require('node:fs');
+const Module = require('node:module');
+const { join } = require('node:path');
+const { constants, Script } = require('node:vm');
 
-const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
-export const BUNDLE = join(DIST, 'cli.cjs');
+const DIST = join(__dirname, '..', 'dist');
+const BUNDLE = join(DIST, 'cli.cjs');
 const CACHE_DIR = join(DIST, 'cli-cache');
 const MAGIC = 'the-loop-code-cache-1';
 
@@ -20,10 +19,10 @@ const MAGIC = 'the-loop-code-cache-1';
  * One cache per command group (`usage`, `sessions` …, `other` for the rest): each holds what its
  * commands compiled, so a command deserializes only its own code.
  */
-export const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'other'];
+const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'other'];
 
 /** The group of an argv (`node the-loop [globals] <command> …`): the first word not an option's. */
-export function commandGroup(argv) {
+function commandGroup(argv) {
   for (let i = 2; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-c' || arg === '--config' || arg === '--data-dir') {
@@ -37,14 +36,15 @@ export function commandGroup(argv) {
 }
 
 /** `<magic> <size> <mtimeMs>\n`: what the cache was made from. */
-export function header(stat) {
+function header(stat) {
   return `${MAGIC} ${stat.size} ${stat.mtimeMs}\n`;
 }
 
 /** V8's data in a cache file's bytes, if the file was made from this bundle (its size and mtime). */
-export function cachedDataOf(stat, bytes) {
+function cachedDataOf(stat, bytes) {
   const expected = Buffer.from(header(stat));
-  if (bytes.length <= expected.length || !bytes.subarray(0, expected.length).equals(expected)) return undefined;
+  if (bytes.length <= expected.length || !bytes.subarray(0, expected.length).equals(expected))
+    return undefined;
   return bytes.subarray(expected.length);
 }
 
@@ -58,7 +58,7 @@ function readCache(stat, group) {
 }
 
 /** The bundle's exports ({ main }), and the script (whose cached data training writes). */
-export function loadCli(group) {
+function loadCli(group) {
   const stat = statSync(BUNDLE);
   // esbuild writes ASCII only (non-ASCII characters as \u escapes): latin1 reads it without UTF-8
   // decoding.
@@ -69,19 +69,23 @@ export function loadCli(group) {
     // node-pty and other packages the bundle leaves out are loaded by import().
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
-  const module = { exports: {} };
-  script.runInThisContext().call(module.exports, module.exports, createRequire(BUNDLE), module, BUNDLE, DIST);
-  return { exports: module.exports, script, stat };
+  const bundle = { exports: {} };
+  script
+    .runInThisContext()
+    .call(bundle.exports, bundle.exports, Module.createRequire(BUNDLE), bundle, BUNDLE, DIST);
+  return { exports: bundle.exports, script, stat };
 }
 
 /**
  * Build time only: load the bundle without a cache, run each argv in this process, then write the
  * group's cache of what they compiled.
  */
-export async function trainCodeCache(group, commands) {
+async function trainCodeCache(group, commands) {
   const { exports, script, stat } = loadCli(undefined);
   for (const args of commands) await exports.main(['node', 'the-loop', ...args]);
   mkdirSync(CACHE_DIR, { recursive: true });
   const data = Buffer.concat([Buffer.from(header(stat)), script.createCachedData()]);
   writeFileSync(join(CACHE_DIR, `${group}.bin`), data);
 }
+
+module.exports = { commandGroup, header, cachedDataOf, loadCli, trainCodeCache, BUNDLE, GROUPS };

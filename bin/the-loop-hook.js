@@ -25,8 +25,8 @@
 // Later, PreToolUse policy decisions (issue 6) hook in after `record()`: the attempt is appended first
 // (so it is on record even if the decision cannot be made), then a decision is asked for and a denial
 // is reported by exit code 2 with the reason on stderr (Claude's documented blocking contract).
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+const { closeSync, constants, openSync, writeSync } = require('node:fs');
+const { isAbsolute } = require('node:path');
 
 /** Hook payloads above this are not parsed: a truncated marker is recorded instead. */
 const MAX_STDIN_BYTES = 8 * 1024 * 1024;

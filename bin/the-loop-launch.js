@@ -3,8 +3,8 @@
 // `node the-loop-launch.js <env-file> <binary> <args…>`; this reads the engine's environment from
 // the 0600 file the daemon wrote, deletes the file, then runs the engine with that environment (and
 // nothing else), attached to the pane's terminal. Its exit status is the engine's.
-import { spawn } from 'node:child_process';
-import { readFileSync, unlinkSync } from 'node:fs';
+const { spawn } = require('node:child_process');
+const { readFileSync, unlinkSync } = require('node:fs');
 
 const argv = process.argv.slice(2);
 // `--sandboxed`: the binary is bwrap, which forwards no signal and SIGKILLs its sandbox when it

@@ -11,8 +11,8 @@
 //   --dangerously-skip-permissions). The turn's events then show the act `blocked`.
 // It fails closed: a policy or tool call it cannot read refuses the tool, with the reason.
 // Never reads or records the environment (Claude passes its whole environment, credentials included).
-import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+const { closeSync, constants, openSync, readFileSync, writeSync } = require('node:fs');
+const { dirname, isAbsolute, join } = require('node:path');
 
 const MARK = '[the-loop policy]';
 const MAX_STDIN_BYTES = 8 * 1024 * 1024;

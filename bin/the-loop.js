@@ -2,8 +2,8 @@
 // Thin launcher: the CLI is bundled into dist/cli.cjs by `npm run build` (run on `npm ci` by the
 // prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
 // THE_LOOP_UNBUNDLED=1 runs tsc's dist/ instead (readable stack traces; no bundle needed).
-import { existsSync } from 'node:fs';
-import { BUNDLE, commandGroup, loadCli } from './cli-load.js';
+const { existsSync } = require('node:fs');
+const { BUNDLE, commandGroup, loadCli } = require('./cli-load.js');
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
