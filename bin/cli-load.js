@@ -19,7 +19,13 @@ const MAGIC = 'the-loop-code-cache-1';
  * One cache per command group (`usage`, `sessions` …, `other` for the rest): each holds what its
  * commands compiled, so a command deserializes only its own code.
  */
-const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'other'];
+const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'serve', 'other'];
+
+/**
+ * The daemon runs tsc's dist/, not the bundle: its start is paid once, and the stack traces in its
+ * log keep their names and files.
+ */
+const UNBUNDLED = ['serve'];
 
 /** The group of an argv (`node the-loop [globals] <command> …`): the first word not an option's. */
 function commandGroup(argv) {
@@ -88,4 +94,4 @@ async function trainCodeCache(group, commands) {
   writeFileSync(join(CACHE_DIR, `${group}.bin`), data);
 }
 
-module.exports = { commandGroup, header, cachedDataOf, loadCli, trainCodeCache, BUNDLE, GROUPS };
+module.exports = { UNBUNDLED, commandGroup, header, cachedDataOf, loadCli, trainCodeCache, BUNDLE, GROUPS };

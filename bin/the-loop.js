@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Thin launcher: the CLI is bundled into dist/cli.cjs by `npm run build` (run on `npm ci` by the
 // prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
-// THE_LOOP_UNBUNDLED=1 runs tsc's dist/ instead (readable stack traces; no bundle needed).
+// `serve`, and any command with THE_LOOP_UNBUNDLED=1, runs tsc's dist/ instead (readable stack traces).
 const { existsSync } = require('node:fs');
-const { BUNDLE, commandGroup, loadCli } = require('./cli-load.js');
+const { BUNDLE, UNBUNDLED, commandGroup, loadCli } = require('./cli-load.js');
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
@@ -14,14 +14,16 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 async function cli() {
-  if (process.env.THE_LOOP_UNBUNDLED === '1') return import('../dist/cli/main.js');
+  const group = commandGroup(process.argv);
+  if (process.env.THE_LOOP_UNBUNDLED === '1' || UNBUNDLED.includes(group))
+    return import('../dist/cli/main.js');
   if (!existsSync(BUNDLE)) {
     process.stderr.write(
       `the-loop: ${BUNDLE} is missing: run \`npm run build\` in the-loop's directory first\n`,
     );
     process.exit(70);
   }
-  return loadCli(commandGroup(process.argv)).exports;
+  return loadCli(group).exports;
 }
 
 cli()

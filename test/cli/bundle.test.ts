@@ -19,7 +19,8 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
       'events',
     );
     expect(commandGroup(argv('--config=x.yaml', 'sessions', 'list'))).toBe('sessions');
-    expect(commandGroup(argv('serve', '--once'))).toBe('other');
+    expect(commandGroup(argv('serve', '--once'))).toBe('serve');
+    expect(commandGroup(argv('run', 'github:o/r#1', 'usage'))).toBe('other');
     expect(commandGroup(argv('--help'))).toBe('other');
     expect(commandGroup(argv())).toBe('other');
     expect(commandGroup(argv('-c'))).toBe('other');
