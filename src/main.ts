@@ -19,7 +19,7 @@ import { TelemetryReceiver } from './ledger/otel-receiver.js';
 import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
 import { type AppOptions, type Base, openBase } from './main-base.js';
-import { type ConsoleHandle, startConsole } from './main-console.js';
+import type { ConsoleHandle } from './main-console.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import { createRunners } from './main-runners.js';
 import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
@@ -275,6 +275,9 @@ export async function startDaemon(app: App): Promise<Daemon> {
     undo.push(() => app.telemetry.listenAt(undefined));
     await app.guard.gateway.start();
     undo.push(() => app.guard.gateway.stop());
+    // Loaded by the daemon only (the console's server and ws): `the-loop run` and the other
+    // commands that create the app never load them.
+    const { startConsole } = await import('./main-console.js');
     consoleHandle = await startConsole(app, dispatcher);
     const started = consoleHandle;
     undo.push(() => started?.stop());

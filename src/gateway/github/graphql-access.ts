@@ -1,8 +1,9 @@
-import { type FieldNode, Kind, type OperationDefinitionNode, type SelectionNode } from 'graphql';
+import type { FieldNode, OperationDefinitionNode, SelectionNode } from 'graphql';
 import { GRAPHQL_ACT_MUTATIONS } from './graphql-acts.js';
 import {
   argValue,
   type GraphqlEntry,
+  graphql,
   type Input,
   isObject,
   UNREADABLE,
@@ -281,6 +282,7 @@ function checkOperation(op: OperationDefinitionNode, w: Walk): void {
     return;
   }
   const opened = new Set<string>();
+  const { Kind } = graphql();
   const stack: Frame[] = [{ selections: op.selectionSet.selections, root: true, context: undefined }];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;

@@ -1,13 +1,22 @@
-import {
-  type DocumentNode,
-  type FieldNode,
-  type FragmentDefinitionNode,
-  Kind,
-  type OperationDefinitionNode,
-  parse,
-  type SelectionNode,
-  valueFromASTUntyped,
+import { createRequire } from 'node:module';
+import type {
+  DocumentNode,
+  FieldNode,
+  FragmentDefinitionNode,
+  OperationDefinitionNode,
+  SelectionNode,
 } from 'graphql';
+
+let lib: typeof import('graphql') | undefined;
+/**
+ * graphql-js, loaded on the first GraphQL request the gateway judges: it takes 50–300 ms to load
+ * (its index requires every module), and most processes never see one (`the-loop run` of a turn
+ * that makes no GitHub GraphQL call, every other command).
+ */
+export function graphql(): typeof import('graphql') {
+  lib ??= createRequire(import.meta.url)('graphql') as typeof import('graphql');
+  return lib;
+}
 
 /**
  * A GitHub GraphQL request body read the way its judges (`graphql-acts.ts`, `graphql-access.ts`)
@@ -104,7 +113,7 @@ function parseEntry(item: unknown, index: number | null): { refused: string } | 
   if (typeof variables === 'string') return { refused: variables };
   let doc: DocumentNode;
   try {
-    doc = parse(query, { noLocation: true, maxTokens: GRAPHQL_LIMITS.tokens });
+    doc = graphql().parse(query, { noLocation: true, maxTokens: GRAPHQL_LIMITS.tokens });
   } catch (error) {
     // Syntax errors, the token limit, and a stack overflow on absurd nesting all end here.
     const message = error instanceof RangeError ? 'nested too deeply' : (error as Error).message;
@@ -112,6 +121,7 @@ function parseEntry(item: unknown, index: number | null): { refused: string } | 
   }
   const operations: OperationDefinitionNode[] = [];
   const fragments = new Map<string, FragmentDefinitionNode>();
+  const { Kind } = graphql();
   for (const def of doc.definitions) {
     if (def.kind === Kind.OPERATION_DEFINITION) operations.push(def);
     else if (def.kind === Kind.FRAGMENT_DEFINITION) {
@@ -129,7 +139,7 @@ export function withDefaults(op: OperationDefinitionNode, sent: Input): Input | 
   const out: Input = {};
   try {
     for (const def of op.variableDefinitions ?? []) {
-      if (def.defaultValue) out[def.variable.name.value] = valueFromASTUntyped(def.defaultValue);
+      if (def.defaultValue) out[def.variable.name.value] = graphql().valueFromASTUntyped(def.defaultValue);
     }
   } catch {
     return undefined;
@@ -145,7 +155,7 @@ export function argValue(field: FieldNode, name: string, variables: Input): unkn
   const arg = field.arguments?.find((a) => a.name.value === name);
   if (!arg) return undefined;
   try {
-    return valueFromASTUntyped(arg.value, variables);
+    return graphql().valueFromASTUntyped(arg.value, variables);
   } catch {
     return UNREADABLE;
   }
@@ -162,6 +172,7 @@ export function topLevelFields(
   const fields: FieldNode[] = [];
   const opened = new Set<string>();
   const stack: SelectionNode[] = [...op.selectionSet.selections].reverse();
+  const { Kind } = graphql();
   while (stack.length > 0) {
     const sel = stack.pop() as SelectionNode;
     if (sel.kind === Kind.FIELD) fields.push(sel);
