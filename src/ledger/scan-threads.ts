@@ -1,33 +1,17 @@
 import { Worker } from 'node:worker_threads';
 import { describeError, LoopError } from '../core/errors.js';
-import { pieces, type ScanJob, type ScannedJob, type ScanResult, scanFiles } from './scan-file.js';
+import type { ScanJob, ScanResult } from './scan-file.js';
+import { JobQueue, PieceScanner } from './scan-share.js';
 
 /**
- * This thread's share of the bytes against a worker's (1): it also inserts every row, which costs
- * it about as much as scanning half the bytes (measured on the bench corpus, two threads).
+ * Pieces a worker may have sent and not yet seen written before it waits: enough that the writer
+ * never waits for one, few enough that the rows found ahead of it are not all held at once.
  */
-const OWN_SHARE_WEIGHT = 0.3;
+const IN_FLIGHT = 2;
 
-type Share = { load: number; weight: number; jobs: ScannedJob[] };
-
-/** Largest file first onto the least loaded thread; this thread's share is weighted down. */
-function shareOut(jobs: ReadonlyArray<ScanJob & { bytes: number }>, n: number): Share[] {
-  const shares: Share[] = Array.from({ length: n }, (_, i) => ({
-    load: 0,
-    weight: i === 0 ? OWN_SHARE_WEIGHT : 1,
-    jobs: [],
-  }));
-  for (const job of [...jobs].sort((a, b) => b.bytes - a.bytes)) {
-    const share = shares.reduce((min, s) => (s.load < min.load ? s : min));
-    share.load += job.bytes / share.weight;
-    share.jobs.push({ path: job.path, offset: job.offset, inode: job.inode, bytes: job.bytes });
-  }
-  return shares;
-}
-
-/** A worker thread scanning one share, its pieces handed to `take`; settled on every exit. */
+/** A worker thread claiming files from `queue`, its pieces handed to `take`; settled on every exit. */
 function startWorker(
-  share: Share,
+  queue: JobQueue,
   metered: ReadonlySet<string>,
   pieceBytes: number,
   take: (results: readonly ScanResult[]) => Promise<void>,
@@ -36,7 +20,13 @@ function startWorker(
   const url = new URL('./scan-worker.js', import.meta.url);
   return new Promise<void>((resolvePart, reject) => {
     const worker = new Worker(url, {
-      workerData: { jobs: share.jobs, metered: [...metered], pieceBytes },
+      workerData: {
+        jobs: queue.jobs,
+        shared: queue.buffer,
+        metered: [...metered],
+        pieceBytes,
+        inFlight: IN_FLIGHT,
+      },
       // It allocates little that lives: a small young generation keeps its heap small
       // (5 MB less peak memory on the bench corpus, no slower).
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
@@ -45,7 +35,7 @@ function startWorker(
     let done = false;
     worker.on('message', (m: { piece: ScanResult[] } | { done: true }) => {
       // Written in the order they come (take queues them); a failed write fails the scan.
-      if ('piece' in m) take(m.piece).catch(reject);
+      if ('piece' in m) take(m.piece).then(() => queue.written(), reject);
       else done = true;
     });
     worker.once('error', reject);
@@ -57,11 +47,10 @@ function startWorker(
 }
 
 /**
- * Spread the files over `n` threads by size: this thread scans the first share itself while
- * `n - 1` worker threads scan the others. Every thread hands its results over in pieces of about
- * `pieceBytes`, and this thread inserts each piece as it comes — between pieces of its own share,
- * and while the others still scan — so little is left to insert when the last thread ends.
- * Inserting is this thread's work: its share is smaller by that much.
+ * Scan the files with this thread and `n - 1` worker threads, sharing them as they go (see
+ * scan-share.ts). Every thread hands its results over in pieces of about `pieceBytes`, and this
+ * thread writes each piece as it comes: writing comes first — it claims a file only when no piece
+ * waits — so little is left to write when the last file is read.
  */
 export async function scanInWorkers(
   jobs: ReadonlyArray<ScanJob & { bytes: number }>,
@@ -70,32 +59,53 @@ export async function scanInWorkers(
   take: (results: readonly ScanResult[]) => Promise<void>,
   pieceBytes: number,
   /**
-   * Called before this thread scans a piece (commit if the lock was held long enough) and before it
+   * Called before this thread scans a file (commit if the lock was held long enough) and before it
    * only waits (commit): the write lock is never held much longer than the batch interval.
    */
   pause: (waiting: boolean) => Promise<void>,
 ): Promise<void> {
-  const [own, ...others] = shareOut(jobs, n);
+  const queue = new JobQueue(jobs);
   const workers: Worker[] = [];
+  // Pieces taken and not yet written, and the last one's promise (take queues them in order).
+  let waiting = 0;
+  let last: Promise<void> = Promise.resolve();
+  const taken = (results: readonly ScanResult[]): Promise<void> => {
+    waiting += 1;
+    last = take(results).finally(() => {
+      waiting -= 1;
+    });
+    return last;
+  };
   try {
-    const started = others
-      .filter((s) => s.jobs.length > 0)
-      .map((share) => startWorker(share, metered, pieceBytes, take, workers));
+    const started = Array.from({ length: Math.max(0, n - 1) }, () =>
+      startWorker(queue, metered, pieceBytes, taken, workers),
+    );
     let failed: unknown;
     for (const p of started) p.catch((error: unknown) => (failed ??= error));
-    for (const piece of pieces(own?.jobs ?? [], pieceBytes)) {
+    const own = new PieceScanner(metered);
+    for (;;) {
       if (failed !== undefined) throw failed;
+      if (waiting > 0) {
+        // A failed write is the scan's failure: it reaches `failed` or this thread's own await.
+        await last.catch(() => undefined);
+        continue;
+      }
+      const job = queue.claim();
+      if (job === undefined) break;
       await pause(false);
-      await take(scanFiles(piece, metered));
-      // Let the other threads' pieces in (their messages are taken between two of ours).
+      own.add(job);
+      if (own.bytes >= pieceBytes) await taken(own.take());
+      // Let the workers' pieces in (their messages are taken between two files of this thread).
       await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));
     }
+    if (!own.empty) await taken(own.take());
     await pause(true);
     await Promise.all(started);
     // The last pieces the workers sent, written (a failure there is the scan's too).
     await pause(true);
   } catch (cause) {
     // One thread failed: the others' work is wasted anyway; stop them instead of waiting.
+    queue.release();
     await Promise.all(workers.map((w) => w.terminate()));
     throw new LoopError('internal', `the transcript scan failed: ${describeError(cause)}`, {
       cause,
