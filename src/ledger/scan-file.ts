@@ -3,23 +3,15 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 /**
  * Reads the usage records of one Claude Code transcript file from a byte offset, fast: lines are
  * filtered as bytes before anything is decoded (only an `assistant` record with a `"usage":{` key is
- * looked at), and of those only the few fields the ledger needs are decoded — the usage object (a
- * small JSON.parse), the model, the message and request ids, the timestamp and the session id. The
+ * looked at), and of those only the few fields the ledger needs are decoded (scan-record.ts). The
  * file is streamed in chunks, never read whole; a line longer than a chunk is assembled in a grown
  * buffer (up to 64 MB, then skipped). Only complete lines are read: the cursor stops before a
  * partial last line.
- *
- * Why byte patterns are safe here: inside a JSON string a quote is escaped (`\"`), so the literal
- * `"usage":{` or `"type":"assistant"` can only be a key or value of the record's own objects.
- * The record's own `message.usage` is the last `"usage":{` of its line (it follows the content).
  */
 
-/** One request: [key, sessionId, timestamp, model, input, output, cacheRead, cacheCreation]. */
-/**
- * key, session id, time, model, input, output, cache read, cache write — and of the cache writes,
- * those written for an hour (`usage.cache_creation.ephemeral_1h_input_tokens`; 0 when not said).
- */
-export type ScannedRecord = [string, string, string, string, number, number, number, number, number];
+import { lastIndexIn, recordAt, type ScannedRecord, USAGE } from './scan-record.js';
+
+export { recordOf, type ScannedRecord } from './scan-record.js';
 
 export interface ScanCursor {
   offset: number;
@@ -46,140 +38,8 @@ const CHUNK = 4 * 1024 * 1024;
 const MAX_LINE = 64 * 1024 * 1024;
 const MAX_WARNINGS = 5;
 
-const USAGE = Buffer.from('"usage":{');
 const ASSISTANT = Buffer.from('"type":"assistant"');
 const ASSISTANT_RECORD = Buffer.from(',"type":"assistant"');
-const MESSAGE = Buffer.from('"message":{');
-const ID = Buffer.from('"id":"');
-const MODEL = Buffer.from('"model":"');
-const REQUEST_ID = Buffer.from('"requestId":"');
-const TIMESTAMP = Buffer.from('"timestamp":"');
-const SESSION_ID = Buffer.from('"sessionId":"');
-
-/** The string value after `key` (no escapes expected in these fields; a backslash rejects it). */
-function stringAfter(line: Buffer, at: number, key: Buffer): string | undefined {
-  if (at < 0) return undefined;
-  const start = at + key.length;
-  const end = line.indexOf(0x22, start);
-  if (end < 0 || end - start > 512) return undefined;
-  const value = line.toString('latin1', start, end);
-  return value.includes('\\') ? undefined : value;
-}
-
-const OUTPUT = Buffer.from('"output_tokens":');
-
-/** The output count of the line's own usage object, read without parsing it. */
-function outputTokensOf(line: Buffer): number | undefined {
-  const at = line.indexOf(OUTPUT, line.lastIndexOf(USAGE));
-  if (at < 0) return undefined;
-  let n = 0;
-  let digits = 0;
-  for (let i = at + OUTPUT.length; i < line.length && digits < 15; i++, digits++) {
-    const c = line[i] as number;
-    if (c < 0x30 || c > 0x39) break;
-    n = n * 10 + (c - 0x30);
-  }
-  return digits > 0 ? n : undefined;
-}
-
-/** The `{…}` object starting at `open`, by brace depth, skipping strings. */
-function objectAt(line: Buffer, open: number): string | undefined {
-  let depth = 0;
-  let inString = false;
-  for (let i = open; i < line.length && i - open < 16_384; i++) {
-    const c = line[i];
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b) depth++;
-    else if (c === 0x7d) {
-      depth--;
-      if (depth === 0) return line.toString('utf8', open, i + 1);
-    }
-  }
-  return undefined;
-}
-
-const count = (value: unknown): number | undefined =>
-  value === undefined || value === null
-    ? 0
-    : Number.isSafeInteger(value) && (value as number) >= 0
-      ? (value as number)
-      : undefined;
-
-/**
- * A candidate line → a record, the reason it is unusable, or `null` when its key is in `seen` (a
- * copy: the other fields are not even read). Fields are looked for where Claude Code writes them —
- * ids and model at the start of the message, usage at its end, request id and timestamp after it —
- * so no search walks the whole line.
- */
-export function recordOf(
-  line: Buffer,
-  seen?: ReadonlyMap<string, ScannedRecord>,
-  metered?: ReadonlySet<string>,
-): ScannedRecord | string | null {
-  const m = line.indexOf(MESSAGE);
-  const messageId = m >= 0 ? stringAfter(line, line.indexOf(ID, m), ID) : undefined;
-  const first = messageId === undefined ? undefined : seen?.get(messageId);
-  if (first) {
-    // A copy (one per content block): while the answer streams, early copies can carry a
-    // placeholder output count — the largest one seen is the message's.
-    const output = outputTokensOf(line);
-    if (output !== undefined && output > first[5]) first[5] = output;
-    // A copy in a session metered per turn marks the message as that session's (a fork read first).
-    if (metered && metered.size > 0 && !metered.has(first[1])) {
-      const sessionId = stringAfter(line, line.indexOf(SESSION_ID), SESSION_ID);
-      if (sessionId && metered.has(sessionId)) first[1] = sessionId;
-    }
-    return null;
-  }
-  const u = line.lastIndexOf(USAGE);
-  const text = objectAt(line, u + USAGE.length - 1);
-  if (text === undefined) return 'usage object not closed';
-  let usage: Record<string, unknown>;
-  try {
-    usage = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return 'usage object is not JSON';
-  }
-  const requestId = stringAfter(line, line.indexOf(REQUEST_ID, u), REQUEST_ID);
-  const key = messageId ?? requestId;
-  if (!key) return 'no message or request id';
-  const copyOf = seen?.get(key);
-  if (copyOf) {
-    const output = count(usage.output_tokens);
-    if (output !== undefined && output > copyOf[5]) copyOf[5] = output;
-    return null;
-  }
-  const timestamp = stringAfter(line, line.lastIndexOf(TIMESTAMP), TIMESTAMP);
-  if (!timestamp || Number.isNaN(Date.parse(timestamp))) return 'no usable timestamp';
-  const input = count(usage.input_tokens);
-  const output = count(usage.output_tokens);
-  const cacheRead = count(usage.cache_read_input_tokens);
-  const cacheCreation = count(usage.cache_creation_input_tokens);
-  if (input === undefined || output === undefined || cacheRead === undefined || cacheCreation === undefined) {
-    return 'a token count is not a non-negative whole number';
-  }
-  return [
-    key,
-    stringAfter(line, line.indexOf(SESSION_ID), SESSION_ID) ?? '',
-    new Date(timestamp).toISOString(),
-    stringAfter(line, line.indexOf(MODEL, Math.max(m, 0)), MODEL) ?? '',
-    input,
-    output,
-    cacheRead,
-    cacheCreation,
-    oneHourWrites(usage.cache_creation, cacheCreation),
-  ];
-}
-
-/** The 1-hour cache writes of a usage object's `cache_creation` split: a part of `total`, never more. */
-function oneHourWrites(split: unknown, total: number): number {
-  if (typeof split !== 'object' || split === null) return 0;
-  const oneHour = count((split as Record<string, unknown>).ephemeral_1h_input_tokens);
-  return oneHour === undefined ? 0 : Math.min(oneHour, total);
-}
 
 /** One file to scan, from where the last scan of it stopped. */
 export interface ScanJob {
@@ -298,8 +158,8 @@ export function scanFile(
         continue;
       }
       const complete = lastNewline + 1;
-      const take = (line: Buffer, lineStart: number) => {
-        const r = recordOf(line, seen, metered);
+      const take = (lineStart: number, lineEnd: number, u?: number) => {
+        const r = recordAt(buffer, lineStart, lineEnd, seen, metered, u);
         if (r === null) out.duplicates += 1;
         else if (typeof r === 'string') skip(r, out.offset + lineStart);
         else {
@@ -343,7 +203,7 @@ function startOf(
 function assistantLines(
   buffer: Buffer,
   complete: number,
-  take: (line: Buffer, lineStart: number) => void,
+  take: (lineStart: number, lineEnd: number, u?: number) => void,
 ): void {
   let found = 0;
   for (let s = 0; s < complete; ) {
@@ -351,11 +211,12 @@ function assistantLines(
     if (a < 0 || a >= complete) break;
     const lineStart = buffer.lastIndexOf(0x0a, a) + 1;
     const lineEnd = buffer.indexOf(0x0a, a);
-    const line = buffer.subarray(lineStart, lineEnd);
-    // The usage object is in the message, before the type (searched back from there).
-    if (line.lastIndexOf(USAGE, a - lineStart) >= 0) {
+    // The usage object is in the message, before the type: its last key is the record's own usage,
+    // and it is where recordAt reads it.
+    const u = lastIndexIn(buffer, USAGE, lineStart, lineEnd);
+    if (u >= 0 && (u < a || lastIndexIn(buffer, USAGE, lineStart, lineEnd, a) >= 0)) {
       found += 1;
-      take(line, lineStart);
+      take(lineStart, lineEnd, u);
     }
     s = lineEnd + 1;
   }
@@ -365,8 +226,7 @@ function assistantLines(
     const lineStart = buffer.lastIndexOf(0x0a, u) + 1;
     const lineEnd = buffer.indexOf(0x0a, u);
     // The record's own type follows its message: looked for from the end.
-    const line = buffer.subarray(lineStart, lineEnd);
-    if (line.lastIndexOf(ASSISTANT) >= 0) take(line, lineStart);
+    if (lastIndexIn(buffer, ASSISTANT, lineStart, lineEnd) >= 0) take(lineStart, lineEnd);
     s = lineEnd + 1;
   }
 }
