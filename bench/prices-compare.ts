@@ -140,7 +140,7 @@ export function compare(mine: ReturnType<typeof ours>, cc: ModelRow[], longConte
     const diff = costA !== null && costB !== null && costB > 0 ? pct(costA, costB) : '—';
     const kinds = [ta.input, ta.output, ta.other, ta.cacheRead, ta.cacheWrite].map(n).join(' / ');
     console.log(
-      `${key.padEnd(22)} ${(a.length ? kinds : '—').padEnd(52)} ${(a.length ? n(total(ta)) : '—').padStart(9)} ${(b.length ? n(total(tb)) : '—').padStart(9)} ${a.length && b.length ? (equal ? 'yes' : 'NO ') : '—  '}  ${usd(costA).padStart(11)} ${(missing ? 'unpriced' : usd(costB)).padStart(11)}  ${diff}`,
+      `${key.padEnd(22)} ${(a.length ? kinds : '—').padEnd(52)} ${(a.length ? n(total(ta)) : '—').padStart(9)} ${(b.length ? n(total(tb)) : '—').padStart(9)} ${a.length && b.length ? (equal ? 'yes' : 'NO ') : '—  '}  ${usd(costA).padStart(11)} ${(b.length === 0 ? '—' : missing ? 'unpriced' : usd(costB)).padStart(11)}  ${diff}`,
     );
     const extra = longContextExtra(key, longContext);
     if (costA !== null && costB !== null && extra > 0) {
@@ -150,6 +150,9 @@ export function compare(mine: ReturnType<typeof ours>, cc: ModelRow[], longConte
     }
   }
   console.log(`\ntoken totals equal for every model both count: ${allEqual ? 'yes' : 'NO'}`);
+  console.log(
+    "(a model only one side has: the gateway meters every response, also Gemini CLI's routing call, which its chat file does not record)",
+  );
   for (const note of notes) console.log(`difference explained — ${note}`);
   console.log(`unknown to the-loop (named under "Not included"): ${mine.unpriced.join(', ') || 'none'}`);
   console.log(
