@@ -107,25 +107,41 @@ const isUsage = (v: unknown): boolean =>
     (v.cache_read_input_tokens === null || optNumber(v.cache_read_input_tokens)) &&
     (v.cache_creation_input_tokens === null || optNumber(v.cache_creation_input_tokens)));
 
-const checks: Record<keyof typeof schemas, QuickCheck> = {
-  system: (e) => optString(e.subtype) && optString(e.session_id) && optString(e.model),
-  assistant: ({ message: m }) =>
-    isFields(m) && optString(m.id) && optString(m.model) && (m.content === undefined || isBlocks(m.content)),
-  user: ({ message: m }) =>
-    isFields(m) && (m.content === undefined || typeof m.content === 'string' || isBlocks(m.content)),
-  result: (e) =>
-    optString(e.subtype) &&
-    optBoolean(e.is_error) &&
-    optString(e.session_id) &&
-    optNumber(e.total_cost_usd) &&
-    isUsage(e.usage) &&
-    (e.modelUsage === undefined || isFields(e.modelUsage)) &&
-    (e.errors === undefined || Array.isArray(e.errors)) &&
-    (e.permission_denials === undefined || Array.isArray(e.permission_denials)),
+const quickCheck: QuickCheck = (type, e) => {
+  switch (type) {
+    case 'system':
+      return optString(e.subtype) && optString(e.session_id) && optString(e.model);
+    case 'assistant': {
+      const m = e.message;
+      return (
+        isFields(m) &&
+        optString(m.id) &&
+        optString(m.model) &&
+        (m.content === undefined || isBlocks(m.content))
+      );
+    }
+    case 'user': {
+      const m = e.message;
+      return isFields(m) && (m.content === undefined || typeof m.content === 'string' || isBlocks(m.content));
+    }
+    case 'result':
+      return (
+        optString(e.subtype) &&
+        optBoolean(e.is_error) &&
+        optString(e.session_id) &&
+        optNumber(e.total_cost_usd) &&
+        isUsage(e.usage) &&
+        (e.modelUsage === undefined || isFields(e.modelUsage)) &&
+        (e.errors === undefined || Array.isArray(e.errors)) &&
+        (e.permission_denials === undefined || Array.isArray(e.permission_denials))
+      );
+    default:
+      return false;
+  }
 };
 
 /** Exported for the test that holds the quick checks to the schemas. */
-export { checks as claudeEventChecks, schemas as claudeEventSchemas };
+export { quickCheck as claudeQuickCheck, schemas as claudeEventSchemas };
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -208,10 +224,10 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
  * the quick checks to (the same events for every line).
  */
 export function claudeStreamJsonParser(quick = true): ProtocolParser {
-  const quickChecks = quick ? checks : undefined;
+  const check = quick ? quickCheck : undefined;
   return {
     push(line) {
-      const decoded = decodeLine<Decoded>(line, schemas, quickChecks);
+      const decoded = decodeLine<Decoded>(line, schemas, check);
       if (!decoded.ok) return decoded.event ? [decoded.event] : [];
       const event = decoded.value;
       switch (event.type) {

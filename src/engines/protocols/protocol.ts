@@ -58,21 +58,22 @@ const num = (value: unknown): number =>
 export { num as nonNegative };
 
 /**
- * A hand-written mirror of one type's schema, for the hot path: true only for a value the schema
- * accepts, and then the caller reads the parsed value as it is (only the schema's fields).
+ * A hand-written mirror of the schemas, for the hot path: true only for a value of a known type that
+ * its type's schema accepts, and then the caller reads the parsed value as it is (only the schema's
+ * fields).
  */
-export type QuickCheck = (value: Record<string, unknown>) => boolean;
+export type QuickCheck = (type: string, value: Record<string, unknown>) => boolean;
 
 /**
  * Decode and validate one JSON line: a diagnostic for anything that is not a JSON object with a
  * string `type`, or that fails the schema given for its type. Unknown types yield `null` (tolerated).
- * With `checks`, a value its type's check accepts skips the schema; any other value goes to the
- * schema, which decides and words the error — a check too strict costs time, never a result.
+ * With `check`, a value it accepts skips the schema; any other value goes to the schema, which
+ * decides and words the error — a check too strict costs time, never a result.
  */
 export function decodeLine<T>(
   line: string,
   schemas: Record<string, z.ZodType<T>>,
-  checks?: Readonly<Record<string, QuickCheck>>,
+  check?: QuickCheck,
 ): { ok: true; value: T; type: string } | { ok: false; event: TurnEvent | null } {
   let parsed: unknown;
   try {
@@ -94,10 +95,9 @@ export function decodeLine<T>(
     };
   }
   const type = (parsed as { type: string }).type;
+  if (check?.(type, parsed as Record<string, unknown>)) return { ok: true, value: parsed as T, type };
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { ok: false, event: null };
-  const check = checks && Object.hasOwn(checks, type) ? checks[type] : undefined;
-  if (check?.(parsed as Record<string, unknown>)) return { ok: true, value: parsed as T, type };
   const result = schema.safeParse(parsed);
   if (!result.success) {
     const issue = result.error.issues[0];

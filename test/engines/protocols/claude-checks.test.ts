@@ -10,8 +10,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { TurnEvent } from '../../../src/core/events.js';
 import {
-  claudeEventChecks,
   claudeEventSchemas,
+  claudeQuickCheck,
   claudeStreamJsonParser,
 } from '../../../src/engines/protocols/claude-stream-json.js';
 
@@ -134,7 +134,7 @@ describe('claude-stream-json quick checks', () => {
     expect(hostile.length).toBeGreaterThan(5000);
     const verdicts = hostile.map((line) => {
       const value = JSON.parse(line) as Record<string, unknown>;
-      const type = value.type as keyof typeof claudeEventChecks;
+      const type = value.type as keyof typeof claudeEventSchemas;
       return claudeEventSchemas[type].safeParse(value).success;
     });
     expect(verdicts.filter((ok) => ok).length).toBeGreaterThan(1000);
@@ -145,12 +145,18 @@ describe('claude-stream-json quick checks', () => {
     const mismatches: string[] = [];
     for (const line of [...RECORDED, ...hostile]) {
       const value = JSON.parse(line) as Record<string, unknown>;
-      const type = value.type as keyof typeof claudeEventChecks;
+      const type = value.type as keyof typeof claudeEventSchemas;
       const schema = claudeEventSchemas[type].safeParse(value).success;
-      const check = claudeEventChecks[type](value);
+      const check = claudeQuickCheck(type, value);
       if (schema !== check) mismatches.push(`schema ${schema}, check ${check}: ${line.slice(0, 300)}`);
     }
     expect(mismatches).toEqual([]);
+  });
+
+  it('accept no unknown type, Object.prototype names included (the schemas decide those)', () => {
+    for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'stream_event', '']) {
+      expect(claudeQuickCheck(type, { type, message: {} }), type).toBe(false);
+    }
   });
 
   it('give the events of the schema-only parser on every recorded line', () => {
