@@ -145,23 +145,37 @@ export { quickCheck as claudeQuickCheck, schemas as claudeEventSchemas };
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
+type Block = z.infer<typeof contentBlock>;
+
+/** The event of one assistant content block, if it makes one. */
+function blockEvent(block: Block, synthetic: boolean): TurnEvent | undefined {
+  if (block.type === 'text' && typeof block.text === 'string') {
+    // Claude Code reports API failures as a synthetic assistant message ("API Error: ...").
+    return synthetic ? { type: 'error', message: summarize(block.text) } : { type: 'text', text: block.text };
+  }
+  if (block.type === 'tool_use') {
+    return {
+      type: 'tool-use',
+      id: str(block.id) ?? '',
+      name: str(block.name) ?? 'unknown',
+      input: block.input ?? null,
+    };
+  }
+  return undefined;
+}
+
 function assistantEvents(event: z.infer<typeof schemas.assistant>): TurnEvent[] {
-  const out: TurnEvent[] = [];
+  const blocks = event.message.content ?? [];
   const synthetic = event.message.model === '<synthetic>';
-  for (const block of event.message.content ?? []) {
-    if (block.type === 'text' && typeof block.text === 'string') {
-      // Claude Code reports API failures as a synthetic assistant message ("API Error: ...").
-      out.push(
-        synthetic ? { type: 'error', message: summarize(block.text) } : { type: 'text', text: block.text },
-      );
-    } else if (block.type === 'tool_use') {
-      out.push({
-        type: 'tool-use',
-        id: str(block.id) ?? '',
-        name: str(block.name) ?? 'unknown',
-        input: block.input ?? null,
-      });
-    }
+  // Claude Code prints one assistant event per content block: that one is the usual case.
+  if (blocks.length === 1) {
+    const only = blockEvent(blocks[0] as Block, synthetic);
+    return only ? [only] : [];
+  }
+  const out: TurnEvent[] = [];
+  for (const block of blocks) {
+    const one = blockEvent(block, synthetic);
+    if (one) out.push(one);
   }
   return out;
 }
@@ -179,9 +193,20 @@ function userEvents(event: z.infer<typeof schemas.user>): TurnEvent[] {
     }));
 }
 
+/** The models of a result's modelUsage, comma-separated; a "__proto__" key is not one (z.record drops it). */
+function modelsOf(modelUsage: Record<string, unknown> | undefined): string | undefined {
+  let names: string | undefined;
+  for (const key of Object.keys(modelUsage ?? {})) {
+    if (key !== '__proto__') names = names === undefined ? key : `${names},${key}`;
+  }
+  return names;
+}
+
 function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
   const out: TurnEvent[] = [];
-  for (const denial of (event.permission_denials ?? []).slice(0, 100)) {
+  const denials = event.permission_denials ?? [];
+  for (let i = 0; i < denials.length && i < 100; i++) {
+    const denial = denials[i];
     const d = denial && typeof denial === 'object' ? (denial as Record<string, unknown>) : {};
     out.push({
       type: 'tool-refused',
@@ -190,22 +215,20 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
       input: d.tool_input,
     });
   }
-  if (event.usage) {
-    // As z.record reads it: a "__proto__" key is not a model (the schema's output drops it).
-    const models = Object.keys(event.modelUsage ?? {}).filter((key) => key !== '__proto__');
-    out.push({
-      type: 'usage',
-      usage: {
-        inputTokens: nonNegative(event.usage.input_tokens),
-        outputTokens: nonNegative(event.usage.output_tokens),
-        cacheReadTokens: nonNegative(event.usage.cache_read_input_tokens),
-        cacheCreationTokens: nonNegative(event.usage.cache_creation_input_tokens),
-        reasoningTokens: 0,
-      },
-      model: models.length > 0 ? models.join(',') : undefined,
-      costUsd: event.total_cost_usd,
-    });
-  }
+  const usage: TurnEvent | undefined = event.usage
+    ? {
+        type: 'usage',
+        usage: {
+          inputTokens: nonNegative(event.usage.input_tokens),
+          outputTokens: nonNegative(event.usage.output_tokens),
+          cacheReadTokens: nonNegative(event.usage.cache_read_input_tokens),
+          cacheCreationTokens: nonNegative(event.usage.cache_creation_input_tokens),
+          reasoningTokens: 0,
+        },
+        model: modelsOf(event.modelUsage),
+        costUsd: event.total_cost_usd,
+      }
+    : undefined;
   const ok = event.is_error !== true && (event.subtype === undefined || event.subtype === 'success');
   let message: string | undefined;
   if (!ok) {
@@ -215,7 +238,11 @@ function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
         : summarize(event.errors ?? event.subtype);
     message = summarize(detail);
   }
-  out.push({ type: 'turn-end', ok, message, subtype: event.subtype });
+  const end: TurnEvent = { type: 'turn-end', ok, message, subtype: event.subtype };
+  // Arrays of the size they end up (the usual result refuses nothing).
+  if (out.length === 0) return usage ? [usage, end] : [end];
+  if (usage) out.push(usage);
+  out.push(end);
   return out;
 }
 

@@ -329,6 +329,54 @@ describe('claude-stream-json on hand-written shapes', () => {
       { type: 'tool-use', id: '', name: 'unknown', input: null },
     ]);
   });
+
+  it('permission denials → tool-refused events (at most 100), before usage and turn-end', () => {
+    const line = JSON.stringify({
+      type: 'result',
+      subtype: 'success',
+      usage: { input_tokens: 1 },
+      permission_denials: [
+        { tool_name: 'Bash', tool_use_id: 't1', tool_input: { command: 'git push' } },
+        null,
+        'x',
+        { tool_name: 7 },
+      ],
+    });
+    expect(push(line)).toEqual([
+      { type: 'tool-refused', tool: 'Bash', id: 't1', input: { command: 'git push' } },
+      { type: 'tool-refused', tool: 'unknown', id: undefined, input: undefined },
+      { type: 'tool-refused', tool: 'unknown', id: undefined, input: undefined },
+      { type: 'tool-refused', tool: 'unknown', id: undefined, input: undefined },
+      {
+        type: 'usage',
+        usage: {
+          inputTokens: 1,
+          outputTokens: 0,
+          cacheReadTokens: 0,
+          cacheCreationTokens: 0,
+          reasoningTokens: 0,
+        },
+        model: undefined,
+        costUsd: undefined,
+      },
+      { type: 'turn-end', ok: true, message: undefined, subtype: 'success' },
+    ]);
+    const many = push(
+      JSON.stringify({
+        type: 'result',
+        permission_denials: Array.from({ length: 150 }, (_, i) => ({ tool_name: `T${i}` })),
+      }),
+    );
+    expect(types(many)).toEqual([...Array(100).fill('tool-refused'), 'turn-end']);
+  });
+
+  it('the models of modelUsage are named in its key order; none named when it is empty', () => {
+    const usage = (modelUsage: unknown) =>
+      push(JSON.stringify({ type: 'result', usage: {}, modelUsage }))[0] as { model?: string };
+    expect(usage({ 'claude-a': {}, 'claude-b': {} }).model).toBe('claude-a,claude-b');
+    expect(usage({}).model).toBeUndefined();
+    expect(usage(undefined).model).toBeUndefined();
+  });
 });
 
 describe('codex-json on recorded Codex 0.171.0 output', () => {
