@@ -5,7 +5,9 @@
  *   npm run bench:parse            (MB = 10^6 bytes; corpus ≈ 64 MB of recorded events)
  *
  * The corpus repeats real recorded Claude Code output (test/fixtures/streams/claude/*.jsonl), so the
- * mix of init, assistant, tool_result and result events is what the engine really prints.
+ * mix of init, assistant, tool_result and result events is what the engine really prints. Every line
+ * is validated: by the parser's quick checks, which accept exactly what its zod schemas accept
+ * (test/engines/protocols/claude-checks.test.ts), and by the schemas for anything they refuse.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
