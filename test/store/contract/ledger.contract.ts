@@ -223,6 +223,25 @@ function importsReportsAndRestart(factory: StoreFactory): void {
     expect(await totalRows(after)).toBe(3);
   });
 
+  it('an import whose piece fails to be written drops what it had not committed, and ends', async () => {
+    const writes = await store().ledger.beginImport({ commitEveryMs: 60_000 });
+    await writes.write({ add: [entry({ sourceId: 'kept' })], correct: [], remove: [] }, perOutputToken);
+    await writes.commit(true);
+    await writes.write({ add: [entry({ sourceId: 'pending' })], correct: [], remove: [] }, perOutputToken);
+    // A row the store refuses (no such payer kind), after one it took in the same piece.
+    const refused = entry({ sourceId: 'refused', payer: { kind: 'bogus' as 'unknown', id: null } });
+    await expect(
+      writes.write({ add: [entry({ sourceId: 'half' }), refused], correct: [], remove: [] }, perOutputToken),
+    ).rejects.toThrow();
+    await expect(
+      writes.write({ add: [entry({ sourceId: 'late' })], correct: [], remove: [] }, perOutputToken),
+    ).rejects.toThrow(/ended/);
+    await writes.finish();
+    expect(await totalRows(store().ledger)).toBe(1);
+    // The store takes writes again.
+    expect(await store().ledger.add([entry({ sourceId: 'after' })], perOutputToken)).toBe(1);
+  });
+
   it('reports groups in key order and drives newest first, over [since, until)', async () => {
     await store().ledger.add(
       [
