@@ -33,7 +33,8 @@ export interface FileScan {
   warnings: string[];
 }
 
-const CHUNK = 4 * 1024 * 1024;
+/** Bytes read at a time, into one buffer per thread (4 MB held 6 MB more over two threads, no faster). */
+const CHUNK = 1024 * 1024;
 /** A candidate line longer than this is skipped (a real record this long is an image dump). */
 const MAX_LINE = 64 * 1024 * 1024;
 const MAX_WARNINGS = 5;
