@@ -8,7 +8,7 @@
 const { mkdirSync, readFileSync, statSync, writeFileSync } = require('node:fs');
 const Module = require('node:module');
 const { join } = require('node:path');
-const { constants, Script } = require('node:vm');
+const { Script } = require('node:vm');
 
 const DIST = join(__dirname, '..', 'dist');
 const BUNDLE = join(DIST, 'cli.cjs');
@@ -19,13 +19,13 @@ const MAGIC = 'the-loop-code-cache-1';
  * One cache per command group (`usage`, `sessions` …, `other` for the rest): each holds what its
  * commands compiled, so a command deserializes only its own code.
  */
-const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'serve', 'other'];
+const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'serve', 'mcp', 'other'];
 
 /**
- * The daemon runs tsc's dist/, not the bundle: its start is paid once, and the stack traces in its
- * log keep their names and files.
+ * The daemon and the connector's server run tsc's dist/, not the bundle: their start is paid once,
+ * and the stack traces in their logs keep their names and files.
  */
-const UNBUNDLED = ['serve'];
+const UNBUNDLED = ['serve', 'mcp'];
 
 /** The group of an argv (`node the-loop [globals] <command> …`): the first word not an option's. */
 function commandGroup(argv) {
@@ -41,23 +41,34 @@ function commandGroup(argv) {
   return 'other';
 }
 
-/** `<magic> <size> <mtimeMs>\n`: what the cache was made from. */
-function header(stat) {
-  return `${MAGIC} ${stat.size} ${stat.mtimeMs}\n`;
+/**
+ * `<magic> <build id> <size> <mtimeMs>\n`: what the cache was made from. The build id is on the
+ * bundle's first line (a random id, new at each build): a bundle rebuilt with the same size and
+ * mtime still has another.
+ */
+function header(stat, buildId) {
+  return `${MAGIC} ${buildId} ${stat.size} ${stat.mtimeMs}\n`;
 }
 
-/** V8's data in a cache file's bytes, if the file was made from this bundle (its size and mtime). */
-function cachedDataOf(stat, bytes) {
-  const expected = Buffer.from(header(stat));
+/** The build id on the bundle's first line ('' when there is none). */
+function buildIdOf(source) {
+  const match = /^\/\*the-loop-build:([0-9a-f]{16,64})\*\//.exec(source);
+  return match ? match[1] : '';
+}
+
+/** V8's data in a cache file's bytes, if the file was made from this bundle (build id, size, mtime). */
+function cachedDataOf(stat, buildId, bytes) {
+  if (!buildId) return undefined;
+  const expected = Buffer.from(header(stat, buildId));
   if (bytes.length <= expected.length || !bytes.subarray(0, expected.length).equals(expected))
     return undefined;
   return bytes.subarray(expected.length);
 }
 
-function readCache(stat, group) {
+function readCache(stat, buildId, group) {
   if (!group) return undefined;
   try {
-    return cachedDataOf(stat, readFileSync(join(CACHE_DIR, `${group}.bin`)));
+    return cachedDataOf(stat, buildId, readFileSync(join(CACHE_DIR, `${group}.bin`)));
   } catch {
     return undefined;
   }
@@ -71,15 +82,13 @@ function loadCli(group) {
   const source = readFileSync(BUNDLE, 'latin1');
   const script = new Script(Module.wrap(source), {
     filename: BUNDLE,
-    cachedData: readCache(stat, group),
-    // node-pty and other packages the bundle leaves out are loaded by import().
-    importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+    cachedData: readCache(stat, buildIdOf(source), group),
   });
   const bundle = { exports: {} };
   script
     .runInThisContext()
     .call(bundle.exports, bundle.exports, Module.createRequire(BUNDLE), bundle, BUNDLE, DIST);
-  return { exports: bundle.exports, script, stat };
+  return { exports: bundle.exports, script, stat, buildId: buildIdOf(source) };
 }
 
 /**
@@ -87,11 +96,22 @@ function loadCli(group) {
  * group's cache of what they compiled.
  */
 async function trainCodeCache(group, commands) {
-  const { exports, script, stat } = loadCli(undefined);
+  const { exports, script, stat, buildId } = loadCli(undefined);
   for (const args of commands) await exports.main(['node', 'the-loop', ...args]);
   mkdirSync(CACHE_DIR, { recursive: true });
-  const data = Buffer.concat([Buffer.from(header(stat)), script.createCachedData()]);
+  if (!buildId) throw new Error(`${BUNDLE} has no build id on its first line`);
+  const data = Buffer.concat([Buffer.from(header(stat, buildId)), script.createCachedData()]);
   writeFileSync(join(CACHE_DIR, `${group}.bin`), data);
 }
 
-module.exports = { UNBUNDLED, commandGroup, header, cachedDataOf, loadCli, trainCodeCache, BUNDLE, GROUPS };
+module.exports = {
+  UNBUNDLED,
+  commandGroup,
+  header,
+  buildIdOf,
+  cachedDataOf,
+  loadCli,
+  trainCodeCache,
+  BUNDLE,
+  GROUPS,
+};

@@ -22,6 +22,7 @@
  * Prints nothing on success; on failure, what failed, and exits 1.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -66,6 +67,7 @@ export const LAZY_HELPER = `const __theLoopLazy = (id) => {
   const load = () => (m ??= require(id));
   return new Proxy({}, {
     get: (_, k) => load()[k],
+    defineProperty: (_, k, d) => Reflect.defineProperty(load(), k, d),
     set: (_, k, v) => ((load()[k] = v), true),
     has: (_, k) => k in load(),
     ownKeys: () => Reflect.ownKeys(load()),
@@ -83,7 +85,7 @@ export const LAZY_HELPER = `const __theLoopLazy = (id) => {
  */
 export function lazyBuiltins(code: string): string {
   const lazy = new RegExp(`\\brequire\\("(node:)?(${LAZY_BUILTINS.join('|')})"\\)`, 'g');
-  const imports = new RegExp(`\\bimport\\("(${EXTERNAL.join('|')})"\\)`, 'g');
+  const imports = new RegExp(`\\bimport\\("((?:${EXTERNAL.join('|')})(?:/[^"]*)?)"\\)`, 'g');
   return code
     .replace(lazy, (_, _prefix, name: string) => `__theLoopLazy("node:${name}")`)
     .replace(imports, (_, name: string) => `Promise.resolve().then(() => require("${name}"))`);
@@ -119,7 +121,7 @@ export async function bundleCli(): Promise<void> {
     plugins: [distImportMeta],
     // The bundle sits in dist/, so __dirname is tsc's outDir.
     banner: {
-      js: `'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
+      js: `/*the-loop-build:${randomBytes(16).toString('hex')}*/\n'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
     },
     // ASCII only (the loader reads it as latin1); minified: every byte is read and every name
     // deserialized at each start (a third less time than names kept). Readable stack traces:
@@ -132,9 +134,16 @@ export async function bundleCli(): Promise<void> {
     logLevel: 'silent',
     write: false,
   });
+  // A warning (an import.meta of a bundled package left empty, …) is a bundle that may misbehave.
+  if (result.warnings.length > 0)
+    throw new Error(`esbuild warned:\n${result.warnings.map((w) => `  ${w.text}`).join('\n')}`);
   const [output] = result.outputFiles;
   if (!output || result.outputFiles.length !== 1) throw new Error('esbuild wrote no single bundle');
-  writeFileSync(BUNDLE, lazyBuiltins(output.text));
+  const code = lazyBuiltins(output.text);
+  // The loader gives vm.Script no import() support (Node's is experimental): none may remain.
+  if (/\bimport\(/.test(code))
+    throw new Error('the bundle still has an import() (an external package loaded by import()?)');
+  writeFileSync(BUNDLE, code);
 }
 
 /**

@@ -2,10 +2,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadedConfig } from './config/load.js';
 import type { Logger } from './log/logger.js';
+import type { Base } from './main-base.js';
 import { ProcessRunner, type ProcessRunnerOptions } from './runners/process/process-runner.js';
-import type { Runner } from './runners/runner.js';
+import { adoptingRunners, type Runner } from './runners/runner.js';
 import { Tmux } from './runners/tmux/tmux.js';
 import { TmuxRunner } from './runners/tmux/tmux-runner.js';
+import { recoverLostTurns } from './sessions/recovery.js';
 
 /**
  * The runners and the tmux client (part of the composition root, beside main.ts). Apart from
@@ -34,4 +36,14 @@ export function createRunners(
       logger,
     }),
   };
+}
+
+/**
+ * What a command that shows turns does first, as the app does when it starts: running turns whose
+ * owner process died are marked lost (those of runners that adopt their turns are left to the
+ * daemon), so `sessions list` and `events list`/`show` never show a dead turn as running.
+ */
+export async function recoverForReaders(base: Base): Promise<void> {
+  const runners = createRunners(base.loaded, base.logger, {});
+  await recoverLostTurns(base.sessions, adoptingRunners(runners), base.logger);
 }

@@ -54,7 +54,8 @@ const COMMAND_GROUPS: ReadonlyArray<
 export function commandOf(argv: readonly string[]): string | undefined {
   for (let i = 2; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (arg === '--') return undefined;
+    // `--help <command>` prints the program's help, which lists every command.
+    if (arg === '--' || arg === '-h' || arg === '--help') return undefined;
     if (arg === '-c' || arg === '--config' || arg === '--data-dir') i++;
     else if (!arg.startsWith('-'))
       return COMMAND_GROUPS.some(([names]) => names.includes(arg)) ? arg : undefined;

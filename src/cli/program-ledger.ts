@@ -10,6 +10,7 @@ import type { ProgramContext } from './program-context.js';
 /** The inbox and the registry's turns, for the commands that only read them (no app, no recovery). */
 const eventsView = async (base: Base) => {
   const { openInbox } = await import('../main-base.js');
+  await (await import('../main-runners.js')).recoverForReaders(base);
   return { inbox: openInbox(base), store: base.sessions };
 };
 

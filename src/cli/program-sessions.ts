@@ -20,7 +20,10 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp, 
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) =>
       // Reads only: the registry, without the gateway, runners and console the app would load.
-      withBase(cmd, async (base) => (await import('./sessions.js')).listSessions(base.sessions, io, opts)),
+      withBase(cmd, async (base) => {
+        await (await import('../main-runners.js')).recoverForReaders(base);
+        return (await import('./sessions.js')).listSessions(base.sessions, io, opts);
+      }),
     );
   sessions
     .command('show')

@@ -11,13 +11,13 @@ let addonPath: string | null | undefined;
 /**
  * better-sqlite3's compiled addon, named outright: without it the package finds the file with the
  * `bindings` package, which searches a dozen paths from the caller's stack — slow at every start,
- * and lost inside the CLI's bundle. Null (let the package search) when it is not where npm builds it.
+ * and lost inside the CLI's bundle. Null (let the package search) when it is in neither build dir.
  */
 function nativeBinding(): string | undefined {
   if (addonPath === undefined) {
-    const main = createRequire(import.meta.url).resolve('better-sqlite3');
-    const built = join(dirname(main), '..', 'build', 'Release', 'better_sqlite3.node');
-    addonPath = existsSync(built) ? built : null;
+    const build = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3')), '..', 'build');
+    addonPath =
+      ['Release', 'Debug'].map((kind) => join(build, kind, 'better_sqlite3.node')).find(existsSync) ?? null;
   }
   return addonPath ?? undefined;
 }
@@ -36,7 +36,11 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
     // Turn events and prompts are private: 0600 (SQLite gives -wal/-shm the same mode).
     if (path !== ':memory:') chmodSync(path, 0o600);
   } catch (cause) {
-    throw new LoopError('store-failed', `cannot open the registry at ${path}`, { cause });
+    throw new LoopError(
+      'store-failed',
+      `cannot open the registry at ${path}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
   }
   try {
     db.pragma('journal_mode = WAL');

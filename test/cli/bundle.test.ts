@@ -3,8 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-// @ts-expect-error: a plain ES module of bin/ (no types)
-import { cachedDataOf, commandGroup, header } from '../../bin/cli-load.js';
+// @ts-expect-error: a plain CommonJS module of bin/ (no types)
+import { buildIdOf, cachedDataOf, commandGroup, header } from '../../bin/cli-load.js';
 import { LAZY_HELPER, lazyBuiltins } from '../../scripts/build-cli.js';
 import { commandOf } from '../../src/cli/main.js';
 import { ROOT } from '../helpers/cli.js';
@@ -20,6 +20,7 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
     );
     expect(commandGroup(argv('--config=x.yaml', 'sessions', 'list'))).toBe('sessions');
     expect(commandGroup(argv('serve', '--once'))).toBe('serve');
+    expect(commandGroup(argv('mcp', 'audit'))).toBe('mcp');
     expect(commandGroup(argv('run', 'github:o/r#1', 'usage'))).toBe('other');
     expect(commandGroup(argv('--help'))).toBe('other');
     expect(commandGroup(argv())).toBe('other');
@@ -34,24 +35,34 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
     expect(commandOf(argv('usag'))).toBeUndefined();
     expect(commandOf(argv('--', 'usage'))).toBeUndefined();
     expect(commandOf(argv('--version'))).toBeUndefined();
+    // Help before the command prints the program's help: every command listed.
+    expect(commandOf(argv('--help', 'usage'))).toBeUndefined();
+    expect(commandOf(argv('-h', 'sessions', 'list'))).toBeUndefined();
+    expect(commandOf(argv('usage', '--help'))).toBe('usage');
   });
 
-  it('uses a cache only when its header names this bundle (size and mtime)', () => {
+  it('uses a cache only when its header names this bundle (build id, size and mtime)', () => {
     const stat = { size: 1234, mtimeMs: 1_700_000_000_123.5 };
+    const id = 'c91d3ebd193a87247e2c7057f7114d98';
+    expect(buildIdOf(`/*the-loop-build:${id}*/\n'use strict';`)).toBe(id);
+    expect(buildIdOf("'use strict';")).toBe('');
     const data = Buffer.from([1, 2, 3]);
-    const file = Buffer.concat([Buffer.from(header(stat)), data]);
-    expect(cachedDataOf(stat, file)).toEqual(data);
-    expect(cachedDataOf({ ...stat, mtimeMs: stat.mtimeMs + 1 }, file)).toBeUndefined();
-    expect(cachedDataOf({ ...stat, size: 1235 }, file)).toBeUndefined();
-    expect(cachedDataOf(stat, Buffer.from(header(stat)))).toBeUndefined();
-    expect(cachedDataOf(stat, Buffer.from('garbage'))).toBeUndefined();
+    const file = Buffer.concat([Buffer.from(header(stat, id)), data]);
+    expect(cachedDataOf(stat, id, file)).toEqual(data);
+    // Rebuilt with the same size and mtime: another id.
+    expect(cachedDataOf(stat, 'ffffffffffffffffffffffffffffffff', file)).toBeUndefined();
+    expect(cachedDataOf(stat, '', file)).toBeUndefined();
+    expect(cachedDataOf({ ...stat, mtimeMs: stat.mtimeMs + 1 }, id, file)).toBeUndefined();
+    expect(cachedDataOf({ ...stat, size: 1235 }, id, file)).toBeUndefined();
+    expect(cachedDataOf(stat, id, Buffer.from(header(stat, id)))).toBeUndefined();
+    expect(cachedDataOf(stat, id, Buffer.from('garbage'))).toBeUndefined();
   });
 
   it('makes heavy built-ins lazy and external import()s requires, nothing else', () => {
     const code =
-      'a=require("node:child_process");b=require("crypto");c=require("node:fs");d=import("node-pty");e=import("./x.js")';
+      'a=require("node:child_process");b=require("crypto");c=require("node:fs");d=import("node-pty");e=import("./x.js");f=import("graphql/language/index.js")';
     expect(lazyBuiltins(code)).toBe(
-      'a=__theLoopLazy("node:child_process");b=__theLoopLazy("node:crypto");c=require("node:fs");d=Promise.resolve().then(() => require("node-pty"));e=import("./x.js")',
+      'a=__theLoopLazy("node:child_process");b=__theLoopLazy("node:crypto");c=require("node:fs");d=Promise.resolve().then(() => require("node-pty"));e=import("./x.js");f=Promise.resolve().then(() => require("graphql/language/index.js"))',
     );
   });
 
@@ -74,6 +85,11 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
     expect(loads).toEqual(['node:os']);
     const path = lazy('node:path');
     expect({ ...path }.join).toBe(real('node:path').join);
+    // A property defined on it lands on the module (no Proxy invariant error on the next read).
+    const events = lazy('node:events');
+    Object.defineProperty(events, '__theLoopTest', { value: 1, configurable: true });
+    expect(events.__theLoopTest).toBe(1);
+    delete (real('node:events') as Record<string, unknown>).__theLoopTest;
   });
 
   it('the built bundle answers with the package version and its caches are accepted by this Node', () => {
