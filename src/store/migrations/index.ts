@@ -5,6 +5,7 @@ import { actsTurnSeq } from './v15-acts-turn-seq.js';
 import { sessionTakeover } from './v16-takeover.js';
 import { connectorAudit } from './v17-connector-audit.js';
 import { cacheWrite1h } from './v18-cache-write-1h.js';
+import { unpricedIndex } from './v19-unpriced-index.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -355,4 +356,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   sessionTakeover,
   connectorAudit,
   cacheWrite1h,
+  unpricedIndex,
 ];
