@@ -1,3 +1,4 @@
+import type { Usage } from '../core/events.js';
 import type { LedgerEntry, LedgerImport, Pricer } from '../core/ports/ledger.js';
 import { type Payer, sessionPayer } from './payer.js';
 import type { FileScan, ScannedRecord, ScanResult } from './scan-file.js';
@@ -65,6 +66,8 @@ export class TranscriptImport {
   private readonly countedMetered = new Set<string>();
   readonly cursors: Array<{ path: string; scan: FileScan }> = [];
   private readonly startedAt: Map<string, SizedJob>;
+  /** Whether any of this installation's sessions is metered per turn (else no record is looked up). */
+  private readonly anyMetered: boolean;
 
   constructor(
     private readonly writes: LedgerImport,
@@ -74,6 +77,7 @@ export class TranscriptImport {
     readonly summary: ScanSummary,
   ) {
     this.startedAt = new Map(jobs.map((j) => [j.path, j]));
+    this.anyMetered = [...sessions.values()].some((s) => PER_TURN_METERS.has(s.lastMeter ?? ''));
   }
 
   /** One piece of results: tallied, then written in the import's (batched) transaction. */
@@ -93,6 +97,7 @@ export class TranscriptImport {
   /** Keys of per-turn-metered sessions; those already imported (from a fork's copy) are returned. */
   private markMetered(results: readonly ScanResult[]): string[] {
     const nowMetered: string[] = [];
+    if (!this.anyMetered) return nowMetered;
     for (const r of results) {
       if ('error' in r) continue;
       for (const record of r.scan.records) {
@@ -148,7 +153,7 @@ export class TranscriptImport {
     }
     // Metered per turn already — also when a copy of it sits in another session's file (a fork).
     // Counted once per request; its other copies are duplicates.
-    if (this.meteredKeys.has(key)) {
+    if (this.meteredKeys.size > 0 && this.meteredKeys.has(key)) {
       if (!this.countedMetered.has(key)) {
         this.countedMetered.add(key);
         this.summary.alreadyMetered += 1;
@@ -166,42 +171,49 @@ export class TranscriptImport {
     this.summary.alreadyMetered += 1;
   }
 
-  /** Ledger entries are made one at a time as they are inserted, not all held at once. */
+  /**
+   * Ledger entries, one at a time as they are written: one entry object, filled again for each
+   * record (the store reads each as it writes it, and keeps none) — none are held, none allocated.
+   */
   private *entries(records: readonly ScannedRecord[]): Generator<LedgerEntry> {
-    for (const record of records) yield this.entry(record);
-  }
-
-  private entry([
-    key,
-    sessionId,
-    at,
-    model,
-    input,
-    output,
-    cacheRead,
-    cacheCreation,
-    cacheCreation1h,
-  ]: ScannedRecord): LedgerEntry {
-    const ours = this.sessions.get(sessionId);
-    return {
-      meter: 'transcript',
-      sourceId: key,
-      at,
-      sessionId: ours?.id ?? null,
-      workItem: ours?.workItem ?? null,
-      turnId: null,
-      engine: ours?.engine ?? 'claude',
-      runner: ours?.runner ?? null,
-      model: model || null,
-      usage: {
-        inputTokens: input,
-        outputTokens: output,
-        cacheReadTokens: cacheRead,
-        cacheCreationTokens: cacheCreation,
-        reasoningTokens: 0,
-        ...(cacheCreation1h > 0 ? { cacheCreation1hTokens: cacheCreation1h } : {}),
-      },
-      payer: ours ? sessionPayer(ours.credentialKind, ours.payerId) : UNKNOWN_PAYER,
+    const usage: Usage = {
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheCreationTokens: 0,
+      reasoningTokens: 0,
+      cacheCreation1hTokens: undefined,
     };
+    const e: LedgerEntry = {
+      meter: 'transcript',
+      sourceId: '',
+      at: '',
+      sessionId: null,
+      workItem: null,
+      turnId: null,
+      engine: 'claude',
+      runner: null,
+      model: null,
+      usage,
+      payer: UNKNOWN_PAYER,
+    };
+    const own = this.sessions.size > 0;
+    for (const [key, sessionId, at, model, input, output, cacheRead, cacheCreation, oneHour] of records) {
+      const ours = own ? this.sessions.get(sessionId) : undefined;
+      e.sourceId = key;
+      e.at = at;
+      e.sessionId = ours?.id ?? null;
+      e.workItem = ours?.workItem ?? null;
+      e.engine = ours?.engine ?? 'claude';
+      e.runner = ours?.runner ?? null;
+      e.model = model || null;
+      e.payer = ours ? sessionPayer(ours.credentialKind, ours.payerId) : UNKNOWN_PAYER;
+      usage.inputTokens = input;
+      usage.outputTokens = output;
+      usage.cacheReadTokens = cacheRead;
+      usage.cacheCreationTokens = cacheCreation;
+      usage.cacheCreation1hTokens = oneHour > 0 ? oneHour : undefined;
+      yield e;
+    }
   }
 }

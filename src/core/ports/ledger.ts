@@ -118,7 +118,10 @@ export interface SessionCosts {
   turns: Map<number, CostFigure>;
 }
 
-/** One piece of a transcript import. */
+/**
+ * One piece of a transcript import. Its entries are read one at a time as they are written, and
+ * none is kept: an iterable may hand the same entry object again, filled with the next row.
+ */
 export interface ImportPiece {
   /** New rows; each counts when it is added (or corrects an existing row). */
   add: Iterable<LedgerEntry>;
