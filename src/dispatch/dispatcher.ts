@@ -38,6 +38,7 @@ export class Dispatcher {
   /** Settle what a previous process left running, then start dispatching. Resolves once recovered. */
   start(): Promise<void> {
     const recovered = this.recover();
+    this.recovered = recovered;
     this.loop = this.runLoop(recovered);
     return recovered.then(() => {
       if (!this.stopped) this.poll = setInterval(() => this.notify(), this.deps.pollMs);
@@ -73,6 +74,8 @@ export class Dispatcher {
     }
   }
 
+  /** Set by `start`: its recovery, which every pass waits for. */
+  private recovered: Promise<void> | undefined;
   private soon = false;
   /** Coalesce wake-ups: a burst of accepted deliveries costs one pump, on the next turn of the loop. */
   notifySoon(): void {
@@ -89,11 +92,15 @@ export class Dispatcher {
       this.flushIdle();
       return;
     }
+    // Not started: what a previous process left running is not recovered yet, and a pass now could
+    // run a delivery recovery then takes for an interrupted one (and runs again). The pass `start`
+    // runs after its recovery sees what was accepted meanwhile.
+    if (!this.recovered) return;
     if (this.pumping) {
       this.again = true;
       return;
     }
-    this.loop = this.runLoop();
+    this.loop = this.runLoop(this.recovered);
   }
 
   private async runLoop(before?: Promise<void>): Promise<void> {

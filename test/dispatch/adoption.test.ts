@@ -488,3 +488,30 @@ describe('checkSession before a turn', () => {
     expect((await store.turnsForDelivery('d-1'))[0]?.sessionId).toBe(active.id);
   });
 });
+
+describe('a wake-up before start (the daemon listens before its dispatcher starts)', () => {
+  it('dispatches nothing before the recovery: a delivery accepted meanwhile runs once, after it', async () => {
+    await accept('d-early');
+    const { requests, runTurn } = recordingRunTurn();
+    const adopted: TurnRecord[] = [];
+    const d = dispatcher({
+      runTurn,
+      adoptTurn: async (t) => {
+        adopted.push(t);
+        return undefined;
+      },
+    });
+    // Ingress wakes the dispatcher for what it accepted before `start` ran the recovery.
+    d.notify();
+    d.notifySoon();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(requests).toEqual([]);
+    await d.start();
+    await d.idle();
+    expect(requests.map((r) => r.deliveryId)).toEqual(['d-early']);
+    expect(adopted).toEqual([]);
+    const turns = await store.turnsForDelivery('d-early');
+    expect(turns.map((t) => t.status)).toEqual(['succeeded']);
+    expect((await inbox.get('d-early'))?.status).toBe('done');
+  });
+});
