@@ -83,22 +83,29 @@ function installCcusage(version: string): string {
 
 interface Timed {
   wallS: number;
+  /** User + system CPU seconds, all threads (less moved by other load on the machine than wall time). */
+  cpuS: number;
   rssMB: number;
   stdout: string;
 }
 
-/** Run argv under /usr/bin/time: wall seconds and peak RSS (the process and what it waited for). */
+/** Run argv under /usr/bin/time: wall seconds, CPU seconds and peak RSS (the process and what it waited for). */
 function timed(argv: string[], env: Record<string, string | undefined>): Timed {
   const stats = join(mkdtempSync(join(tmpdir(), 'bench-scan-')), 'time.txt');
-  const r = spawnSync('/usr/bin/time', ['-o', stats, '-f', '%e %M', ...argv], {
+  const r = spawnSync('/usr/bin/time', ['-o', stats, '-f', '%e %U %S %M', ...argv], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
   });
   if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(0, 2000)}`);
-  const [wall, rss] = readFileSync(stats, 'utf8').trim().split('\n').at(-1)?.split(' ') ?? [];
+  const [wall, user, system, rss] = readFileSync(stats, 'utf8').trim().split('\n').at(-1)?.split(' ') ?? [];
   rmSync(join(stats, '..'), { recursive: true, force: true });
-  return { wallS: Number(wall), rssMB: Number(rss) / 1024, stdout: r.stdout };
+  return {
+    wallS: Number(wall),
+    cpuS: Number(user) + Number(system),
+    rssMB: Number(rss) / 1024,
+    stdout: r.stdout,
+  };
 }
 
 /** The run with the median wall time. */
@@ -258,8 +265,8 @@ function runCorpus(shape: CorpusShape, home: string, cc: { c20: string; c18: str
     ms: number;
   };
   const row = (name: string, x: Timed) =>
-    `${name.padEnd(34)} ${x.wallS.toFixed(2).padStart(7)} s  ${x.rssMB.toFixed(0).padStart(6)} MB`;
-  console.log(`\n${''.padEnd(34)}    wall     peak RSS`);
+    `${name.padEnd(34)} ${x.wallS.toFixed(2).padStart(7)} s  ${x.cpuS.toFixed(2).padStart(7)} s  ${x.rssMB.toFixed(0).padStart(6)} MB`;
+  console.log(`\n${''.padEnd(34)}    wall      CPU     peak RSS`);
   console.log(row(`ours: cold scan --report (${scanSummary.workers} thr.)`, scan));
   console.log(row('  (report alone: usage --json)', m.report));
   console.log(row('ccusage 20.0.24 daily --offline', c20));
@@ -281,6 +288,9 @@ function runCorpus(shape: CorpusShape, home: string, cc: { c20: string; c18: str
     `\nratios: cold vs ccusage 20: time ${outcome.time20.toFixed(2)}× (goal ≤ 1), memory ${outcome.memory20.toFixed(2)}× (goal < 1)`,
   );
   console.log(`        ccusage 18 / ours cold: ${outcome.faster18.toFixed(1)}× faster (goal ≥ 20×)`);
+  console.log(
+    `        CPU (all threads; less moved by other load than wall time): ours / ccusage 20 ${(scan.cpuS / c20.cpuS).toFixed(2)}×, ccusage 18 / ours ${(m.c18.cpuS / scan.cpuS).toFixed(1)}×`,
+  );
   console.log(
     `        ccusage 20 full / ours warm: ${(c20.wallS / warm.wallS).toFixed(1)}× faster; warm read ${(warmSummary.bytesRead / 1e6).toFixed(1)} MB in ${warmSummary.filesRead} files, added ${warmSummary.added}, its own work (summary.ms) ${warmSummary.ms} ms`,
   );
