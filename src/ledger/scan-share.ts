@@ -12,7 +12,7 @@ import { type ScannedJob, type ScannedRecord, type ScanResult, scanFile } from '
 
 /** Slots of the shared counters. */
 const NEXT = 0;
-const IN_FLIGHT = 1;
+const UNWRITTEN = 1;
 
 /** The files in the order they are claimed, and the shared counters (one buffer, for the workers too). */
 export class JobQueue {
@@ -44,23 +44,23 @@ export class JobQueue {
    */
   waitForRoom(limit: number): void {
     for (;;) {
-      const now = Atomics.load(this.counters, IN_FLIGHT);
+      const now = Atomics.load(this.counters, UNWRITTEN);
       if (now < limit) break;
-      Atomics.wait(this.counters, IN_FLIGHT, now, 1000);
+      Atomics.wait(this.counters, UNWRITTEN, now, 1000);
     }
-    Atomics.add(this.counters, IN_FLIGHT, 1);
+    Atomics.add(this.counters, UNWRITTEN, 1);
   }
 
   /** The scan failed: no worker waits for room any more (they are being stopped). */
   release(): void {
-    Atomics.store(this.counters, IN_FLIGHT, -(2 ** 30));
-    Atomics.notify(this.counters, IN_FLIGHT);
+    Atomics.store(this.counters, UNWRITTEN, -(2 ** 30));
+    Atomics.notify(this.counters, UNWRITTEN);
   }
 
   /** A worker's piece was written (this thread): a waiting worker may send its next one. */
   written(): void {
-    Atomics.sub(this.counters, IN_FLIGHT, 1);
-    Atomics.notify(this.counters, IN_FLIGHT);
+    Atomics.sub(this.counters, UNWRITTEN, 1);
+    Atomics.notify(this.counters, UNWRITTEN);
   }
 }
 

@@ -4,10 +4,11 @@ import type { ScanJob, ScanResult } from './scan-file.js';
 import { JobQueue, PieceScanner } from './scan-share.js';
 
 /**
- * Pieces a worker may have sent and not yet seen written before it waits: enough that the writer
- * never waits for one, few enough that the rows found ahead of it are not all held at once.
+ * Pieces a worker may have sent and not yet seen written before it waits: one (it scans its next
+ * piece meanwhile, so the writer seldom waits), which keeps what is left to write once the last
+ * file is read to about a piece, and the rows found ahead of the writer few.
  */
-const IN_FLIGHT = 2;
+const IN_FLIGHT = 1;
 
 /** A worker thread claiming files from `queue`, its pieces handed to `take`; settled on every exit. */
 function startWorker(

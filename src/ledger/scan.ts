@@ -25,7 +25,7 @@ const COMMIT_EVERY_MS = 1000;
 /**
  * Results are handed over (and inserted) in pieces of about this many bytes of files. Small enough
  * that what is left to insert once the last file is read is little (~2,800 requests of a dense
- * history: a worker may be two pieces ahead of the writer), large enough that messages are few.
+ * history: a worker is at most a piece ahead of the writer), large enough that messages are few.
  */
 const PIECE_BYTES = 16 * 1024 * 1024;
 /** Below this much to read, threads cost more than they save. */
