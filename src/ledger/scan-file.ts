@@ -56,22 +56,6 @@ export interface ScannedJob extends ScanJob {
   bytes: number;
 }
 
-/** Consecutive runs of jobs of about `size` bytes each (a job is never split). */
-export function* pieces<T extends { bytes: number }>(jobs: readonly T[], size: number): Generator<T[]> {
-  let piece: T[] = [];
-  let bytes = 0;
-  for (const job of jobs) {
-    piece.push(job);
-    bytes += job.bytes;
-    if (bytes >= size) {
-      yield piece;
-      piece = [];
-      bytes = 0;
-    }
-  }
-  if (piece.length > 0) yield piece;
-}
-
 /**
  * Scan files one after the other (one thread's share). One key map for all of them: copies across
  * files (a resumed session repeats its history) are folded here already. `metered`: Claude session

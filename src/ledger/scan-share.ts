@@ -39,8 +39,9 @@ export class JobQueue {
   }
 
   /**
-   * A worker with a piece to send waits while `limit` of its pieces are not written yet: the rows
-   * found ahead of the writer are not all held in memory at once (blocking: workers only).
+   * A worker with a piece to send waits while `limit` pieces (of all the workers) are not written
+   * yet: the rows found ahead of the writer are not all held in memory at once (blocking: workers
+   * only).
    */
   waitForRoom(limit: number): void {
     for (;;) {
