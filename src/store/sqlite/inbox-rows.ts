@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type {
   DeliveryRecord,
   DeliveryStatus,
@@ -66,17 +65,28 @@ export function planOf(routed: RoutedDelivery): string | null {
   return routed.action === 'close' ? JSON.stringify({ repo: routed.repo }) : null;
 }
 
-const turnPlanSchema = z.object({
-  repo: z.string(),
-  prompt: z.string(),
-  engine: z.string(),
-  runner: z.string(),
-  repoPath: z.string(),
-  workspace: z.enum(['checkout', 'worktree']),
-  author: z.string(),
-  trigger: z.string(),
-  routedUnder: z.string().optional(),
-});
+/** A turn plan's string fields, in the order the router writes them (workspace after repoPath). */
+const PLAN_STRINGS = ['repo', 'prompt', 'engine', 'runner', 'repoPath', 'author', 'trigger'] as const;
+
+/**
+ * A stored turn plan's fields, checked by hand (no schema library on the inbox's read path: the
+ * commands that list deliveries start without loading one); held to a zod schema by a test. The
+ * fields it knows, in the router's order; other keys dropped.
+ */
+export function turnPlanOf(json: unknown): Omit<RoutedTurn, 'action' | 'workItem'> | undefined {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return undefined;
+  const o = json as Record<string, unknown>;
+  const { repo, prompt, engine, runner, repoPath, workspace, author, trigger, routedUnder } = o;
+  if (PLAN_STRINGS.some((key) => typeof o[key] !== 'string')) return undefined;
+  if (workspace !== 'checkout' && workspace !== 'worktree') return undefined;
+  if (routedUnder !== undefined && typeof routedUnder !== 'string') return undefined;
+  const plan = { repo, prompt, engine, runner, repoPath, workspace, author, trigger } as Omit<
+    RoutedTurn,
+    'action' | 'workItem'
+  >;
+  if (Object.hasOwn(o, 'routedUnder')) plan.routedUnder = routedUnder as string | undefined;
+  return plan;
+}
 
 /** A stored turn plan back as the router returned it; undefined when the column does not hold one. */
 export function parsePlan(
@@ -90,8 +100,8 @@ export function parsePlan(
   } catch {
     return undefined;
   }
-  const parsed = turnPlanSchema.safeParse(json);
-  return parsed.success ? { action, workItem, ...parsed.data } : undefined;
+  const fields = turnPlanOf(json);
+  return fields ? { action, workItem, ...fields } : undefined;
 }
 
 /**

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { parsePlan, turnPlanOf } from '../../../src/store/sqlite/inbox-rows.js';
+
+// The schema the inbox used before its hand-written check: the check must give what it gave.
+const turnPlanSchema = z.object({
+  repo: z.string(),
+  prompt: z.string(),
+  engine: z.string(),
+  runner: z.string(),
+  repoPath: z.string(),
+  workspace: z.enum(['checkout', 'worktree']),
+  author: z.string(),
+  trigger: z.string(),
+  routedUnder: z.string().optional(),
+});
+
+const good = {
+  repo: 'o/r',
+  prompt: 'fix it',
+  engine: 'claude',
+  runner: 'tmux',
+  repoPath: '/w/r',
+  workspace: 'worktree',
+  author: 'alice',
+  trigger: 'issue_comment',
+};
+
+const cases: unknown[] = [
+  good,
+  { ...good, routedUnder: 'repos.o/r' },
+  { ...good, workspace: 'checkout', extra: 'dropped', __proto__: { polluted: true } },
+  JSON.parse(
+    '{"__proto__":{"x":1},"repo":"o/r","prompt":"p","engine":"e","runner":"r","repoPath":"/","workspace":"checkout","author":"a","trigger":"t"}',
+  ),
+  { ...good, routedUnder: null },
+  { ...good, routedUnder: 7 },
+  { ...good, workspace: 'elsewhere' },
+  { ...good, prompt: 42 },
+  { ...good, repo: undefined },
+  (({ author: _a, ...rest }) => rest)(good),
+  [good],
+  null,
+  'a string',
+  42,
+  {},
+  { ...good, prompt: 'x'.repeat(100_000) },
+];
+
+describe('the inbox turn plan check', () => {
+  it.each(cases.map((c, i) => [i, c]))('case %i gives what the zod schema gave', (_i, value) => {
+    const parsed = turnPlanSchema.safeParse(value);
+    const ours = turnPlanOf(value);
+    expect(ours).toStrictEqual(parsed.success ? parsed.data : undefined);
+    // Same keys in the same order (a plan is shown and re-serialized).
+    expect(JSON.stringify(ours)).toBe(JSON.stringify(parsed.success ? parsed.data : undefined));
+  });
+
+  it('parsePlan: malformed JSON and a plan of the wrong shape are no plan; a good one round-trips', () => {
+    expect(parsePlan('start', 'o/r#1', '{not json')).toBeUndefined();
+    expect(parsePlan('start', 'o/r#1', JSON.stringify({ ...good, workspace: 1 }))).toBeUndefined();
+    expect(parsePlan('deliver', 'o/r#1', JSON.stringify(good))).toStrictEqual({
+      action: 'deliver',
+      workItem: 'o/r#1',
+      ...good,
+    });
+  });
+});
