@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { ActStore } from './acts/audit.js';
 import { prepareDataDir } from './config/data-dir.js';
-import { type LoadedConfig, loadConfig } from './config/load.js';
+import { loadConfigCached } from './config/load-cache.js';
+import type { LoadedConfig } from './config/load-types.js';
 import type { Inbox } from './core/ports/inbox.js';
 import { scrubberFor } from './guard/scrubber.js';
 import { Ledger } from './ledger/ledger.js';
@@ -54,8 +55,9 @@ export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
 /** The inbox over the base's database: for the commands that read it without the whole app. */
 export const openInbox = (base: Base): Inbox => new SqliteInbox(base.db, { scrub: base.scrubber.scrub });
 
-export function openBase(options: AppOptions): Base {
-  const loaded = loadConfig(options);
+export async function openBase(options: AppOptions): Promise<Base> {
+  // Through the validated-config cache: a command on an unchanged config loads no schema.
+  const loaded = await loadConfigCached(options);
   // Created (0700) before anything is written in it; inside a work tree, git-ignored first.
   prepareDataDir(loaded.dataDir, loaded.dataDirWorkTree, loaded.dataDirOrigin);
   const scrubber = scrubberFor(loaded, options.env);

@@ -64,7 +64,7 @@ export type { AppOptions } from './main-base.js';
 export { registryPath } from './main-base.js';
 
 export async function createApp(options: AppOptions): Promise<App> {
-  const base = openBase(options);
+  const base = await openBase(options);
   const { loaded, scrubber, logger, db, ledger, acts, budgets, sessions: registry } = base;
   const guard = createGuard({
     loaded,

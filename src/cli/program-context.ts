@@ -38,7 +38,7 @@ export function programContext(io: Io, setExit: (code: number) => void): Program
   const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
     const g = globals(cmd);
     const { openBase } = await import('../main-base.js');
-    const base = openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    const base = await openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
     io.useScrubber?.(base.scrubber.scrub);
     for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {

@@ -1,52 +1,18 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { LoopError } from '../core/errors.js';
 import { ENV_NAME, type EnginePreset, presetSchema } from '../engines/preset.js';
 import { BUILTIN_PRESETS } from '../engines/presets.js';
+import { type ConfigFile, readConfigText } from './config-file.js';
 import { applyConsoleAlias } from './console-schema.js';
-import { resolveDataDir } from './data-dir.js';
+import type { LoadedConfig, LoadOptions } from './load-types.js';
+import { placePaths } from './place.js';
 import { checkRepoKeys } from './repos.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
 
-export const DEFAULT_CONFIG_PATH = '.the-loop/config.yaml';
-/** A config file is a few KB; anything this large is a mistake (or an attack on the parser). */
-const MAX_CONFIG_BYTES = 1024 * 1024;
+export { DEFAULT_CONFIG_PATH } from './config-file.js';
 
-export interface LoadedConfig {
-  /** The file read, or null when none exists and defaults are used. */
-  path: string | null;
-  config: Config;
-  /** Absolute data directory. */
-  dataDir: string;
-  /** The git work tree the data dir is in (null: none, as it should be). */
-  dataDirWorkTree: string | null;
-  /** In the state home: the config directory the data dir belongs to (see `prepareDataDir`). */
-  dataDirOrigin: string | null;
-  /** Said on stderr by the commands that open the data dir (e.g. it is inside a work tree). */
-  warnings: string[];
-  /** Key paths of secrets written into the config file itself rather than as env:NAME. */
-  literalSecrets: string[];
-  logFile: string;
-  /** Every engine, built-in presets merged with config, validated. */
-  engines: Record<string, EnginePreset>;
-  /** Values read through `env:NAME`: treated as secrets everywhere. */
-  secretValues: string[];
-}
-
-export interface LoadOptions {
-  cwd: string;
-  env: Readonly<Record<string, string | undefined>>;
-  /** `--config`; else THE_LOOP_CONFIG; else `.the-loop/config.yaml` under cwd. */
-  configPath?: string | undefined;
-  /**
-   * `--data-dir`; else THE_LOOP_DATA_DIR; else config `dataDir`; else a registry already beside the
-   * config file; else the config file's directory — or, when that is inside a git work tree,
-   * `$XDG_STATE_HOME/the-loop/<name>-<digest>` (see data-dir.ts).
-   */
-  dataDir?: string | undefined;
-}
+export type { LoadedConfig, LoadOptions } from './load-types.js';
 
 type Path = ReadonlyArray<PropertyKey>;
 const formatPath = (path: Path): string =>
@@ -94,6 +60,7 @@ export function resolveEnvRefs(
   secrets: string[],
   errors: string[],
   path: Path = [],
+  refs: EnvRef[] = [],
 ): unknown {
   if (typeof value === 'string') {
     if (!value.startsWith('env:')) return value;
@@ -103,6 +70,7 @@ export function resolveEnvRefs(
       return value;
     }
     const resolved = env[name];
+    refs.push({ name, path, secret: isSecretPath(path) });
     if (resolved === undefined || resolved === '') {
       errors.push(`${formatPath(path)}: environment variable ${name} is not set (referenced as env:${name})`);
       return '';
@@ -112,11 +80,12 @@ export function resolveEnvRefs(
     if (isSecretPath(path)) secrets.push(resolved);
     return resolved;
   }
-  if (Array.isArray(value)) return value.map((v, i) => resolveEnvRefs(v, env, secrets, errors, [...path, i]));
+  if (Array.isArray(value))
+    return value.map((v, i) => resolveEnvRefs(v, env, secrets, errors, [...path, i], refs));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value))
-      out[k] = resolveEnvRefs(v, env, secrets, errors, [...path, k]);
+      out[k] = resolveEnvRefs(v, env, secrets, errors, [...path, k], refs);
     return out;
   }
   return value;
@@ -150,15 +119,8 @@ export function mergeEngine(name: string, base: unknown, override: EngineOverrid
   return result.data;
 }
 
-function readConfigFile(path: string): unknown {
-  const size = statSync(path).size;
-  if (size > MAX_CONFIG_BYTES) {
-    throw new LoopError(
-      'config-invalid',
-      `${path}: ${size} bytes is too large for a config file (max ${MAX_CONFIG_BYTES})`,
-    );
-  }
-  const doc = parseDocument(readFileSync(path, 'utf8'), { prettyErrors: true, uniqueKeys: true });
+function parseConfigText(path: string, text: string): unknown {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const lines = doc.errors.map((e) => e.message.split('\n')[0]);
     throw new LoopError('config-invalid', `${path} is not valid YAML:\n  ${lines.join('\n  ')}`, {
@@ -177,26 +139,44 @@ function readConfigFile(path: string): unknown {
   }
 }
 
+/** An `env:NAME` reference met in the file: where, and whether its value is a secret. */
+export interface EnvRef {
+  name: string;
+  path: Path;
+  secret: boolean;
+}
+
+/** What validating a config file gives, before its paths are placed (see place.ts). */
+export interface ValidatedConfig {
+  path: string | null;
+  config: Config;
+  engines: Record<string, EnginePreset>;
+  literalSecrets: string[];
+  secretValues: string[];
+  /** Every `env:NAME` resolved, in the file's order (the config cache keys on their values). */
+  envRefs: EnvRef[];
+}
+
 export function loadConfig(options: LoadOptions): LoadedConfig {
-  const explicit = options.configPath ?? options.env.THE_LOOP_CONFIG;
-  const path = resolve(options.cwd, explicit ?? DEFAULT_CONFIG_PATH);
-  let raw: unknown = {};
-  let found: string | null = null;
-  if (existsSync(path)) {
-    raw = readConfigFile(path);
-    found = path;
-  } else if (explicit) {
-    throw new LoopError('config-missing', `config file not found: ${path}`, {
-      hint: 'Create one with `the-loop config init`, or fix --config / THE_LOOP_CONFIG.',
-    });
-  }
+  const { envRefs: _refs, ...validated } = validateConfig(readConfigText(options), options.env);
+  return { ...validated, ...placePaths(options, validated.path, validated.config) };
+}
+
+/** Read (YAML), resolve `env:` references, validate, merge the engines: a config as it will run. */
+export function validateConfig(
+  file: ConfigFile,
+  env: Readonly<Record<string, string | undefined>>,
+): ValidatedConfig {
+  const { found } = file;
+  const raw = file.text === null ? {} : parseConfigText(file.path, file.text);
   const where = found ?? 'the default configuration';
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new LoopError('config-invalid', `${where}: the top level must be a mapping of keys to values`);
   }
   const secretValues: string[] = [];
   const envErrors: string[] = [];
-  const resolved = resolveEnvRefs(raw, options.env, secretValues, envErrors) as Record<string, unknown>;
+  const envRefs: EnvRef[] = [];
+  const resolved = resolveEnvRefs(raw, env, secretValues, envErrors, [], envRefs) as Record<string, unknown>;
   // An engine key with only comments under it parses as null: treat it as "no override".
   const engineEntries = resolved.engines;
   if (engineEntries && typeof engineEntries === 'object' && !Array.isArray(engineEntries)) {
@@ -226,8 +206,20 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
     const text = typeof value === 'string' ? value : value?.value;
     if (text && !secretValues.includes(text)) secretValues.push(text);
   }
-  // Merge what the file actually says (not the parsed override, whose defaults would replace the
-  // built-in preset's fields), then validate the merged preset as a whole.
+  const engines = mergeEngines(config, resolved, where);
+  return { path: found, config, literalSecrets: literalSecretPaths(raw), engines, secretValues, envRefs };
+}
+
+/**
+ * Each engine: the built-in preset with what the file actually says on top (not the parsed
+ * override, whose defaults would replace the built-in preset's fields), validated as a whole; and
+ * every engine a route names must exist — said now, with the key, not at the first delivery.
+ */
+function mergeEngines(
+  config: Config,
+  resolved: Record<string, unknown>,
+  where: string,
+): Record<string, EnginePreset> {
   const rawEngines = ((resolved as { engines?: Record<string, EngineOverride> }).engines ?? {}) as Record<
     string,
     EngineOverride
@@ -248,7 +240,6 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
     );
   }
   checkRepoKeys(config.repos, where);
-  // Every engine a route may pick must exist: say so now, with the key, not at the first delivery.
   const engineRefs: Array<[string, string | undefined]> = [
     ['routing.engine', config.routing.engine],
     ...Object.entries(config.repos).map(([name, repo]): [string, string | undefined] => [
@@ -263,45 +254,5 @@ export function loadConfig(options: LoadOptions): LoadedConfig {
       });
     }
   }
-  return {
-    path: found,
-    config,
-    ...placePaths(options, found, config),
-    literalSecrets: literalSecretPaths(raw),
-    engines,
-    secretValues,
-  };
-}
-
-/** The data dir and the log file; the config's relative paths made absolute (relative to the file). */
-function placePaths(
-  options: LoadOptions,
-  found: string | null,
-  config: Config,
-): Pick<LoadedConfig, 'dataDir' | 'dataDirWorkTree' | 'dataDirOrigin' | 'warnings' | 'logFile'> {
-  const baseDir = found ? dirname(found) : resolve(options.cwd, '.the-loop');
-  const dataDirOpt = options.dataDir ?? options.env.THE_LOOP_DATA_DIR;
-  const place = resolveDataDir({
-    explicit: dataDirOpt
-      ? resolve(options.cwd, dataDirOpt)
-      : config.dataDir
-        ? resolve(baseDir, config.dataDir)
-        : undefined,
-    configDir: baseDir,
-    env: options.env,
-  });
-  const logFile = config.log.file
-    ? isAbsolute(config.log.file)
-      ? config.log.file
-      : resolve(baseDir, config.log.file)
-    : resolve(place.dataDir, 'the-loop.log');
-  if (config.defaults.cwd) config.defaults.cwd = resolve(baseDir, config.defaults.cwd);
-  for (const repo of Object.values(config.repos)) repo.path = resolve(baseDir, repo.path);
-  return {
-    dataDir: place.dataDir,
-    dataDirWorkTree: place.workTree,
-    dataDirOrigin: place.origin,
-    warnings: place.warnings,
-    logFile,
-  };
+  return engines;
 }

@@ -202,8 +202,8 @@ describe('loadConfig and openBase: the data dir in use', () => {
     expect(loaded.dataDirWorkTree).toBeNull();
   });
 
-  it('openBase git-ignores a data dir inside a work tree before writing in it: git status stays clean', () => {
-    const base = openBase({ cwd: repo, env, dataDir: 'var/loop' });
+  it('openBase git-ignores a data dir inside a work tree before writing in it: git status stays clean', async () => {
+    const base = await openBase({ cwd: repo, env, dataDir: 'var/loop' });
     try {
       expect(base.loaded.warnings).toHaveLength(1);
       expect(readFileSync(join(repo, 'var/loop/.gitignore'), 'utf8')).toBe('*\n');

@@ -1,0 +1,251 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { deserialize, serialize } from 'node:v8';
+import type { EnginePreset } from '../engines/preset.js';
+import { type ConfigFile, readConfigText } from './config-file.js';
+import { stateHome } from './data-dir.js';
+import type { ValidatedConfig } from './load.js';
+import type { LoadedConfig, LoadOptions } from './load-types.js';
+import { placePaths } from './place.js';
+import type { Config } from './schema.js';
+
+/**
+ * The validated-config cache: what validating a config file gave, kept so the next command that
+ * reads the same file with the same environment skips the YAML parser and the schemas (their code
+ * is not even loaded: a third of a short command's time).
+ *
+ * An entry is used only when everything the validation read is the same: the code that validated
+ * (its files' size and mtime: every build changes them), the file's path and bytes, and the value
+ * of every `env:NAME` it references (a digest of them). Secrets are never written: a file with a
+ * secret written in it is not cached; a secret read through `env:` is blanked in the entry and put
+ * back from the environment on use, and the entry's bytes are searched for every secret before
+ * they are written (one found: nothing written). Errors are never cached: a config that fails
+ * validates again, and says why, each time.
+ *
+ * Entries live in `$XDG_STATE_HOME/the-loop/config-cache/` (0700; files 0600), one per config path.
+ * `THE_LOOP_CONFIG_CACHE=0` turns the cache off; `the-loop config check` always validates.
+ */
+const FORMAT = 'the-loop-config-cache-1';
+
+export interface ConfigCache {
+  dir: string;
+  /** What code validates: an entry made by other code is not used. */
+  codeId: string;
+}
+
+/** Where a secret goes back on use: in `config` or in `engines`, at a key path. */
+interface SecretLeaf {
+  root: 'config' | 'engines';
+  path: PropertyKey[];
+  name: string;
+}
+
+interface Entry {
+  format: string;
+  codeId: string;
+  path: string;
+  fileDigest: string;
+  envNames: string[];
+  digest: string;
+  /** The env names whose values are the config's secret values, in order. */
+  secretRefs: string[];
+  leaves: SecretLeaf[];
+  config: Config;
+  engines: Record<string, EnginePreset>;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * This installation's cache: null when turned off, or when the code runs from its TypeScript
+ * sources (tests give theirs).
+ */
+export function configCacheFor(env: Env): ConfigCache | null {
+  if (env.THE_LOOP_CONFIG_CACHE === '0') return null;
+  const self = fileURLToPath(import.meta.url);
+  if (!self.endsWith('.js')) return null;
+  try {
+    // tsc rewrites this file at every build; the CLI bundle is rewritten by every build too.
+    const own = statSync(self);
+    const bundle = statSync(new URL('../cli.cjs', import.meta.url), { throwIfNoEntry: false });
+    const codeId = `${own.size}:${own.mtimeMs}:${bundle?.size ?? 0}:${bundle?.mtimeMs ?? 0}`;
+    return { dir: join(stateHome(env), 'the-loop', 'config-cache'), codeId };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `loadConfig`, through the cache: on a hit neither the YAML parser nor a schema runs (nor is
+ * loaded); on a miss the config is validated as `loadConfig` does, and kept.
+ */
+export async function loadConfigCached(
+  options: LoadOptions,
+  cache: ConfigCache | null = configCacheFor(options.env),
+): Promise<LoadedConfig> {
+  const file = readConfigText(options);
+  let validated = cache ? readEntry(cache, file, options.env) : null;
+  if (!validated) {
+    const { validateConfig } = await import('./load.js');
+    validated = validateConfig(file, options.env);
+    if (cache) writeEntry(cache, file, options.env, validated);
+  }
+  const { envRefs: _refs, ...loaded } = validated;
+  return { ...loaded, ...placePaths(options, loaded.path, loaded.config) };
+}
+
+const entryFile = (cache: ConfigCache, path: string) => join(cache.dir, `${sha256(path).slice(0, 32)}.bin`);
+
+function inputsDigest(
+  cache: ConfigCache,
+  path: string,
+  fileDigest: string,
+  names: string[],
+  env: Env,
+): string {
+  return sha256(
+    JSON.stringify([FORMAT, cache.codeId, path, fileDigest, names.map((n) => [n, env[n] ?? null])]),
+  );
+}
+
+const fileDigestOf = (file: ConfigFile) => (file.text === null ? 'absent' : sha256(file.text));
+
+function isEntry(value: unknown): value is Entry {
+  const e = value as Partial<Entry> | null;
+  return (
+    !!e &&
+    typeof e === 'object' &&
+    e.format === FORMAT &&
+    typeof e.digest === 'string' &&
+    Array.isArray(e.envNames) &&
+    e.envNames.every((n) => typeof n === 'string') &&
+    Array.isArray(e.secretRefs) &&
+    Array.isArray(e.leaves) &&
+    !!e.config &&
+    typeof e.config === 'object' &&
+    !!e.engines &&
+    typeof e.engines === 'object'
+  );
+}
+
+/** The cached validation of this file with this environment, secrets put back; null: none. */
+export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): ValidatedConfig | null {
+  let entry: unknown;
+  try {
+    entry = deserialize(readFileSync(entryFile(cache, file.path)));
+  } catch {
+    return null;
+  }
+  if (!isEntry(entry) || entry.codeId !== cache.codeId || entry.path !== file.path) return null;
+  if (entry.fileDigest !== fileDigestOf(file)) return null;
+  if (entry.digest !== inputsDigest(cache, file.path, entry.fileDigest, entry.envNames, env)) return null;
+  const secretValues: string[] = [];
+  for (const name of entry.secretRefs) {
+    const value = env[name];
+    if (!value) return null;
+    secretValues.push(value);
+  }
+  for (const leaf of entry.leaves) {
+    const value = env[leaf.name];
+    const root = leaf.root === 'config' ? entry.config : entry.engines;
+    if (!value || !setAt(root, leaf.path, value)) return null;
+  }
+  const { config, engines } = entry;
+  return { path: file.found, config, engines, literalSecrets: [], secretValues, envRefs: [] };
+}
+
+function parentOf(root: unknown, path: PropertyKey[]): Record<PropertyKey, unknown> | null {
+  let node = root;
+  for (const key of path.slice(0, -1)) {
+    if (!node || typeof node !== 'object' || !Object.hasOwn(node, key)) return null;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node && typeof node === 'object' ? (node as Record<PropertyKey, unknown>) : null;
+}
+
+function setAt(root: unknown, path: PropertyKey[], value: string): boolean {
+  const parent = parentOf(root, path);
+  const key = path.at(-1);
+  if (!parent || key === undefined || !Object.hasOwn(parent, key)) return false;
+  parent[key] = value;
+  return true;
+}
+
+function getAt(root: unknown, path: PropertyKey[]): unknown {
+  const key = path.at(-1);
+  const parent = parentOf(root, path);
+  return parent && key !== undefined && Object.hasOwn(parent, key) ? parent[key] : undefined;
+}
+
+/**
+ * The entry to write for a validation, secrets blanked; null when it must not be cached (a secret
+ * in the file itself, or one that would remain in the entry's bytes).
+ */
+export function entryBytes(
+  cache: ConfigCache,
+  file: ConfigFile,
+  env: Env,
+  v: ValidatedConfig,
+): Buffer | null {
+  if (v.literalSecrets.length > 0) return null;
+  const secretRefs = v.envRefs.filter((r) => r.secret).map((r) => r.name);
+  const secrets = secretRefs.map((n) => env[n] ?? '');
+  // Too short to search the entry for, or a secret not read through env: (none should be).
+  if (secrets.some((s) => s.length < 8) || v.secretValues.some((s) => !secrets.includes(s))) return null;
+  const config = structuredClone(v.config);
+  const engines = structuredClone(v.engines);
+  const leaves: SecretLeaf[] = [];
+  for (const ref of v.envRefs) {
+    if (!ref.secret) continue;
+    const places: SecretLeaf[] = [{ root: 'config', path: [...ref.path], name: ref.name }];
+    if (ref.path[0] === 'engines') places.push({ root: 'engines', path: ref.path.slice(1), name: ref.name });
+    for (const place of places) {
+      const root = place.root === 'config' ? config : engines;
+      if (getAt(root, place.path) === env[ref.name] && setAt(root, place.path, '')) leaves.push(place);
+    }
+  }
+  const fileDigest = fileDigestOf(file);
+  const envNames = [...new Set(v.envRefs.map((r) => r.name))];
+  const entry: Entry = {
+    format: FORMAT,
+    codeId: cache.codeId,
+    path: file.path,
+    fileDigest,
+    envNames,
+    digest: inputsDigest(cache, file.path, fileDigest, envNames, env),
+    secretRefs,
+    leaves,
+    config,
+    engines,
+  };
+  const bytes = serialize(entry);
+  for (const secret of secrets) {
+    for (const encoding of ['latin1', 'utf16le', 'utf8'] as const) {
+      if (bytes.includes(Buffer.from(secret, encoding))) return null;
+    }
+  }
+  return bytes;
+}
+
+/** Keep a validation (best effort: a cache that cannot be written only costs the next command time). */
+function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: ValidatedConfig): void {
+  const bytes = entryBytes(cache, file, env, v);
+  if (!bytes) return;
+  const target = entryFile(cache, file.path);
+  const temp = `${target}.${process.pid}.tmp`;
+  try {
+    mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
+    writeFileSync(temp, bytes, { mode: 0o600 });
+    renameSync(temp, target);
+  } catch {
+    try {
+      rmSync(temp, { force: true });
+    } catch {
+      // The directory itself could not be made: there is no temp file.
+    }
+  }
+}

@@ -1,0 +1,208 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serialize } from 'node:v8';
+import { build } from 'esbuild';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readConfigText } from '../../src/config/config-file.js';
+import { type LoadOptions, loadConfig } from '../../src/config/load.js';
+import {
+  type ConfigCache,
+  configCacheFor,
+  loadConfigCached,
+  readEntry,
+} from '../../src/config/load-cache.js';
+
+let dir: string;
+let cache: ConfigCache;
+const CONFIG = '.the-loop/config.yaml';
+
+const HOOK = 'hook-canary-0123456789abcdef';
+const KEY = 'sk-ant-canary-0123456789';
+const GH = 'ghp_canary0123456789';
+const FULL = `defaults:
+  engine: claude
+  cwd: env:WORK
+webhook:
+  secret: env:HOOK
+credentials:
+  github: env:GH
+engines:
+  claude:
+    env:
+      ANTHROPIC_API_KEY: env:KEY
+      DEBUG_LEVEL: "2"
+  mine:
+    binary: env:MY_AGENT
+    protocol: text
+    headless:
+      args: ["-p", "{prompt}"]
+    sessionId: none
+repos:
+  acme/widgets:
+    path: ../widgets
+    engine: mine
+`;
+const ENV = { WORK: '/srv/work', MY_AGENT: 'my-agent', HOOK, KEY, GH };
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'the-loop-config-cache-'));
+  cache = { dir: join(dir, 'cache'), codeId: 'code-1' };
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function writeConfig(text: string): void {
+  mkdirSync(join(dir, '.the-loop'), { recursive: true });
+  writeFileSync(join(dir, CONFIG), text);
+}
+const options = (env: Record<string, string> = ENV): LoadOptions => ({ cwd: dir, env });
+const entries = () => (statSafe(cache.dir) ? readdirSync(cache.dir) : []);
+const statSafe = (path: string) => statSync(path, { throwIfNoEntry: false });
+const hit = (env: Record<string, string> = ENV) =>
+  readEntry(cache, readConfigText(options(env)), env) !== null;
+
+describe('the validated-config cache', () => {
+  it('a miss and then a hit both give exactly what loadConfig gives', async () => {
+    writeConfig(FULL);
+    const expected = loadConfig(options());
+    expect(hit()).toBe(false);
+    expect(await loadConfigCached(options(), cache)).toStrictEqual(expected);
+    expect(hit()).toBe(true);
+    expect(await loadConfigCached(options(), cache)).toStrictEqual(expected);
+    // No file: the defaults, cached too.
+    rmSync(join(dir, CONFIG));
+    expect(await loadConfigCached(options({}), cache)).toStrictEqual(loadConfig(options({})));
+    expect(await loadConfigCached(options({}), cache)).toStrictEqual(loadConfig(options({})));
+  });
+
+  it('never writes a secret read through env: — blanked, and put back from the environment on use', async () => {
+    writeConfig(FULL);
+    await loadConfigCached(options(), cache);
+    const [name] = entries();
+    expect(name).toBeDefined();
+    const bytes = readFileSync(join(cache.dir, name ?? ''));
+    for (const secret of [HOOK, KEY, GH]) {
+      for (const encoding of ['latin1', 'utf16le', 'utf8'] as const)
+        expect(bytes.includes(Buffer.from(secret, encoding))).toBe(false);
+    }
+    // A non-secret env value is kept (it is part of what the entry is checked against).
+    expect(bytes.includes(Buffer.from('/srv/work', 'latin1'))).toBe(true);
+    const loaded = await loadConfigCached(options(), cache);
+    expect(loaded.config.webhook.secret).toBe(HOOK);
+    expect(loaded.engines.claude?.env.ANTHROPIC_API_KEY).toBe(KEY);
+    expect(loaded.secretValues).toStrictEqual(loadConfig(options()).secretValues);
+    expect(statSync(cache.dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(cache.dir, name ?? '')).mode & 0o777).toBe(0o600);
+  });
+
+  it('a file with a secret written in it is never cached', async () => {
+    writeConfig(`webhook:\n  secret: ${HOOK}\n`);
+    const loaded = await loadConfigCached(options({}), cache);
+    expect(loaded.literalSecrets).toStrictEqual(['webhook.secret']);
+    expect(entries()).toStrictEqual([]);
+  });
+
+  it('is not used when the file, an env value, a secret or the code changed', async () => {
+    writeConfig(FULL);
+    await loadConfigCached(options(), cache);
+    expect(hit()).toBe(true);
+    expect(hit({ ...ENV, MY_AGENT: 'their-agent' })).toBe(false);
+    expect(hit({ ...ENV, KEY: `${KEY}-rotated` })).toBe(false);
+    const rotated = await loadConfigCached(options({ ...ENV, KEY: `${KEY}-rotated` }), cache);
+    expect(rotated.engines.claude?.env.ANTHROPIC_API_KEY).toBe(`${KEY}-rotated`);
+    expect(readEntry({ ...cache, codeId: 'code-2' }, readConfigText(options()), ENV)).toBeNull();
+    writeConfig(FULL.replace('DEBUG_LEVEL: "2"', 'DEBUG_LEVEL: "3"'));
+    expect(hit()).toBe(false);
+    expect((await loadConfigCached(options(), cache)).engines.claude?.env.DEBUG_LEVEL).toBe('3');
+  });
+
+  it('errors are never cached: an unset variable or an invalid file fails as loadConfig fails, each time', async () => {
+    writeConfig(FULL);
+    await loadConfigCached(options(), cache);
+    const { HOOK: _unset, ...without } = ENV;
+    const expected = (() => {
+      try {
+        loadConfig(options(without));
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(expected).toBeInstanceOf(Error);
+    await expect(loadConfigCached(options(without), cache)).rejects.toThrow((expected as Error).message);
+    writeConfig('defaults:\n  engine: 42\n');
+    const message = (() => {
+      try {
+        loadConfig(options());
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    for (let i = 0; i < 2; i++) await expect(loadConfigCached(options(), cache)).rejects.toThrow(message);
+  });
+
+  it('a damaged, hostile or foreign entry is a miss, and is replaced', async () => {
+    writeConfig(FULL);
+    await loadConfigCached(options(), cache);
+    const [name] = entries();
+    const file = join(cache.dir, name ?? '');
+    const good = readFileSync(file);
+    const bad = [
+      Buffer.from('not a v8 serialization'),
+      good.subarray(0, good.length >> 1),
+      serialize({ format: 'the-loop-config-cache-1', config: null }),
+      serialize([1, 2, 3]),
+      Buffer.alloc(0),
+    ];
+    for (const bytes of bad) {
+      writeFileSync(file, bytes);
+      expect(hit()).toBe(false);
+      expect(await loadConfigCached(options(), cache)).toStrictEqual(loadConfig(options()));
+      expect(hit()).toBe(true);
+    }
+  });
+
+  it('an unwritable cache directory costs only time', async () => {
+    writeConfig(FULL);
+    writeFileSync(join(dir, 'file'), '');
+    const blocked = { dir: join(dir, 'file', 'cache'), codeId: 'x' };
+    expect(await loadConfigCached(options(), blocked)).toStrictEqual(loadConfig(options()));
+  });
+
+  it('is off with THE_LOOP_CONFIG_CACHE=0, and when running from the TypeScript sources', () => {
+    expect(configCacheFor({ THE_LOOP_CONFIG_CACHE: '0', HOME: dir })).toBeNull();
+    // These tests run src/*.ts: the cache is only on for the built code.
+    expect(configCacheFor({ HOME: dir })).toBeNull();
+  });
+
+  it('what a command opens on a hit loads neither the YAML parser nor zod (static imports)', async () => {
+    const result = await build({
+      entryPoints: ['src/main-base.ts'],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      splitting: true,
+      outdir: join(dir, 'out'),
+      packages: 'external',
+      metafile: true,
+      write: false,
+      logLevel: 'silent',
+    });
+    const inputs = result.metafile.inputs;
+    const seen = new Set<string>();
+    const queue = ['src/main-base.ts'];
+    const packages = new Set<string>();
+    while (queue.length > 0) {
+      const file = queue.shift() ?? '';
+      for (const imported of inputs[file]?.imports ?? []) {
+        if (imported.kind !== 'import-statement') continue;
+        if (imported.external) packages.add(imported.path);
+        else if (!seen.has(imported.path)) {
+          seen.add(imported.path);
+          queue.push(imported.path);
+        }
+      }
+    }
+    expect(seen.size).toBeGreaterThan(20);
+    expect([...packages].filter((p) => p === 'zod' || p === 'yaml')).toStrictEqual([]);
+  });
+});
