@@ -5,7 +5,7 @@ import { generateSecret, starterConfig } from '../config/init.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import { configJsonSchema } from '../config/schema.js';
 import { LoopError } from '../core/errors.js';
-import { capabilitiesOf } from '../engines/preset.js';
+import { capabilitiesOf } from '../engines/capabilities.js';
 import { table } from './format.js';
 import { EXIT, type Io } from './io.js';
 

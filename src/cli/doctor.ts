@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import type { Config } from '../config/schema.js';
-import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
+import { capabilitiesOf } from '../engines/capabilities.js';
+import type { EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import { tmuxClient } from '../main-runners.js';
 import { formatGuardReport, guardReport } from './doctor-guard.js';

@@ -1,6 +1,7 @@
 import type { TurnEvent, Usage } from '../core/events.js';
 import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
-import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
+import { capabilitiesOf } from '../engines/capabilities.js';
+import type { EnginePreset } from '../engines/preset.js';
 import type { Payer } from '../ledger/payer.js';
 import { turnUsageFrom } from '../ledger/usage.js';
 import type { Logger } from '../log/logger.js';

@@ -4,8 +4,9 @@ import { resolve } from 'node:path';
 import { describeError, LoopError } from '../core/errors.js';
 import type { SessionRecord, TurnRecord } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
+import { capabilitiesOf } from '../engines/capabilities.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
-import { capabilitiesOf, type EnginePreset } from '../engines/preset.js';
+import type { EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import type { Payer } from '../ledger/payer.js';
 import {

@@ -1,5 +1,6 @@
 import type { SessionRecord } from '../core/ports/sessions.js';
-import { capabilitiesOf, type EnginePreset, POLICY_HOOK_ARGS } from '../engines/preset.js';
+import { capabilitiesOf, POLICY_HOOK_ARGS } from '../engines/capabilities.js';
+import type { EnginePreset } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
 import type { EngineFacts, PlannedTurn } from './plan-turn.js';
 import type { PreparedEngine } from './turn-types.js';

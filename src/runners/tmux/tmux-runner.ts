@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { LoopError } from '../../core/errors.js';
-import { capabilitiesOf, type EnginePreset } from '../../engines/preset.js';
+import { capabilitiesOf } from '../../engines/capabilities.js';
+import type { EnginePreset } from '../../engines/preset.js';
 import type { SentKey } from '../keys.js';
 import type {
   Adopting,
