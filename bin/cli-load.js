@@ -65,43 +65,78 @@ function cachedDataOf(stat, buildId, bytes) {
   return bytes.subarray(expected.length);
 }
 
-function readCache(stat, buildId, group) {
-  if (!group) return undefined;
+function readCache(stat, buildId, name) {
+  if (!name) return undefined;
   try {
-    return cachedDataOf(stat, buildId, readFileSync(join(CACHE_DIR, `${group}.bin`)));
+    return cachedDataOf(stat, buildId, readFileSync(join(CACHE_DIR, `${name}.bin`)));
   } catch {
     return undefined;
   }
 }
 
-/** The bundle's exports ({ main }), and the script (whose cached data training writes). */
-function loadCli(group) {
-  const stat = statSync(BUNDLE);
+/**
+ * Packages bundled apart (scripts/build-cli.ts), each in dist/<file> with its own code cache: the
+ * commands that never validate with a schema or parse YAML (a cached config: see
+ * src/config/load-cache.ts) neither read nor deserialize them. A `require("zod")` in the CLI bundle
+ * loads dist/cli-zod.cjs, once.
+ */
+const VENDOR = { zod: 'cli-zod.cjs', yaml: 'cli-yaml.cjs' };
+const vendors = new Map();
+
+/**
+ * A wrapped script of dist/ compiled through vm.Script, with the cache `<name>.bin` when it was
+ * made from this very file (build id, size, mtime); run with `require`.
+ */
+function runScript(file, cacheName, scriptRequire) {
+  const stat = statSync(file);
   // esbuild writes ASCII only (non-ASCII characters as \u escapes): latin1 reads it without UTF-8
   // decoding.
-  const source = readFileSync(BUNDLE, 'latin1');
-  const script = new Script(Module.wrap(source), {
-    filename: BUNDLE,
-    cachedData: readCache(stat, buildIdOf(source), group),
-  });
-  const bundle = { exports: {} };
-  script
-    .runInThisContext()
-    .call(bundle.exports, bundle.exports, Module.createRequire(BUNDLE), bundle, BUNDLE, DIST);
-  return { exports: bundle.exports, script, stat, buildId: buildIdOf(source) };
+  const source = readFileSync(file, 'latin1');
+  const buildId = buildIdOf(source);
+  // The file is written wrapped (scripts/build-cli.ts): its text is the function to call.
+  const script = new Script(source, { filename: file, cachedData: readCache(stat, buildId, cacheName) });
+  const module = { exports: {} };
+  script.runInThisContext().call(module.exports, module.exports, scriptRequire, module, file, DIST);
+  return { exports: module.exports, script, stat, buildId, file };
+}
+
+function vendor(id, nodeRequire, useCache) {
+  let loaded = vendors.get(id);
+  if (!loaded) {
+    loaded = runScript(join(DIST, VENDOR[id]), useCache ? id : undefined, nodeRequire);
+    vendors.set(id, loaded);
+  }
+  return loaded.exports;
+}
+
+/** The bundle's exports ({ main }), and the script (whose cached data training writes). */
+function loadCli(group) {
+  const nodeRequire = Module.createRequire(BUNDLE);
+  const useCache = group !== undefined;
+  const bundleRequire = Object.assign(
+    (id) => (Object.hasOwn(VENDOR, id) ? vendor(id, nodeRequire, useCache) : nodeRequire(id)),
+    nodeRequire,
+  );
+  return runScript(BUNDLE, group, bundleRequire);
+}
+
+function writeCache(name, { script, stat, buildId, file }) {
+  if (!buildId) throw new Error(`${file} has no build id on its first line`);
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const data = Buffer.concat([Buffer.from(header(stat, buildId)), script.createCachedData()]);
+  writeFileSync(join(CACHE_DIR, `${name}.bin`), data);
 }
 
 /**
  * Build time only: load the bundle without a cache, run each argv in this process, then write the
- * group's cache of what they compiled.
+ * group's cache of what they compiled — and, with `vendors`, the caches of the packages bundled
+ * apart that the commands loaded.
  */
-async function trainCodeCache(group, commands) {
-  const { exports, script, stat, buildId } = loadCli(undefined);
-  for (const args of commands) await exports.main(['node', 'the-loop', ...args]);
-  mkdirSync(CACHE_DIR, { recursive: true });
-  if (!buildId) throw new Error(`${BUNDLE} has no build id on its first line`);
-  const data = Buffer.concat([Buffer.from(header(stat, buildId)), script.createCachedData()]);
-  writeFileSync(join(CACHE_DIR, `${group}.bin`), data);
+async function trainCodeCache(group, commands, options = {}) {
+  const loaded = loadCli(undefined);
+  for (const args of commands) await loaded.exports.main(['node', 'the-loop', ...args]);
+  writeCache(group, loaded);
+  if (options.vendors) for (const [id, script] of vendors) writeCache(id, script);
 }
 
 module.exports = {
@@ -114,4 +149,5 @@ module.exports = {
   trainCodeCache,
   BUNDLE,
   GROUPS,
+  VENDOR,
 };

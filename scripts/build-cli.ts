@@ -43,6 +43,14 @@ export const BUNDLE = join(ROOT, 'dist', 'cli.cjs');
 const EXTERNAL = ['node-pty', '@pydantic/genai-prices', 'graphql', 'ws', '@modelcontextprotocol/sdk'];
 
 /**
+ * Bundled apart, each into dist/<file> with its own code cache (bin/cli-load.js VENDOR): zod and the
+ * YAML parser are 45% of the CLI's code, and a command on a cached config (src/config/load-cache.ts)
+ * uses neither — left in, every command would read and deserialize them. The CLI bundle's
+ * `require("zod")` is answered by the loader.
+ */
+export const VENDOR: Record<string, string> = { zod: 'cli-zod.cjs', yaml: 'cli-yaml.cjs' };
+
+/**
  * Node built-ins that cost milliseconds to load (child_process ~9 ms, crypto ~6, worker_threads
  * ~6 …) and that most commands never call: `require("node:x")` in the bundle becomes a proxy that
  * loads the module on its first use. A module read whole (its keys listed, `in`) is loaded then.
@@ -108,6 +116,14 @@ const distImportMeta: Plugin = {
   },
 };
 
+/**
+ * The bundle is written already wrapped as Node wraps a CommonJS module: the loader compiles the
+ * file's text as it is read (no 1.3 MB concatenation copied again before compiling). Required as a
+ * module, it only defines a function.
+ */
+const WRAP_OPEN = '(function (exports, require, module, __filename, __dirname) {';
+const WRAP_CLOSE = '\n})';
+
 export async function bundleCli(): Promise<void> {
   const result = await build({
     absWorkingDir: ROOT,
@@ -117,11 +133,11 @@ export async function bundleCli(): Promise<void> {
     format: 'cjs',
     platform: 'node',
     target: 'node20',
-    external: EXTERNAL,
+    external: [...EXTERNAL, ...Object.keys(VENDOR)],
     plugins: [distImportMeta],
     // The bundle sits in dist/, so __dirname is tsc's outDir.
     banner: {
-      js: `/*the-loop-build:${randomBytes(16).toString('hex')}*/\n'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
+      js: `/*the-loop-build:${randomBytes(16).toString('hex')}*/${WRAP_OPEN}\n'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
     },
     // ASCII only (the loader reads it as latin1); minified: every byte is read and every name
     // deserialized at each start (a third less time than names kept). Readable stack traces:
@@ -143,7 +159,30 @@ export async function bundleCli(): Promise<void> {
   // The loader gives vm.Script no import() support (Node's is experimental): none may remain.
   if (/\bimport\(/.test(code))
     throw new Error('the bundle still has an import() (an external package loaded by import()?)');
-  writeFileSync(BUNDLE, code);
+  writeFileSync(BUNDLE, `${code}${WRAP_CLOSE}`);
+}
+
+/** A package bundled apart, wrapped as the CLI bundle is, its build id on its first line. */
+export async function bundleVendor(id: string): Promise<void> {
+  const result = await build({
+    absWorkingDir: ROOT,
+    stdin: { contents: `export * from ${JSON.stringify(id)};`, resolveDir: ROOT, loader: 'js' },
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    banner: { js: `/*the-loop-build:${randomBytes(16).toString('hex')}*/${WRAP_OPEN}\n'use strict';` },
+    charset: 'ascii',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'silent',
+    write: false,
+  });
+  if (result.warnings.length > 0)
+    throw new Error(`esbuild warned on ${id}:\n${result.warnings.map((w) => `  ${w.text}`).join('\n')}`);
+  const [output] = result.outputFiles;
+  if (!output) throw new Error(`esbuild wrote no bundle of ${id}`);
+  writeFileSync(join(ROOT, 'dist', VENDOR[id] as string), `${output.text}${WRAP_CLOSE}`);
 }
 
 /**
@@ -168,6 +207,18 @@ const TRAINING: Record<string, string[][]> = {
   other: [['--help'], ['--version']],
 };
 
+function warmConfigCache(cwd: string, env: Record<string, string | undefined>): void {
+  const result = spawnSync(process.execPath, [join(ROOT, 'bin', 'the-loop.js'), 'acts', '--json'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (result.status !== 0)
+    throw new Error(`warming the config cache failed (${result.status}): ${result.stderr}`);
+}
+
 /** Trains each group in a child of its own (as a user would run the commands); writes the caches. */
 export function trainCaches(): void {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-build-cli-'));
@@ -179,8 +230,12 @@ export function trainCaches(): void {
     for (const [group, commands] of Object.entries(TRAINING).sort(([a], [b]) =>
       a === 'config' ? -1 : b === 'config' ? 1 : 0,
     )) {
+      // Once the project exists, one command validates its config and keeps it in the config cache:
+      // the groups then train on what a person's commands run — a cached config, no schema.
+      if (group !== 'config') warmConfigCache(dir, env);
+      // The config group validates a config (zod) and parses YAML: it trains their caches too.
       const code = `import { trainCodeCache } from ${JSON.stringify(loader)};
-await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)});`;
+await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)}, { vendors: ${group === 'config'} });`;
       const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
         cwd: dir,
         env,
@@ -191,6 +246,8 @@ await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)});`;
       if (result.status !== 0)
         throw new Error(`training the "${group}" code cache failed (${result.status}): ${result.stderr}`);
       statSync(join(ROOT, 'dist', 'cli-cache', `${group}.bin`));
+      if (group === 'config')
+        for (const id of Object.keys(VENDOR)) statSync(join(ROOT, 'dist', 'cli-cache', `${id}.bin`));
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -199,6 +256,7 @@ await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)});`;
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   bundleCli()
+    .then(() => Promise.all(Object.keys(VENDOR).map(bundleVendor)))
     .then(trainCaches)
     .catch((error: unknown) => {
       process.stderr.write(`build-cli: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -113,4 +113,34 @@ console.log(JSON.stringify({ rejected: script.cachedDataRejected }));`;
     expect(JSON.parse(out.stdout)).toEqual({ rejected: false });
     expect(statSync(join(ROOT, 'dist/cli-cache/usage.bin')).size).toBeGreaterThan(0);
   });
+
+  it('zod and the YAML parser are bundled apart, loaded once when required, with accepted caches', () => {
+    const bundle = readFileSync(join(ROOT, 'dist/cli.cjs'), 'latin1');
+    expect(bundle).toContain('require("zod")');
+    expect(bundle).toContain('require("yaml")');
+    // zod's own text (its error messages) is not in the CLI bundle.
+    expect(bundle).not.toContain('Invalid option: expected one of');
+    // Every script the loader compiles, and whether V8 took its cache.
+    const probe = `const vm = require('node:vm');
+const compiled = [];
+vm.Script = class extends vm.Script {
+  constructor(source, options) {
+    super(source, options);
+    compiled.push([options.filename.split('/').pop(), this.cachedDataRejected]);
+  }
+};
+const { loadCli } = require(${JSON.stringify(join(ROOT, 'bin/cli-load.js'))});
+const cli = loadCli('config');
+cli.exports.main(['node', 'the-loop', 'config', 'schema']).then(() => {
+  process.stderr.write(JSON.stringify(compiled));
+});`;
+    const run = spawnSync(process.execPath, ['-e', probe], { encoding: 'utf8', cwd: ROOT });
+    expect(run.stdout).toContain('"engines"');
+    // Each once, each cache taken (`config schema` reads the config: YAML, then the schemas).
+    expect(JSON.parse(run.stderr)).toEqual([
+      ['cli.cjs', false],
+      ['cli-yaml.cjs', false],
+      ['cli-zod.cjs', false],
+    ]);
+  });
 });
