@@ -36,7 +36,9 @@ function newest(path) {
 }
 
 function built() {
-  const outputs = [join(ROOT, 'dist', 'cli.cjs'), join(ROOT, 'dist', 'cli-cache', 'other.bin')];
+  const outputs = ['cli.cjs', 'cli-zod.cjs', 'cli-yaml.cjs', join('cli-cache', 'other.bin')].map((file) =>
+    join(ROOT, 'dist', file),
+  );
   if (!outputs.every((file) => existsSync(file))) return 0;
   return Math.min(...outputs.map((file) => statSync(file).mtimeMs));
 }

@@ -52,6 +52,10 @@ describe('prepare (npm ci, and npx linking the checkout)', () => {
     mkdirSync(join(dir, 'dist/cli-cache'), { recursive: true });
     writeFileSync(join(dir, 'dist/cli.cjs'), '');
     writeFileSync(join(dir, 'dist/cli-cache/other.bin'), '');
+    // A build from before zod and the YAML parser were bundled apart is not current.
+    expect(prepare()).toEqual(['run', 'build', '--silent']);
+    writeFileSync(join(dir, 'dist/cli-zod.cjs'), '');
+    writeFileSync(join(dir, 'dist/cli-yaml.cjs'), '');
     const past = new Date(Date.now() - 60_000);
     for (const p of ['src/a.ts', 'src', 'scripts/prepare.mjs', 'scripts', 'package.json', 'fake-npm.cjs'])
       utimesSync(join(dir, p), past, past);
