@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { LoopError } from '../core/errors.js';
 import { canonicalPath } from '../os/canonical-path.js';
+import { sha256Hex } from '../os/sha256.js';
 
 /**
  * Where state lives when nothing says where. The data dir holds the registry, the log, keys, the
@@ -71,7 +71,7 @@ export function stateDirFor(home: string, configDir: string, workTree: string | 
       .replace(/[^A-Za-z0-9._-]+/g, '-')
       .slice(0, 24)
       .replace(/^[.-]+|-+$/g, '') || 'config';
-  const digest = createHash('sha256').update(configDir).digest('hex').slice(0, 8);
+  const digest = sha256Hex(configDir).slice(0, 8);
   return join(home, 'the-loop', `${name}-${digest}`);
 }
 

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deserialize, serialize } from 'node:v8';
 import type { EnginePreset } from '../engines/preset.js';
+import { sha256Hex } from '../os/sha256.js';
 import { type ConfigFile, readConfigText } from './config-file.js';
 import { stateHome } from './data-dir.js';
 import type { ValidatedConfig } from './load.js';
@@ -58,7 +58,7 @@ interface Entry {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const sha256 = sha256Hex;
 
 /**
  * This installation's cache: null when turned off, or when the code runs from its TypeScript
