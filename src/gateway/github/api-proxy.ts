@@ -1,7 +1,7 @@
-import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { busyHeaders, readBodyWithin } from '../../web/read-body.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct } from '../types.js';
+import { upstreamAgents } from '../upstream-agents.js';
 import {
   graphqlOutcome,
   type Judged,
@@ -116,12 +116,9 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
   const maxBytes = options.maxBodyBytes ?? MAX_BODY;
   const idleMs = options.idleTimeoutMs ?? IDLE_MS;
   const lookupMs = options.lookupTimeoutMs ?? LOOKUP_MS;
-  // Keep-alive to the upstream; idle pooled sockets are unref'd by Node and time out, and `close`
-  // drops them with the gateway.
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, timeout: 60_000 }),
-    'https:': new https.Agent({ keepAlive: true, timeout: 60_000 }),
-  };
+  // Keep-alive to the upstream, pooled per protocol (made on first use: see upstream-agents.ts);
+  // `close` drops them with the gateway.
+  const agents = upstreamAgents();
 
   const handle: GatewayHandler = async function handleGitHubApi(req, res, ctx) {
     const { session, ports } = ctx;
@@ -149,7 +146,7 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
       });
       return send(res, p.refused.status, `[the-loop gateway] ${p.refused.message}`);
     }
-    const agentFor = (url: URL) => agents[url.protocol as 'http:' | 'https:'];
+    const agentFor = (url: URL) => agents.get(url.protocol);
     const lookups = { github: ports.github, session, timeoutMs: lookupMs, agentFor };
     if (p.targets.length > 0) {
       // Allowed mutations name the node they write to; it must be the session's repository's.
@@ -178,9 +175,7 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
     await judgeAndRelay(p, exchange, { ports, session, lookups });
   };
   return Object.assign(handle, {
-    close: () => {
-      for (const agent of Object.values(agents)) agent.destroy();
-    },
+    close: () => agents.destroy(),
   });
 }
 

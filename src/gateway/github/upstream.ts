@@ -1,5 +1,12 @@
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import {
+  type Agent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { HOP_BY_HOP } from '../hop-by-hop.js';
 
@@ -97,7 +104,7 @@ export interface RelayRequest {
   /** Keep up to this many bytes of the response (to settle an act); 0: keep nothing. */
   keep: number;
   idleMs: number;
-  agent: http.Agent | undefined;
+  agent: Agent | undefined;
 }
 
 /**
@@ -112,9 +119,9 @@ export function relay(x: RelayRequest): Promise<Relayed> {
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let overflow = false;
-    let current: http.IncomingMessage | undefined;
-    const lib = x.url.protocol === 'https:' ? https : http;
-    const up = lib.request(x.url, { method: x.method, headers: x.headers, agent: x.agent });
+    let current: IncomingMessage | undefined;
+    const request = x.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const up = request(x.url, { method: x.method, headers: x.headers, agent: x.agent });
     const finish = (result: Relayed): void => {
       if (done) return;
       done = true;
@@ -199,7 +206,7 @@ export function requestJson(
     body?: unknown;
     timeoutMs: number;
     /** The pool to use (the handler's, dropped when the gateway closes); default: Node's global one. */
-    agent?: http.Agent | undefined;
+    agent?: Agent | undefined;
   },
 ): Promise<{ status: number; json: unknown } | undefined> {
   return new Promise((resolve) => {
@@ -211,8 +218,8 @@ export function requestJson(
       ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
       ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
     };
-    const lib = url.protocol === 'https:' ? https : http;
-    const req = lib.request(url, {
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = request(url, {
       method: options.method,
       headers,
       timeout: options.timeoutMs,

@@ -1,6 +1,13 @@
-import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import {
+  type Agent,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { GatewayHandler, GatewayPorts, GatewaySession, ModelApi } from '../types.js';
+import { upstreamAgents } from '../upstream-agents.js';
 import { admit, readChecked, send } from './admit.js';
 import { isReachabilityCheck } from './allow-list.js';
 import { clientResponseHeaders } from './rewrite.js';
@@ -61,12 +68,8 @@ export function createModelHandler(options: ModelProxyOptions = {}): ModelHandle
   const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
   const maxBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST;
   const now = options.now ?? (() => new Date());
-  // Keep-alive to the upstream: a TLS handshake per request would cost more than the whole proxy.
-  // Idle pooled sockets are unref'd by Node and closed after `timeout`, so nothing is held open.
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, timeout: 60_000 }),
-    'https:': new https.Agent({ keepAlive: true, timeout: 60_000 }),
-  };
+  // Keep-alive to the upstream, pooled per protocol (made on first use: see upstream-agents.ts).
+  const agents = upstreamAgents();
 
   const handle = async function handleModel(req: IncomingMessage, res: ServerResponse, ctx: ModelHandlerCtx) {
     // Claude Code checks its base URL answers (`HEAD /m/<token>`) before the first request.
@@ -95,12 +98,11 @@ export function createModelHandler(options: ModelProxyOptions = {}): ModelHandle
       if (!body) return;
       exchange.body = body;
     }
-    await forward(exchange, agents[url.protocol as 'http:' | 'https:'] ?? agents['http:'], idleMs, maxBytes);
+    const agent = agents.get(url.protocol) ?? (agents.get('http:') as Agent);
+    await forward(exchange, agent, idleMs, maxBytes);
   };
   return Object.assign(handle, {
-    close: () => {
-      for (const agent of Object.values(agents)) agent.destroy();
-    },
+    close: () => agents.destroy(),
   });
 }
 
@@ -126,11 +128,11 @@ interface Flow {
 }
 
 /** One exchange with the upstream; resolves when it is over, never rejects. */
-function forward(x: Exchange, agent: http.Agent, idleMs: number, maxBytes: number): Promise<void> {
+function forward(x: Exchange, agent: Agent, idleMs: number, maxBytes: number): Promise<void> {
   const { req, res, url } = x;
   return new Promise<void>((resolve) => {
-    const lib = url.protocol === 'https:' ? https : http;
-    const upstream = lib.request(url, { method: req.method, headers: x.headers, agent });
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const upstream = request(url, { method: req.method, headers: x.headers, agent });
     const flow: Flow = {
       metered: undefined,
       meter: undefined,
