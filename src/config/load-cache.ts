@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deserialize, serialize } from 'node:v8';
@@ -24,10 +24,12 @@ import type { Config } from './schema.js';
  * they are written (one found: nothing written). Errors are never cached: a config that fails
  * validates again, and says why, each time.
  *
- * Entries live in `$XDG_STATE_HOME/the-loop/config-cache/` (0700; files 0600), one per config path.
+ * Entries live in `$XDG_STATE_HOME/the-loop/config-cache/` (0700; files 0600), one per config path,
+ * at most MAX_ENTRIES (the least recently written go first: a config file deleted leaves no trace).
  * `THE_LOOP_CONFIG_CACHE=0` turns the cache off; `the-loop config check` always validates.
  */
 const FORMAT = 'the-loop-config-cache-1';
+export const MAX_ENTRIES = 64;
 
 export interface ConfigCache {
   dir: string;
@@ -241,6 +243,7 @@ function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: Validated
     mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
     writeFileSync(temp, bytes, { mode: 0o600 });
     renameSync(temp, target);
+    prune(cache.dir, target);
   } catch {
     try {
       rmSync(temp, { force: true });
@@ -248,4 +251,17 @@ function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: Validated
       // The directory itself could not be made: there is no temp file.
     }
   }
+}
+
+/**
+ * Keep the newest MAX_ENTRIES entries, `written` among them (run after a write, i.e. only when a
+ * config was validated).
+ */
+function prune(dir: string, written: string): void {
+  const entries = readdirSync(dir).filter((name) => name.endsWith('.bin') && join(dir, name) !== written);
+  if (entries.length < MAX_ENTRIES) return;
+  const byAge = entries
+    .map((name) => ({ name, mtime: statSync(join(dir, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const { name } of byAge.slice(MAX_ENTRIES - 1)) rmSync(join(dir, name), { force: true });
 }

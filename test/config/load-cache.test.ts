@@ -10,6 +10,7 @@ import {
   type ConfigCache,
   configCacheFor,
   loadConfigCached,
+  MAX_ENTRIES,
   readEntry,
 } from '../../src/config/load-cache.js';
 
@@ -159,6 +160,19 @@ describe('the validated-config cache', () => {
       expect(await loadConfigCached(options(), cache)).toStrictEqual(loadConfig(options()));
       expect(hit()).toBe(true);
     }
+  });
+
+  it('keeps at most MAX_ENTRIES entries, the newest', async () => {
+    for (let i = 0; i < MAX_ENTRIES + 3; i++) {
+      const sub = join(dir, `p${i}`);
+      mkdirSync(join(sub, '.the-loop'), { recursive: true });
+      writeFileSync(join(sub, CONFIG), `defaults:\n  backstopSeconds: ${60 + i}\n`);
+      await loadConfigCached({ cwd: sub, env: {} }, cache);
+    }
+    expect(entries()).toHaveLength(MAX_ENTRIES);
+    // The last one written is kept.
+    const last = join(dir, `p${MAX_ENTRIES + 2}`);
+    expect(readEntry(cache, readConfigText({ cwd: last, env: {} }), {})).not.toBeNull();
   });
 
   it('an unwritable cache directory costs only time', async () => {
