@@ -1,4 +1,16 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deserialize, serialize } from 'node:v8';
@@ -138,7 +150,9 @@ function isEntry(value: unknown): value is Entry {
 export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): ValidatedConfig | null {
   let entry: unknown;
   try {
-    entry = deserialize(readFileSync(entryFile(cache, file.path)));
+    const bytes = readPrivate(cache.dir, entryFile(cache, file.path));
+    if (!bytes) return null;
+    entry = deserialize(bytes);
   } catch {
     return null;
   }
@@ -158,6 +172,26 @@ export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): Valid
   }
   const { config, engines } = entry;
   return { path: file.found, config, engines, literalSecrets: [], secretValues, envRefs: [] };
+}
+
+const notOurs = (stat: { uid: number; mode: number }) =>
+  (process.getuid !== undefined && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0;
+
+/**
+ * An entry's bytes, when no one else could have written them: a regular file (not a link) owned by
+ * this user and writable by no one else, in a directory likewise. An entry decides which binaries
+ * the daemon runs: one planted by another user must not be used.
+ */
+function readPrivate(dir: string, path: string): Buffer | null {
+  const where = statSync(dir, { throwIfNoEntry: false });
+  if (!where?.isDirectory() || notOurs(where)) return null;
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFile() && !notOurs(stat) ? readFileSync(fd) : null;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function parentOf(root: unknown, path: PropertyKey[]): Record<PropertyKey, unknown> | null {
@@ -241,7 +275,7 @@ function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: Validated
   const temp = `${target}.${process.pid}.tmp`;
   try {
     mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
-    writeFileSync(temp, bytes, { mode: 0o600 });
+    writeFileSync(temp, bytes, { mode: 0o600, flag: 'wx' });
     renameSync(temp, target);
     prune(cache.dir, target);
   } catch {

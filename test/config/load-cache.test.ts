@@ -1,4 +1,16 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serialize } from 'node:v8';
@@ -57,7 +69,7 @@ function writeConfig(text: string): void {
   writeFileSync(join(dir, CONFIG), text);
 }
 const options = (env: Record<string, string> = ENV): LoadOptions => ({ cwd: dir, env });
-const entries = () => (statSafe(cache.dir) ? readdirSync(cache.dir) : []);
+const entries = () => (statSafe(cache.dir) ? readdirSync(cache.dir).filter((n) => n.endsWith('.bin')) : []);
 const statSafe = (path: string) => statSync(path, { throwIfNoEntry: false });
 const hit = (env: Record<string, string> = ENV) =>
   readEntry(cache, readConfigText(options(env)), env) !== null;
@@ -160,6 +172,27 @@ describe('the validated-config cache', () => {
       expect(await loadConfigCached(options(), cache)).toStrictEqual(loadConfig(options()));
       expect(hit()).toBe(true);
     }
+  });
+
+  it('an entry someone else could have written is not used (group- or world-writable file or directory, a link)', async () => {
+    writeConfig(FULL);
+    await loadConfigCached(options(), cache);
+    const [name] = entries();
+    const file = join(cache.dir, name ?? '');
+    chmodSync(file, 0o620);
+    expect(hit()).toBe(false);
+    chmodSync(file, 0o600);
+    expect(hit()).toBe(true);
+    chmodSync(cache.dir, 0o702);
+    expect(hit()).toBe(false);
+    chmodSync(cache.dir, 0o700);
+    renameSync(file, `${file}.real`);
+    symlinkSync(`${file}.real`, file);
+    expect(hit()).toBe(false);
+    // And it is replaced by a file of ours (rename over the link), not written through it.
+    await loadConfigCached(options(), cache);
+    expect(lstatSync(file).isFile()).toBe(true);
+    expect(hit()).toBe(true);
   });
 
   it('keeps at most MAX_ENTRIES entries, the newest', async () => {
