@@ -19,7 +19,7 @@ import type { GatewayTokens } from '../gateway/tokens.js';
 import type { Logger } from '../log/logger.js';
 import type { PreparedEngine, PrepareEngineInput } from '../sessions/turn-types.js';
 import { sessionHome } from './engine-home.js';
-import { sandboxPlan } from './sandbox-view.js';
+import { sandboxPlan, workspaceGitDirs } from './sandbox-view.js';
 
 /**
  * What guards an engine, prepared before each turn: a capability token minted for the session,
@@ -83,19 +83,10 @@ export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput):
   const sandbox = sandboxMode(deps);
   if (sandbox.note) notes.push(sandbox.note);
   const cloud = usesCloudCredential(preset, deps.env, config.credentials);
-  let endpoint: GatewayEndpoint | undefined;
-  if (config.gateway.enabled) {
-    endpoint = deps.gateway();
-    if (!endpoint) {
-      throw new LoopError('internal', 'the gateway is enabled but not listening', {
-        hint: 'Start the daemon (or `the-loop run`) again; set gateway.enabled: false to run engines without it.',
-      });
-    }
-  } else {
-    notes.push(
-      'no gateway (gateway.enabled: false): the engine holds its credentials, and acts are judged from commands only',
-    );
-  }
+  const endpoint = gatewayEndpoint(deps, notes);
+  // The sandbox's one question to git (the workspace's git dirs) is asked now: git runs while the
+  // token is minted and the session's files are written, instead of after them.
+  const gitDirs = sandbox.mode === 'bwrap' ? workspaceGitDirs(session.cwd) : undefined;
   if (endpoint && cloud) {
     notes.push(
       `the ${session.engine} engine uses a cloud credential (Bedrock/Vertex): the gateway cannot hold it, so it is in the engine's environment and its model requests are not metered at the wire`,
@@ -145,6 +136,18 @@ export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput):
     );
   }
   const bwrapPath = sandbox.path;
+  const sandboxed =
+    bwrapPath && gitDirs
+      ? sandboxCommand(deps, {
+          stateDir,
+          session,
+          preset,
+          env: setup.env,
+          bwrapPath,
+          endpoint,
+          gitDirs: await gitDirs,
+        })
+      : undefined;
   return {
     env: setup.env,
     args: setup.args,
@@ -152,17 +155,37 @@ export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput):
     guard: setup.guard,
     meter: setup.guard.gateway.model ? 'wire' : undefined,
     notes,
-    // The guard and where the gateway is: a TUI started under other ones is not reused.
-    launchKey: createHash('sha256')
-      .update(JSON.stringify({ guard: setup.guard, gateway: endpoint?.url ?? null }))
-      .digest('hex')
-      .slice(0, 32),
+    launchKey: launchKeyOf(setup.guard, endpoint),
     release: token ? () => revokeTurnToken(deps, token) : undefined,
-    sandbox:
-      sandbox.mode === 'bwrap' && bwrapPath
-        ? sandboxCommand(deps, { stateDir, session, preset, env: setup.env, bwrapPath, endpoint })
-        : undefined,
+    sandbox: sandboxed,
   };
+}
+
+/** The guard and where the gateway is: a TUI started under other ones is not reused. */
+const launchKeyOf = (guard: PreparedEngine['guard'], endpoint: GatewayEndpoint | undefined): string =>
+  createHash('sha256')
+    .update(JSON.stringify({ guard, gateway: endpoint?.url ?? null }))
+    .digest('hex')
+    .slice(0, 32);
+
+/** The gateway as it listens now (undefined: not enabled, noted); enabled but not listening is an error. */
+function gatewayEndpoint(
+  deps: Pick<GuardDeps, 'config' | 'gateway'>,
+  notes: string[],
+): GatewayEndpoint | undefined {
+  if (!deps.config.gateway.enabled) {
+    notes.push(
+      'no gateway (gateway.enabled: false): the engine holds its credentials, and acts are judged from commands only',
+    );
+    return undefined;
+  }
+  const endpoint = deps.gateway();
+  if (!endpoint) {
+    throw new LoopError('internal', 'the gateway is enabled but not listening', {
+      hint: 'Start the daemon (or `the-loop run`) again; set gateway.enabled: false to run engines without it.',
+    });
+  }
+  return endpoint;
 }
 
 /** The turn's token revoked once its engine is gone; a failure is logged, never thrown at the turn. */
@@ -220,6 +243,7 @@ function sandboxCommand(
     env: Record<string, string>;
     bwrapPath: string;
     endpoint: GatewayEndpoint | undefined;
+    gitDirs: readonly string[] | undefined;
   },
 ): PreparedEngine['sandbox'] {
   // Files the engine's hooks write must exist to be bound writable inside a read-only directory.
@@ -238,6 +262,7 @@ function sandboxCommand(
     socketPath: input.endpoint?.socketPath,
     engineWritable: input.preset.sandbox.writable,
     otherRepos: otherRepoPaths(deps.config, input.session.workItem),
+    gitDirs: input.gitDirs,
     engineEnv: input.env,
     operatorEnv: deps.env,
     config: deps.config.sandbox,

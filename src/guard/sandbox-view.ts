@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { stateHome } from '../config/data-dir.js';
@@ -35,6 +35,11 @@ export interface SandboxPlanInput {
   operatorEnv: Readonly<Record<string, string | undefined>>;
   /** Checkouts of the other configured repositories (another session's workspace, its .git). */
   otherRepos?: readonly string[] | undefined;
+  /**
+   * The workspace's git dirs, when already asked (`workspaceGitDirs`, started before the rest of the
+   * turn's preparation so that git runs meanwhile); asked here otherwise.
+   */
+  gitDirs?: readonly string[] | undefined;
   config: SandboxConfig;
 }
 
@@ -45,36 +50,61 @@ export interface SandboxPlan {
   skipped: string[];
 }
 
+/** rev-parse's question of the workspace, and how it is asked (sync or not, the same). */
+const gitDirsArgs = (cwd: string) => [
+  ...SAFE_GIT_ARGS,
+  '-C',
+  cwd,
+  'rev-parse',
+  '--path-format=absolute',
+  '--absolute-git-dir',
+  '--git-common-dir',
+];
+const GIT_DIRS_OPTIONS = { encoding: 'utf8', timeout: 5000 } as const;
+
+/** Absolute paths, one per line of rev-parse's answer, each once. */
+const parseGitDirs = (out: string): string[] => [
+  ...new Set(
+    out
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => isAbsolute(l)),
+  ),
+];
+
 /**
  * The workspace's git dirs: its own and the common one (a worktree's main repository, outside it).
  * Asked with the hardened plumbing only (rev-parse runs no hook, filter or fsmonitor).
  */
 function gitDirs(cwd: string): string[] {
   try {
-    const out = execFileSync(
-      'git',
-      [
-        ...SAFE_GIT_ARGS,
-        '-C',
-        cwd,
-        'rev-parse',
-        '--path-format=absolute',
-        '--absolute-git-dir',
-        '--git-common-dir',
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000, env: safeGitEnv(process.env) },
+    return parseGitDirs(
+      execFileSync('git', gitDirsArgs(cwd), {
+        ...GIT_DIRS_OPTIONS,
+        stdio: ['ignore', 'pipe', 'ignore'],
+        env: safeGitEnv(process.env),
+      }),
     );
-    return [
-      ...new Set(
-        out
-          .split('\n')
-          .map((l) => l.trim())
-          .filter((l) => isAbsolute(l)),
-      ),
-    ];
   } catch {
     return [];
   }
+}
+
+/**
+ * The same answer as the plan's own question (the same command, environment and timeout; none when
+ * git fails), without blocking: a turn's preparation starts it first, and git runs while the token
+ * is minted and the session's files are written.
+ */
+export function workspaceGitDirs(cwd: string): Promise<string[]> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      'git',
+      gitDirsArgs(cwd),
+      { ...GIT_DIRS_OPTIONS, env: safeGitEnv(process.env) },
+      (error, stdout) => resolve(error ? [] : parseGitDirs(stdout)),
+    );
+    child.stdin?.end();
+  });
 }
 
 /**
@@ -83,8 +113,11 @@ function gitDirs(cwd: string): string[] {
  * `core.fsmonitor`, a filter) would run wherever git next runs in that repository — the daemon's git
  * (jailed as well) or the operator's own.
  */
-function gitProtection(workspace: string): { writable: string[]; readOnly: string[] } {
-  const dirs = gitDirs(workspace);
+function gitProtection(
+  workspace: string,
+  known: readonly string[] | undefined,
+): { writable: string[]; readOnly: string[] } {
+  const dirs = known ? [...known] : gitDirs(workspace);
   const readOnly: string[] = [];
   for (const dir of dirs) {
     // A missing hooks dir would be created by the agent: make it, to bind it read-only.
@@ -118,7 +151,7 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
   const operatorHome = input.operatorEnv.HOME;
   const engineHome = input.engineEnv.HOME;
   const homes = [...new Set([operatorHome, engineHome].filter((h): h is string => !!h && isAbsolute(h)))];
-  const git = gitProtection(input.workspace);
+  const git = gitProtection(input.workspace, input.gitDirs);
   // The-loop's runtime directory (keys sockets of PTY turns, the gh socket) is hidden whole: made now
   // if missing (a missing path cannot be hidden), as a TMPDIR outside /tmp would leave it in sight.
   const runtime = runtimeRoot(input.operatorEnv, currentUid());

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { gitJail } from '../../src/guard/git-jail.js';
-import { sandboxPlan } from '../../src/guard/sandbox-view.js';
+import { sandboxPlan, workspaceGitDirs } from '../../src/guard/sandbox-view.js';
 import { detectBwrap } from '../../src/sandbox/detect.js';
 import { gitRunner } from '../../src/workspaces/git-runner.js';
 import { ensureWorktree, removeWorktree } from '../../src/workspaces/worktree.js';
@@ -49,7 +49,7 @@ function repository(dir: string): void {
   git(dir, 'commit', '-q', '-m', 'one');
 }
 
-function planFor(workspace: string, dataDir: string, stateHome?: string) {
+function planFor(workspace: string, dataDir: string, stateHome?: string, gitDirs?: readonly string[]) {
   const state = join(dataDir, 'sessions', 's');
   mkdirSync(state, { recursive: true });
   const hooks = join(state, 'hooks.jsonl');
@@ -67,6 +67,7 @@ function planFor(workspace: string, dataDir: string, stateHome?: string) {
     engineEnv: { HOME: join(root, 'home') },
     operatorEnv: { HOME: join(root, 'home'), PATH: process.env.PATH, XDG_STATE_HOME: stateHome },
     config: configSchema.parse({}).sandbox,
+    gitDirs,
   });
 }
 
@@ -79,6 +80,30 @@ function inside(argv: string[], script: string): string {
   });
   return `${res.stdout}${res.stderr}`;
 }
+
+describe('the workspace’s git dirs, asked ahead', () => {
+  it('are what the plan asks itself: a repository, a worktree of one, a directory outside any', async () => {
+    const repo = join(root, 'repo');
+    repository(repo);
+    const worktree = join(root, 'wt');
+    git(repo, 'worktree', 'add', '-q', '-b', 'side', worktree);
+    const plain = join(root, 'plain');
+    mkdirSync(plain);
+    for (const ws of [repo, worktree, plain]) {
+      const asked = await workspaceGitDirs(ws);
+      const dataDir = join(root, `data-${asked.length}`);
+      expect(planFor(ws, dataDir, undefined, asked).argv({ terminal: false })).toEqual(
+        planFor(ws, dataDir).argv({ terminal: false }),
+      );
+    }
+    expect(await workspaceGitDirs(repo)).toEqual([join(repo, '.git')]);
+    expect(await workspaceGitDirs(worktree)).toEqual([
+      join(repo, '.git', 'worktrees', 'wt'),
+      join(repo, '.git'),
+    ]);
+    expect(await workspaceGitDirs(plain)).toEqual([]);
+  });
+});
 
 describe.skipIf(!bwrap.available)(SUITE, () => {
   it('lets the agent commit, but not change its repository’s config or hooks, nor swap its .git', () => {
