@@ -78,6 +78,9 @@ export function fakeEngineConfig(
     gateway: { port: 0 },
     // Daemons of tests run side by side: the console takes any free port too.
     console: { port: 0 },
+    // Tests run with the real HOME: a test daemon must not import this machine's own Claude Code
+    // transcripts (~/.claude/projects) into its registry. The watch tests turn it back on.
+    usage: { watchClaude: false },
     defaults: { engine: 'fake', backstopSeconds: 60, killGraceSeconds: 0.5 },
     engines: {
       fake: {
