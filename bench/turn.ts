@@ -15,7 +15,8 @@
  * round; each run's wall time from spawn to exit. Medians and ratios against bare are printed.
  * Goal (issue 16): the-loop ≤ 1.2× bare. Figures are printed, never asserted; the machine's load
  * skews them and is printed with them. BENCH_TURN_BASE=<another checkout's bin/the-loop.js> adds
- * that build (default guard) to the rounds, to compare two versions in one run.
+ * that build (default guard, a config and data dir of its own) to the rounds, to compare two
+ * versions in one run.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -75,6 +76,8 @@ interface Rig {
   env: NodeJS.ProcessEnv;
   guarded: string;
   unguarded: string;
+  /** BENCH_TURN_BASE's: the same config as the-loop's, in a directory (and data dir) of its own. */
+  base: string;
 }
 
 function rig(mockUrl: string): Rig {
@@ -104,6 +107,7 @@ function rig(mockUrl: string): Rig {
     env: { PATH: process.env.PATH, LANG: 'C.UTF-8', ...home.env, [home.credentialEnv]: KEY },
     guarded: config('guarded', {}),
     unguarded: config('unguarded', { gateway: { enabled: false }, sandbox: { mode: 'none' } }),
+    base: config('base', {}),
   };
 }
 
@@ -118,9 +122,12 @@ function once(r: Rig, kind: Kind, n: number): Promise<Ran> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    // the-loop's state home (its validated-config cache) in the rig: removed with it, and never
+    // shared with the user's (two builds would each find the other's entry for a config, not theirs).
+    XDG_STATE_HOME: join(r.root, 'state'),
     LANG: 'C.UTF-8',
     ANTHROPIC_API_KEY: KEY,
-    THE_LOOP_CONFIG: kind === 'unguarded' ? r.unguarded : r.guarded,
+    THE_LOOP_CONFIG: kind === 'unguarded' ? r.unguarded : kind === 'base' ? r.base : r.guarded,
   };
   const bin = kind === 'base' && BASE ? BASE : BIN;
   return timed(process.execPath, [bin, 'run', `github:bench/turn#${n}`, PROMPT], r.work, env);
@@ -153,7 +160,7 @@ async function main(): Promise<void> {
         `  ${kind.padEnd(10)} ${m.toFixed(0).padStart(6)} ms  ${(m / bare).toFixed(2)}×${goal}  (min ${Math.min(...ms).toFixed(0)}, max ${Math.max(...ms).toFixed(0)})`,
       );
     }
-    if (BASE) console.log(`  (base: ${BASE}, the same config as the-loop)`);
+    if (BASE) console.log(`  (base: ${BASE}, the same config as the-loop, its own data dir)`);
     console.log(`load average after: ${load()}`);
   } finally {
     await mock.close();
