@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { arch, constants, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { ReadStream } from 'node:tty';
+import type { ReadStream } from 'node:tty';
 import { LoopError } from '../../core/errors.js';
 import { whichBinary } from '../../engines/which.js';
 import {
@@ -188,6 +188,13 @@ function forkPty(
 }
 
 /**
+ * node:tty (which loads node:net) is required by the first PTY turn, not imported: every command
+ * that creates the app loads this module, and only PTY engines read a terminal.
+ */
+const ttyReadStream = (fd: number): ReadStream =>
+  new (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).ReadStream(fd);
+
+/**
  * The terminal's output, to the sinks, to its very end: `finish` (once the engine's processes are
  * stopped) reads what is left before closing.
  */
@@ -209,7 +216,7 @@ function readTerminal(
     sinks.onOutput(chunk);
     sinks.onDiagnosticText(decoder.write(chunk));
   };
-  const stream = new ReadStream(fd);
+  const stream = ttyReadStream(fd);
   let streamClosed = false;
   // EIO once nobody holds the engine's side (only when our hold failed); the end is handled below.
   stream.on('error', () => {});
