@@ -122,22 +122,11 @@ function itemCandidate(
   item: Item,
   triggers: Triggers,
 ): Candidate | null {
-  const common = {
-    number: item.number,
-    kind,
-    title: item.title,
-    url: item.html_url ?? '',
-    body: item.body ?? '',
-    ...branches(item),
-    template: 'issue',
-  } as const;
   const { action } = p;
   if (action === 'opened' || action === 'reopened') {
     const label = item.labels?.find((l) => triggers.labels.includes(l.name));
     const assignee = item.assignees?.find((a) => triggers.assignees.includes(a.login));
-    return {
-      ...common,
-      action: 'start',
+    return itemStart(kind, item, {
       event: `${kind} ${action}`,
       actor: item.user,
       association: item.author_association ?? 'NONE',
@@ -145,30 +134,57 @@ function itemCandidate(
         byMention(triggers, item.body, item.title) ??
         (label ? `label ${label.name}` : null) ??
         (assignee ? `assignee ${assignee.login}` : null),
-    };
+    });
   }
+  if (action !== 'labeled' && action !== 'assigned') return null;
   // Labeling and assigning need triage/write permission on GitHub, so the sender is vouched for by
   // it — except when the sender is the item's own author: labels from an issue template are applied
   // as the author, who may be anyone. Then the author's association decides.
-  const senderStanding = p.sender.login === item.user.login ? (item.author_association ?? 'NONE') : null;
-  const start = { ...common, action: 'start', actor: p.sender, association: senderStanding } as const;
+  const association = p.sender.login === item.user.login ? (item.author_association ?? 'NONE') : null;
   if (action === 'labeled') {
     const label = p.label?.name;
-    return {
-      ...start,
+    return itemStart(kind, item, {
       event: `${kind} labeled "${sanitizeLine(label ?? '', 100)}"`,
+      actor: p.sender,
+      association,
       trigger: label && triggers.labels.includes(label) ? `label ${label}` : null,
-    };
+    });
   }
-  if (action === 'assigned') {
-    const assignee = p.assignee?.login;
-    return {
-      ...start,
-      event: `${kind} assigned to ${sanitizeLine(assignee ?? '?', 100)}`,
-      trigger: assignee && triggers.assignees.includes(assignee) ? `assignee ${assignee}` : null,
-    };
-  }
-  return null;
+  const assignee = p.assignee?.login;
+  return itemStart(kind, item, {
+    event: `${kind} assigned to ${sanitizeLine(assignee ?? '?', 100)}`,
+    actor: p.sender,
+    association,
+    trigger: assignee && triggers.assignees.includes(assignee) ? `assignee ${assignee}` : null,
+  });
+}
+
+/**
+ * The candidate that starts work on an issue or pull request, built field by field: the router
+ * makes one for every delivery, and object spread is a slow path in V8 (~1.5 µs a spread on Node 20
+ * here, bench:ingest).
+ */
+function itemStart(
+  kind: Candidate['kind'],
+  item: Item,
+  who: Pick<Candidate, 'event' | 'actor' | 'association' | 'trigger'>,
+): Candidate {
+  const { head, base } = branches(item);
+  return {
+    action: 'start',
+    number: item.number,
+    kind,
+    title: item.title,
+    url: item.html_url ?? '',
+    body: item.body ?? '',
+    head,
+    base,
+    event: who.event,
+    template: 'issue',
+    actor: who.actor,
+    association: who.association,
+    trigger: who.trigger,
+  };
 }
 
 function reviewCandidate(

