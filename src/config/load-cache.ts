@@ -36,8 +36,8 @@ import type { Config } from './schema.js';
  * they are written (one found: nothing written). Errors are never cached: a config that fails
  * validates again, and says why, each time.
  *
- * Entries live in `$XDG_STATE_HOME/the-loop/config-cache/` (0700; files 0600), one per config path,
- * at most MAX_ENTRIES (the least recently written go first: a config file deleted leaves no trace).
+ * Entries live in `$XDG_STATE_HOME/the-loop/config-cache/` (0700; files 0600), one per config path and
+ * build, at most MAX_ENTRIES (the least recently written go first: a deleted config leaves no trace).
  * `THE_LOOP_CONFIG_CACHE=0` turns the cache off; `the-loop config check` always validates.
  */
 const FORMAT = 'the-loop-config-cache-1';
@@ -112,7 +112,12 @@ export async function loadConfigCached(
   return { ...loaded, ...placePaths(options, loaded.path, loaded.config) };
 }
 
-const entryFile = (cache: ConfigCache, path: string) => join(cache.dir, `${sha256(path).slice(0, 32)}.bin`);
+/**
+ * One entry per config path and build: two installations (a global one and a checkout's) reading
+ * one config keep an entry each instead of replacing each other's at every command.
+ */
+const entryFile = (cache: ConfigCache, path: string) =>
+  join(cache.dir, `${sha256(JSON.stringify([path, cache.codeId])).slice(0, 32)}.bin`);
 
 function inputsDigest(
   cache: ConfigCache,

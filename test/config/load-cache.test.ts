@@ -124,6 +124,11 @@ describe('the validated-config cache', () => {
     const rotated = await loadConfigCached(options({ ...ENV, KEY: `${KEY}-rotated` }), cache);
     expect(rotated.engines.claude?.env.ANTHROPIC_API_KEY).toBe(`${KEY}-rotated`);
     expect(readEntry({ ...cache, codeId: 'code-2' }, readConfigText(options()), ENV)).toBeNull();
+    // Another build keeps its own entry beside this one's.
+    const other = { ...cache, codeId: 'code-2' };
+    await loadConfigCached(options(), other);
+    expect(readEntry(other, readConfigText(options()), ENV)).not.toBeNull();
+    expect(hit({ ...ENV, KEY: `${KEY}-rotated` })).toBe(true);
     writeConfig(FULL.replace('DEBUG_LEVEL: "2"', 'DEBUG_LEVEL: "3"'));
     expect(hit()).toBe(false);
     expect((await loadConfigCached(options(), cache)).engines.claude?.env.DEBUG_LEVEL).toBe('3');
