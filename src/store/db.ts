@@ -85,6 +85,7 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
         const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
         if (applied) return;
         db.exec(m.sql);
+        m.fill?.(db);
         if (m.rebuildsTables) {
           const broken = db.pragma('foreign_key_check') as unknown[];
           if (broken.length > 0) {

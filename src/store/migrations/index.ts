@@ -1,3 +1,4 @@
+import type { Db } from '../db.js';
 import { workItemIdentity } from './v12-work-item-identity.js';
 import { inboxRetention } from './v13-inbox-retention.js';
 import { routeOnce } from './v14-route-once.js';
@@ -6,6 +7,7 @@ import { sessionTakeover } from './v16-takeover.js';
 import { connectorAudit } from './v17-connector-audit.js';
 import { cacheWrite1h } from './v18-cache-write-1h.js';
 import { unpricedIndex } from './v19-unpriced-index.js';
+import { usageHours } from './v20-usage-hours.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -21,6 +23,8 @@ export interface Migration {
    * as SQLite's documented table-rebuild procedure asks.
    */
   rebuildsTables?: boolean;
+  /** Run after `sql`, in the same transaction: fills what SQL alone cannot (v20's rollup). */
+  fill?: (db: Db) => void;
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -357,4 +361,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   connectorAudit,
   cacheWrite1h,
   unpricedIndex,
+  usageHours,
 ];

@@ -1,19 +1,25 @@
 import type { GroupBy, ReportGroup, UnmeteredGroup, UsageReport } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
+import { NO_ENGINE, NO_MODEL } from './ledger-hours.js';
+import { type HourSplit, rollupReport, usableSplit } from './ledger-report-hours.js';
 
 /** The usage report's queries (read by the ledger's owner, store/sqlite/ledger.ts, for `report`). */
 
-/** SQL for each grouping key: fixed strings only, never outside text. */
+/**
+ * SQL for each grouping key: fixed strings only, never outside text. The hourly rollup stores the
+ * engine, model and payer keys as written here (ledger-hours.ts): change one, and a migration must
+ * fill the rollup again.
+ */
 const KEY_SQL: Record<GroupBy, string> = {
   day: 'substr(at, 1, 10)',
-  engine: "COALESCE(engine, '(imported)')",
-  model: "COALESCE(model, '(no model)')",
+  engine: `COALESCE(engine, '${NO_ENGINE}')`,
+  model: `COALESCE(model, '${NO_MODEL}')`,
   'work-item': "COALESCE(work_item, '(no work item)')",
   payer: "payer_kind || COALESCE(' ' || payer_id, '')",
   session: "COALESCE(session_id, '(no session)')",
 };
 
-interface Row {
+export interface Row {
   key: string;
   rows: number;
   turns: number;
@@ -64,8 +70,15 @@ function windowClause(db: Db, since: string, until: string): string {
   return all ? '+at >= ? AND +at < ?' : 'at >= ? AND at < ?';
 }
 
+/** A report's groups, and how to count its turns and name its unpriced models (asked when needed). */
+export interface ReportParts {
+  rows: Row[];
+  turns(): number;
+  unpricedModels(): string[];
+}
+
 /** The total of the groups (one pass over the rows), but for turns, which a day can share. */
-function totalOf(db: Db, groups: readonly Row[], where: string, since: string, until: string): Row {
+function totalOf(groups: readonly Row[], turns: () => number): Row {
   const total: Row = {
     key: 'total',
     rows: 0,
@@ -95,29 +108,60 @@ function totalOf(db: Db, groups: readonly Row[], where: string, since: string, u
     for (const b of g.bases?.split(',') ?? []) bases.add(b);
   }
   total.bases = bases.size > 0 ? [...bases].join(',') : null;
-  if (groups.some((g) => g.turns > 0)) {
-    total.turns = (
-      db
-        .prepare(
-          `SELECT COUNT(DISTINCT turn_id) AS n FROM usage_ledger WHERE turn_id IS NOT NULL AND ${where}`,
-        )
-        .get(since, until) as { n: number }
-    ).n;
-  }
+  if (groups.some((g) => g.turns > 0)) total.turns = turns();
   return total;
 }
 
-/** Totals of the ledger between two instants, grouped, with what they leave out. */
-export function usageReport(db: Db, filter: { since: Date; until: Date; by: GroupBy }): UsageReport {
-  const since = filter.since.toISOString();
-  const until = filter.until.toISOString();
-  const key = KEY_SQL[filter.by];
+/** What the report reads from the ledger alone: the groups, and the turns and unpriced models of all. */
+function ledgerReport(db: Db, by: GroupBy, since: string, until: string): ReportParts {
   const where = windowClause(db, since, until);
   const rows = db
-    .prepare(`SELECT ${key} AS key, ${AGGREGATE} FROM usage_ledger WHERE ${where} GROUP BY 1 ORDER BY 1`)
+    .prepare(
+      `SELECT ${KEY_SQL[by]} AS key, ${AGGREGATE} FROM usage_ledger WHERE ${where} GROUP BY 1 ORDER BY 1`,
+    )
     .all(since, until) as Row[];
+  return {
+    rows,
+    turns: () =>
+      (
+        db
+          .prepare(
+            `SELECT COUNT(DISTINCT turn_id) AS n FROM usage_ledger WHERE turn_id IS NOT NULL AND ${where}`,
+          )
+          .get(since, until) as { n: number }
+      ).n,
+    unpricedModels: () =>
+      (
+        db
+          .prepare(
+            `SELECT DISTINCT COALESCE(model, '${NO_MODEL}') AS model FROM usage_ledger
+               WHERE ${where} AND cost_usd IS NULL ORDER BY 1`,
+          )
+          .all(since, until) as { model: string }[]
+      ).map((r) => r.model),
+  };
+}
+
+/**
+ * Totals of the ledger between two instants, grouped, with what they leave out: from the hourly
+ * rollup for the window's whole hours and the ledger's rows for the rest (ledger-report-hours.ts),
+ * or, by work item or session, from the ledger's rows (`rollup: false`: always, for comparing).
+ */
+export function usageReport(
+  db: Db,
+  filter: { since: Date; until: Date; by: GroupBy },
+  options: { rollup?: boolean } = {},
+): UsageReport {
+  const since = filter.since.toISOString();
+  const until = filter.until.toISOString();
+  const split: HourSplit | undefined =
+    options.rollup === false ? undefined : usableSplit(db, filter.by, since, until);
+  const parts = split
+    ? rollupReport(db, filter.by, KEY_SQL[filter.by], split)
+    : ledgerReport(db, filter.by, since, until);
+  const { rows } = parts;
   const groups = rows.map(toGroup);
-  const total = toGroup(totalOf(db, rows, where, since, until));
+  const total = toGroup(totalOf(rows, parts.turns));
   const unmetered = db
     .prepare(
       `SELECT engine, runner, reason, COUNT(*) AS count, MAX(at) AS last FROM unmetered_drives
@@ -125,17 +169,7 @@ export function usageReport(db: Db, filter: { since: Date; until: Date; by: Grou
     )
     .all(since, until) as UnmeteredGroup[];
   // Models without a price: looked for only when there are unpriced rows.
-  const unpricedModels =
-    total.unpricedRows === 0
-      ? []
-      : (
-          db
-            .prepare(
-              `SELECT DISTINCT COALESCE(model, '(no model)') AS model FROM usage_ledger
-                 WHERE ${where} AND cost_usd IS NULL ORDER BY 1`,
-            )
-            .all(since, until) as { model: string }[]
-        ).map((r) => r.model);
+  const unpricedModels = total.unpricedRows === 0 ? [] : parts.unpricedModels();
   return {
     since,
     until,

@@ -13,93 +13,21 @@ import type {
 } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
 import { sessionCosts } from './ledger-costs.js';
+import { HourTally } from './ledger-hours.js';
+import { LedgerWriter } from './ledger-insert.js';
 import { usageReport } from './ledger-report.js';
 
 /**
- * The usage ledger's tables (`usage_ledger`, `unmetered_drives`): their only reader and writer. The
- * session store records a lost turn's drive through `insertUnmeteredDrive` (in its own transaction);
- * the budgets read the sums through `ledgerSums`.
+ * The usage ledger's tables (`usage_ledger`, `unmetered_drives`, and the hourly rollup `usage_hours`
+ * with its `usage_hours_dirty` and `usage_hours_mark`, see ledger-hours.ts): their only reader and
+ * writer. The session store records a lost turn's drive through `insertUnmeteredDrive` (in its own
+ * transaction); the budgets read the sums through `ledgerSums`.
  */
 
 type Statement = Database.Statement<unknown[]>;
 
-const INSERT_ROW = `INSERT INTO usage_ledger (meter, source_id, at, session_id, work_item, turn_id, engine, runner,
-     model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens,
-     cache_creation_1h_tokens, cost_usd, cost_basis, price_key, payer_kind, payer_id, recorded_at, partial)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-   ON CONFLICT (meter, source_id) DO UPDATE SET
-     -- Claude Code writes a message once per content block while it streams: early copies can
-     -- carry a placeholder output count; the largest one seen is the message's.
-     output_tokens = MAX(output_tokens, excluded.output_tokens),
-     -- Repriced for the extra output only (the last parameter: the list price of one output
-     -- token), so the first record's input figures keep their cost.
-     cost_usd = CASE WHEN cost_usd IS NULL THEN excluded.cost_usd
-       WHEN excluded.output_tokens <= output_tokens THEN cost_usd
-       WHEN cost_basis = 'list-price' AND ? IS NOT NULL
-         THEN cost_usd + (excluded.output_tokens - output_tokens) * ?
-       ELSE excluded.cost_usd END,
-     -- The basis and the key go with the cost: set when it was unknown or was replaced whole.
-     cost_basis = CASE WHEN cost_usd IS NULL OR (excluded.output_tokens > output_tokens
-       AND NOT (cost_basis = 'list-price' AND excluded.cost_basis = 'list-price'))
-       THEN excluded.cost_basis ELSE cost_basis END,
-     price_key = CASE WHEN cost_usd IS NULL OR (excluded.output_tokens > output_tokens
-       AND NOT (cost_basis = 'list-price' AND excluded.cost_basis = 'list-price'))
-       THEN excluded.price_key ELSE price_key END,
-     -- A row imported by a scan first gets its turn when the turn records it.
-     turn_id = COALESCE(turn_id, excluded.turn_id),
-     session_id = COALESCE(session_id, excluded.session_id),
-     work_item = COALESCE(work_item, excluded.work_item)
-   WHERE excluded.output_tokens > output_tokens OR (turn_id IS NULL AND excluded.turn_id IS NOT NULL)
-     OR (cost_usd IS NULL AND excluded.cost_usd IS NOT NULL)`;
-
 const INSERT_DRIVE = `INSERT INTO unmetered_drives (at, session_id, work_item, turn_id, engine, runner, reason)
    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO NOTHING`;
-
-/**
- * Insert rows with the prepared INSERT_ROW; returns the rows added or corrected. Positional
- * parameters, in the statement's order: binding an object per row costs a sixth of a large import.
- */
-function insertRows(
-  insert: Statement,
-  entries: Iterable<LedgerEntry>,
-  price: Pricer,
-  recordedAt: string,
-  turns?: Set<number>,
-): number {
-  let inserted = 0;
-  for (const e of entries) {
-    const p = price(e);
-    const u = e.usage;
-    if (turns && e.turnId !== null) turns.add(e.turnId);
-    inserted += insert.run(
-      e.meter,
-      e.sourceId,
-      e.at,
-      e.sessionId,
-      e.workItem,
-      e.turnId,
-      e.engine,
-      e.runner,
-      e.model,
-      u.inputTokens,
-      u.outputTokens,
-      u.cacheReadTokens,
-      u.cacheCreationTokens,
-      u.reasoningTokens,
-      u.cacheCreation1hTokens ?? 0,
-      p.costUsd,
-      p.basis,
-      p.priceKey,
-      e.payer.kind,
-      e.payer.id,
-      recordedAt,
-      e.partial ? 1 : 0,
-      p.outputUnit,
-      p.outputUnit,
-    ).changes;
-  }
-  return inserted;
-}
 
 /** A turn nothing measured, in the unmetered drives (once per turn). For the session store's transactions. */
 export function insertUnmeteredDrive(db: Db, d: UnmeteredDrive): void {
@@ -123,7 +51,7 @@ export function ledgerSums(
 }
 
 export class SqliteLedgerStore implements LedgerStore {
-  private readonly insert: Statement;
+  private readonly writer: LedgerWriter;
   private readonly insertDrive: Statement;
   private readonly hasRows: Statement;
   private readonly settleDrive: Statement;
@@ -132,7 +60,7 @@ export class SqliteLedgerStore implements LedgerStore {
     private readonly db: Db,
     private readonly options: { now?: () => Date } = {},
   ) {
-    this.insert = db.prepare(INSERT_ROW);
+    this.writer = new LedgerWriter(db);
     this.insertDrive = db.prepare(INSERT_DRIVE);
     this.hasRows = db.prepare('SELECT 1 FROM usage_ledger WHERE turn_id = ? LIMIT 1').pluck();
     this.settleDrive = db.prepare('DELETE FROM unmetered_drives WHERE turn_id = ? AND reason = ?');
@@ -144,12 +72,17 @@ export class SqliteLedgerStore implements LedgerStore {
 
   async add(entries: Iterable<LedgerEntry>, price: Pricer, settle?: string): Promise<number> {
     const recordedAt = this.now();
-    return this.db.transaction(() => {
-      const turns = settle === undefined ? undefined : new Set<number>();
-      const inserted = insertRows(this.insert, entries, price, recordedAt, turns);
-      for (const id of turns ?? []) this.settleDrive.run(id, settle);
-      return inserted;
-    })();
+    // IMMEDIATE: the rollup's tally reads before the first write, from the snapshot it then writes on.
+    return this.db
+      .transaction(() => {
+        const turns = settle === undefined ? undefined : new Set<number>();
+        const tally = new HourTally(this.db);
+        const inserted = this.writer.write(entries, price, recordedAt, tally, turns);
+        tally.flush();
+        for (const id of turns ?? []) this.settleDrive.run(id, settle);
+        return inserted;
+      })
+      .immediate();
   }
 
   async recordUnmetered(d: UnmeteredDrive): Promise<void> {
@@ -198,7 +131,7 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   async beginImport(options: { commitEveryMs: number }): Promise<LedgerImport> {
-    return new SqliteLedgerImport(this.db, this.insert, options.commitEveryMs, () => this.now());
+    return new SqliteLedgerImport(this.db, this.writer, options.commitEveryMs, () => this.now());
   }
 
   async repriceUnknown(price: Pricer): Promise<number> {
@@ -215,18 +148,23 @@ export class SqliteLedgerStore implements LedgerStore {
     const rowsOf = this.db.prepare(
       `SELECT ${UNPRICED_COLUMNS} FROM usage_ledger WHERE cost_usd IS NULL AND model = ?`,
     );
+    // The ledger's update trigger marks each priced row's hour: its rollup is computed again.
     const update = this.db.prepare(
       'UPDATE usage_ledger SET cost_usd = ?, cost_basis = ?, price_key = ? WHERE id = ? AND cost_usd IS NULL',
     );
     let priced = 0;
     for (const model of known) {
       const rows = rowsOf.all(model) as UnpricedRow[];
-      this.db.transaction(() => {
-        for (const r of rows) {
-          const p = price(unpricedEntry(r));
-          if (p.costUsd !== null) priced += update.run(p.costUsd, p.basis, p.priceKey, r.id).changes;
-        }
-      })();
+      this.db
+        .transaction(() => {
+          const tally = new HourTally(this.db);
+          for (const r of rows) {
+            const p = price(unpricedEntry(r));
+            if (p.costUsd !== null) priced += update.run(p.costUsd, p.basis, p.priceKey, r.id).changes;
+          }
+          tally.flush();
+        })
+        .immediate();
     }
     return priced;
   }
@@ -311,7 +249,7 @@ class SqliteLedgerImport implements LedgerImport {
 
   constructor(
     private readonly db: Db,
-    private readonly insert: Statement,
+    private readonly writer: LedgerWriter,
     private readonly everyMs: number,
     private readonly now: () => string,
   ) {
@@ -348,14 +286,16 @@ class SqliteLedgerImport implements LedgerImport {
     }
     const recordedAt = this.now();
     const run = () => {
-      const added = insertRows(this.insert, piece.add, price, recordedAt);
-      insertRows(this.insert, piece.correct, price, recordedAt);
+      const tally = new HourTally(this.db);
+      const added = this.writer.write(piece.add, price, recordedAt, tally);
+      this.writer.write(piece.correct, price, recordedAt, tally);
       this.grow(added);
       let removedOwn = 0;
       for (const sourceId of piece.remove) {
         const removed = this.unimport.get(sourceId) as { recorded_at: string } | undefined;
         if (removed && removed.recorded_at >= this.started) removedOwn += 1;
       }
+      tally.flush();
       return { added, removedOwn };
     };
     // No savepoint per piece (it would first copy every page the piece touches to a sub-journal:

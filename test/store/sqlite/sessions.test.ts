@@ -99,6 +99,9 @@ describe('openDb and migrations', () => {
       'turn_events',
       'turns',
       'unmetered_drives',
+      'usage_hours',
+      'usage_hours_dirty',
+      'usage_hours_mark',
       'usage_ledger',
     ]);
     expect(again.pragma('journal_mode', { simple: true })).toBe('wal');
