@@ -63,11 +63,20 @@ export function turnDurationMs(turn: Pick<TurnRecord, 'startedAt' | 'endedAt'>):
 }
 
 /**
+ * What `stripControls` removes or acts on (and newlines and tabs): a cell without any is printed as it
+ * is, without its five replacements — a table of a thousand rows has nine thousand cells.
+ */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+const tableCell = (cell: string): string =>
+  UNSAFE.test(cell) ? stripControls(cell).replace(/[\n\t]+/g, ' ') : cell;
+
+/**
  * A plain aligned table; no colours so it pipes cleanly. Cells lose their control characters first,
  * so the widths are those of what is printed (and a cell cannot break its row).
  */
 export function table(headers: string[], given: string[][]): string {
-  const rows = given.map((row) => row.map((cell) => stripControls(cell).replace(/[\n\t]+/g, ' ')));
+  const rows = given.map((row) => row.map(tableCell));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells

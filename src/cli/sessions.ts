@@ -3,15 +3,22 @@ import { LoopError } from '../core/errors.js';
 import type { SessionRecord, SessionStore } from '../core/ports/sessions.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { formatAmount } from '../ledger/budget-rules.js';
+import { totalTokens } from '../ledger/usage.js';
 import type { App } from '../main.js';
 import { isSessionHolding, type Runner } from '../runners/runner.js';
 import { resumeHeld } from '../sessions/resume.js';
-import { type SessionSummary, summarizeTurns } from '../sessions/summary.js';
+import {
+  type SessionLister,
+  type SessionListing,
+  type SessionSummary,
+  summarizeTurns,
+} from '../sessions/summary.js';
 import { takeoverReason } from '../sessions/takeover-rules.js';
 import { describeEvent } from './describe-event.js';
 import {
   formatDuration,
   formatGuard,
+  formatInt,
   formatTokens,
   formatTurnUsage,
   oneLine,
@@ -48,16 +55,25 @@ export async function findSession(store: SessionStore, ref: string): Promise<Ses
   });
 }
 
+/**
+ * `sessions list`: a store that lists sessions in figures (SessionLister) prints its table without
+ * reading any turn; `--json` prints the whole records and summaries.
+ */
 export async function listSessions(
-  store: SessionStore,
+  store: SessionStore & Partial<SessionLister>,
   io: Io,
   options: { all?: boolean; json?: boolean; workItem?: string },
 ): Promise<number> {
   const workItem = options.workItem ? formatWorkItem(parseWorkItem(options.workItem)) : undefined;
-  const sessions = await store.list({
+  const filter = {
     ...(workItem ? { workItem } : {}),
     ...(options.all ? {} : { status: 'active' as const }),
-  });
+  };
+  if (!options.json && store.listings) {
+    printListings(io, await store.listings(filter), options);
+    return EXIT.ok;
+  }
+  const sessions = await store.list(filter);
   const rows: Array<{ session: SessionRecord; summary: SessionSummary }> = [];
   const turnsOf = await store.turnsOfSessions(sessions.map((s) => s.id));
   for (const s of sessions) rows.push({ session: s, summary: summarizeTurns(turnsOf.get(s.id) ?? []) });
@@ -70,35 +86,51 @@ export async function listSessions(
     );
     return EXIT.ok;
   }
+  printListings(
+    io,
+    rows.map(({ session: s, summary: m }) => ({
+      ...s,
+      ...m,
+      tokens: m.usage ? totalTokens(m.usage) : null,
+    })),
+    options,
+  );
+  return EXIT.ok;
+}
+
+function printListings(io: Io, rows: readonly SessionListing[], options: { all?: boolean }): void {
   if (rows.length === 0) {
     io.out(
       options.all
         ? 'No sessions yet. Start one with `the-loop run <work-item> "<prompt>"`.\n'
         : 'No active sessions (add --all for closed ones).\n',
     );
-    return EXIT.ok;
+    return;
   }
   io.out(
     table(
       ['WORK ITEM', 'ENGINE', 'RUNNER', 'TMUX', 'STATUS', 'TURNS', 'TOKENS', 'LAST TURN', 'ID'],
-      rows.map(({ session: s, summary: m }) => [
+      rows.map((s) => [
         s.workItem,
         s.engine,
         s.runner,
         s.tmuxTarget ?? '-',
-        listStatus(s, m),
-        String(m.turns),
-        m.usage ? (formatTokens(m.usage).split(' (')[0] ?? '') : m.turns ? 'unmetered' : '-',
-        m.lastTurnAt ?? '-',
+        listStatus(s, s),
+        String(s.turns),
+        // What formatTokens writes before its breakdown.
+        s.tokens !== null ? `${formatInt(s.tokens)} tokens` : s.turns ? 'unmetered' : '-',
+        s.lastTurnAt ?? '-',
         s.id.slice(0, 8),
       ]),
     ),
   );
-  return EXIT.ok;
 }
 
 /** A session's STATUS in `sessions list`: a person typing in it first (its deliveries wait). */
-function listStatus(s: SessionRecord, m: SessionSummary): string {
+function listStatus(
+  s: Pick<SessionRecord, 'status' | 'takeover' | 'waiting' | 'hold'>,
+  m: Pick<SessionSummary, 'running'>,
+): string {
   if (s.status === 'active' && s.takeover) return `taken over by ${s.takeover.by}`;
   return s.waiting ? 'waiting for a person' : m.running ? 'running' : s.hold ? s.hold.kind : s.status;
 }

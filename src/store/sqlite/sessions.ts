@@ -20,8 +20,10 @@ import type {
 } from '../../core/ports/sessions.js';
 import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
 import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
+import type { SessionListing } from '../../sessions/summary.js';
 import type { Db } from '../db.js';
 import { endTakeover, readEventWindow, writeTakeover } from './session-console.js';
+import { type SessionFilter, sessionListings, sessionWhere } from './session-list.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from './session-rows.js';
 import {
   insertTurnEvent,
@@ -76,22 +78,15 @@ export class SqliteSessionStore implements SessionStore {
     return row && toSession(row);
   }
 
-  async list(
-    filter: { workItem?: string; status?: SessionStatus; limit?: number } = {},
-  ): Promise<SessionRecord[]> {
-    const where: string[] = [];
-    const args: unknown[] = [];
-    if (filter.workItem) {
-      where.push('work_item = ?');
-      args.push(workItemKey(filter.workItem));
-    }
-    if (filter.status) {
-      where.push('status = ?');
-      args.push(filter.status);
-    }
-    const sql = `SELECT * FROM sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, rowid DESC LIMIT ?`;
+  async list(filter: SessionFilter = {}): Promise<SessionRecord[]> {
+    const { where, args } = sessionWhere(filter);
+    const sql = `SELECT * FROM sessions ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...args, filter.limit ?? 1000) as SessionRow[]).map(toSession);
+  }
+
+  /** What `sessions list` prints of the sessions `list` returns, in one query (session-list.ts). */
+  async listings(filter: SessionFilter = {}): Promise<SessionListing[]> {
+    return sessionListings(this.db, filter);
   }
 
   async slugFor(workItem: string): Promise<string> {
@@ -357,6 +352,11 @@ export class SqliteSessionStore implements SessionStore {
     options: { skipRunners?: readonly string[] } = {},
   ): Promise<number> {
     return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? []);
+  }
+
+  /** Whether any turn is recorded running: with none, recovering lost turns has nothing to do. */
+  async anyTurnRunning(): Promise<boolean> {
+    return this.db.prepare("SELECT 1 FROM turns WHERE status = 'running' LIMIT 1").get() !== undefined;
   }
 
   async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {
