@@ -26,16 +26,28 @@ async function cli() {
   return loadCli(group).exports;
 }
 
+/** Resolves once everything written to the stream so far is written (or the stream is gone). */
+const flushed = (stream) =>
+  new Promise((resolve) => {
+    if (stream.destroyed || stream.writableLength === 0) resolve();
+    else stream.write('', () => resolve());
+  });
+
+/**
+ * The command is done: exit once stdout and stderr are written, instead of letting Node tear its
+ * heap down first (30-45 ms on this kind of machine, paid by every command). Every command awaits
+ * its own work (the log writes synchronously; the registry is closed by then).
+ */
+const exit = (code) => {
+  process.exitCode = code;
+  Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
+};
+
 cli()
   .then(({ main }) => main(process.argv))
-  .then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error) => {
-      process.stderr.write(
-        `the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`,
-      );
-      process.exitCode = 70;
-    },
-  );
+  .then(exit, (error) => {
+    process.stderr.write(
+      `the-loop: unexpected error: ${error instanceof Error ? error.stack : String(error)}\n`,
+    );
+    exit(70);
+  });
