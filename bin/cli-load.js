@@ -19,7 +19,7 @@ const MAGIC = 'the-loop-code-cache-1';
  * One cache per command group (`usage`, `sessions` …, `other` for the rest): each holds what its
  * commands compiled, so a command deserializes only its own code.
  */
-const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'serve', 'mcp', 'other'];
+const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'run', 'serve', 'mcp', 'other'];
 
 /**
  * The daemon and the connector's server run tsc's dist/, not the bundle: their start is paid once,

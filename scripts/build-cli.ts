@@ -204,6 +204,9 @@ const TRAINING: Record<string, string[][]> = {
     ['events', 'list'],
     ['events', 'list', '--json'],
   ],
+  // An engine no config declares: refused after the app is made, before anything runs — the cache
+  // then holds the app's construction, which every turn pays before its engine starts.
+  run: [['run', 'github:o/r#1', '--engine', 'the-loop-build-no-engine', 'hi']],
   other: [['--help'], ['--version']],
 };
 

@@ -21,7 +21,7 @@ describe('the CLI bundle (dist/cli.cjs) and its code caches', () => {
     expect(commandGroup(argv('--config=x.yaml', 'sessions', 'list'))).toBe('sessions');
     expect(commandGroup(argv('serve', '--once'))).toBe('serve');
     expect(commandGroup(argv('mcp', 'audit'))).toBe('mcp');
-    expect(commandGroup(argv('run', 'github:o/r#1', 'usage'))).toBe('other');
+    expect(commandGroup(argv('run', 'github:o/r#1', 'usage'))).toBe('run');
     expect(commandGroup(argv('--help'))).toBe('other');
     expect(commandGroup(argv())).toBe('other');
     expect(commandGroup(argv('-c'))).toBe('other');
