@@ -85,38 +85,93 @@ const UPSERT = `INSERT INTO usage_hours (hour, engine, model, payer, basis, turn
       THEN (cost - (cost + excluded.cost)) + excluded.cost
       ELSE (excluded.cost - (cost + excluded.cost)) + cost END`;
 
-/** One row into its bucket (its hour and keys). */
-function countRow(buckets: Map<string, Bucket>, r: HourRow): void {
-  const id = `${r.hour}\u0000${r.engine}\u0000${r.model}\u0000${r.payer}\u0000${r.basis}\u0000${r.turn_id}`;
-  let b = buckets.get(id);
-  if (!b) {
-    b = {
-      key: r,
-      rows: 0,
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheCreation: 0,
-      reasoning: 0,
-      priced: 0,
-      cost: 0,
-      costErr: 0,
-    };
-    buckets.set(id, b);
+const sameKey = (a: HourRow, b: HourRow): boolean =>
+  a.hour === b.hour &&
+  a.engine === b.engine &&
+  a.model === b.model &&
+  a.payer === b.payer &&
+  a.basis === b.basis &&
+  a.turn_id === b.turn_id;
+
+/** Rows counted into their buckets (hour and keys); a row of the last row's bucket is not looked up. */
+class Buckets {
+  readonly map = new Map<string, Bucket>();
+  private last: Bucket | undefined;
+
+  add(r: HourRow): void {
+    let b = this.last;
+    if (!b || !sameKey(b.key, r)) {
+      const id = `${r.hour}\u0000${r.engine}\u0000${r.model}\u0000${r.payer}\u0000${r.basis}\u0000${r.turn_id}`;
+      b = this.map.get(id);
+      if (!b) {
+        b = {
+          key: r,
+          rows: 0,
+          input: 0,
+          output: 0,
+          cacheRead: 0,
+          cacheCreation: 0,
+          reasoning: 0,
+          priced: 0,
+          cost: 0,
+          costErr: 0,
+        };
+        this.map.set(id, b);
+      }
+      this.last = b;
+    }
+    b.rows += 1;
+    b.input += r.input;
+    b.output += r.output;
+    b.cacheRead += r.cache_read;
+    b.cacheCreation += r.cache_creation;
+    b.reasoning += r.reasoning;
+    if (r.cost !== null) {
+      b.priced += 1;
+      addCost(b, r.cost);
+    }
   }
-  b.rows += 1;
-  b.input += r.input;
-  b.output += r.output;
-  b.cacheRead += r.cache_read;
-  b.cacheCreation += r.cache_creation;
-  b.reasoning += r.reasoning;
-  if (r.cost !== null) {
-    b.priced += 1;
-    addCost(b, r.cost);
+
+  clear(): void {
+    this.map.clear();
+    this.last = undefined;
   }
 }
 
-const statements = new WeakMap<Db, Database.Statement<unknown[]>>();
+type Statement = Database.Statement<unknown[]>;
+
+/** The rollup's statements, prepared once per connection (an import flushes every piece). */
+interface Statements {
+  upsert: Statement;
+  pending: Statement;
+  dirty: Statement;
+  clean: Statement;
+  mark: Statement;
+}
+
+const prepared = new WeakMap<Db, Statements>();
+
+function statementsOf(db: Db): Statements {
+  let s = prepared.get(db);
+  if (!s) {
+    s = {
+      upsert: db.prepare(UPSERT),
+      pending: db
+        .prepare(
+          `SELECT hour FROM usage_hours_dirty UNION SELECT ${HOUR_SQL} FROM usage_ledger
+           WHERE id > (SELECT last_id FROM usage_hours_mark)`,
+        )
+        .pluck(),
+      dirty: db.prepare('SELECT hour FROM usage_hours_dirty').pluck(),
+      clean: db.prepare('DELETE FROM usage_hours_dirty'),
+      mark: db.prepare(
+        'UPDATE usage_hours_mark SET last_id = (SELECT COALESCE(MAX(id), 0) FROM usage_ledger)',
+      ),
+    };
+    prepared.set(db, s);
+  }
+  return s;
+}
 
 /**
  * Hours the rollup does not hold as their rows are: marked by the ledger's triggers when a row is
@@ -125,15 +180,14 @@ const statements = new WeakMap<Db, Database.Statement<unknown[]>>();
  * know the rollup leaves there. Empty after every write of this code.
  */
 export function pendingHours(db: Db): Set<string> {
-  return new Set(
-    db
-      .prepare(
-        `SELECT hour FROM usage_hours_dirty UNION SELECT ${HOUR_SQL} FROM usage_ledger
-         WHERE id > (SELECT last_id FROM usage_hours_mark)`,
-      )
-      .pluck()
-      .all() as string[],
-  );
+  return new Set(statementsOf(db).pending.all() as string[]);
+}
+
+/** Every row is in the rollup: no hour is marked, the mark is the last row. */
+function settle(db: Db): void {
+  const s = statementsOf(db);
+  s.clean.run();
+  s.mark.run();
 }
 
 /**
@@ -142,7 +196,7 @@ export function pendingHours(db: Db): Set<string> {
  * pending then are computed again at `flush` too.
  */
 export class HourTally {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Buckets();
   private readonly behind: Set<string>;
 
   constructor(private readonly db: Db) {
@@ -150,7 +204,7 @@ export class HourTally {
   }
 
   add(r: HourRow): void {
-    countRow(this.buckets, r);
+    this.buckets.add(r);
   }
 
   /**
@@ -160,25 +214,17 @@ export class HourTally {
    */
   flush(): void {
     const db = this.db;
-    const dirty = new Set([
-      ...this.behind,
-      ...(db.prepare('SELECT hour FROM usage_hours_dirty').pluck().all() as string[]),
-    ]);
+    const dirty = new Set([...this.behind, ...(statementsOf(db).dirty.all() as string[])]);
     this.behind.clear();
-    addBuckets(db, this.buckets.values(), dirty);
+    addBuckets(db, this.buckets.map.values(), dirty);
     this.buckets.clear();
-    rebuildHours(db, dirty);
-    db.prepare('DELETE FROM usage_hours_dirty').run();
-    db.prepare('UPDATE usage_hours_mark SET last_id = (SELECT COALESCE(MAX(id), 0) FROM usage_ledger)').run();
+    if (dirty.size > 0) rebuildHours(db, dirty);
+    settle(db);
   }
 }
 
 function addBuckets(db: Db, buckets: Iterable<Bucket>, skip: ReadonlySet<string>): void {
-  let upsert = statements.get(db);
-  if (!upsert) {
-    upsert = db.prepare(UPSERT);
-    statements.set(db, upsert);
-  }
+  const { upsert } = statementsOf(db);
   for (const b of buckets) {
     if (skip.has(b.key.hour)) continue;
     const k = b.key;
@@ -203,8 +249,8 @@ function addBuckets(db: Db, buckets: Iterable<Bucket>, skip: ReadonlySet<string>
 }
 
 /** Rows counted into buckets, apart from any writer (computing hours again). */
-function bucketsOf(rows: Iterable<HourRow>, into: Map<string, Bucket> = new Map()): Map<string, Bucket> {
-  for (const r of rows) countRow(into, r);
+function bucketsOf(rows: Iterable<HourRow>, into: Buckets = new Buckets()): Buckets {
+  for (const r of rows) into.add(r);
   return into;
 }
 
@@ -229,18 +275,17 @@ function rowsOfHour(db: Db, hour: string): Iterable<HourRow> {
 /** The hours' rollup rows computed again from their ledger rows (the caller holds the transaction). */
 export function rebuildHours(db: Db, hours: Iterable<string>): void {
   const drop = db.prepare('DELETE FROM usage_hours WHERE hour = ?');
-  const buckets = new Map<string, Bucket>();
+  const buckets = new Buckets();
   for (const hour of hours) {
     drop.run(hour);
     bucketsOf(rowsOfHour(db, hour), buckets);
   }
-  addBuckets(db, buckets.values(), new Set());
+  addBuckets(db, buckets.map.values(), new Set());
 }
 
 /** The whole rollup computed from the ledger, holding every row (migration 20 fills it so). */
 export function rebuildAllHours(db: Db): void {
   db.prepare('DELETE FROM usage_hours').run();
-  addBuckets(db, bucketsOf(db.prepare(ROW_SQL).iterate() as Iterable<HourRow>).values(), new Set());
-  db.prepare('DELETE FROM usage_hours_dirty').run();
-  db.prepare('UPDATE usage_hours_mark SET last_id = (SELECT COALESCE(MAX(id), 0) FROM usage_ledger)').run();
+  addBuckets(db, bucketsOf(db.prepare(ROW_SQL).iterate() as Iterable<HourRow>).map.values(), new Set());
+  settle(db);
 }

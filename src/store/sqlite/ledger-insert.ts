@@ -83,8 +83,8 @@ export class LedgerWriter {
 
   /**
    * Insert rows (the caller holds the transaction); returns the rows added or corrected. A new row is
-   * counted into `tally`. Positional
-   * parameters, in the statement's order: binding an object per row costs a sixth of a large import.
+   * counted into `tally`; a taken (meter, source id) goes to CORRECT_ROW. Positional parameters, in
+   * the statement's order, without an array (binding an object per row cost a sixth of a large import).
    */
   write(
     entries: Iterable<LedgerEntry>,
@@ -98,7 +98,7 @@ export class LedgerWriter {
       const p = price(e);
       const u = e.usage;
       if (turns && e.turnId !== null) turns.add(e.turnId);
-      const values = [
+      const inserted = this.insertNew.run(
         e.meter,
         e.sourceId,
         e.at,
@@ -121,15 +121,43 @@ export class LedgerWriter {
         e.payer.id,
         recordedAt,
         e.partial ? 1 : 0,
-      ];
-      if (this.insertNew.run(...values).changes > 0) {
-        written += 1;
-        tally.add(hourRow(e, p, this.hourOf(e.at)));
-        continue;
-      }
+      ).changes;
+      if (inserted > 0) tally.add(hourRow(e, p, this.hourOf(e.at)));
       // A row changed here: the ledger's update trigger marks its hour, computed again at flush.
-      written += this.correct.run(...values, p.outputUnit, p.outputUnit).changes;
+      else written += this.correct.run(...correctParams(e, p, recordedAt)).changes;
+      written += inserted;
     }
     return written;
   }
+}
+
+/** CORRECT_ROW's parameters: INSERT_NEW's, then the list price of one output token twice. */
+function correctParams(e: LedgerEntry, p: RowPrice, recordedAt: string): unknown[] {
+  const u = e.usage;
+  return [
+    e.meter,
+    e.sourceId,
+    e.at,
+    e.sessionId,
+    e.workItem,
+    e.turnId,
+    e.engine,
+    e.runner,
+    e.model,
+    u.inputTokens,
+    u.outputTokens,
+    u.cacheReadTokens,
+    u.cacheCreationTokens,
+    u.reasoningTokens,
+    u.cacheCreation1hTokens ?? 0,
+    p.costUsd,
+    p.basis,
+    p.priceKey,
+    e.payer.kind,
+    e.payer.id,
+    recordedAt,
+    e.partial ? 1 : 0,
+    p.outputUnit,
+    p.outputUnit,
+  ];
 }
