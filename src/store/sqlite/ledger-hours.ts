@@ -140,35 +140,25 @@ class Buckets {
 
 type Statement = Database.Statement<unknown[]>;
 
-/** The rollup's statements, prepared once per connection (an import flushes every piece). */
-interface Statements {
-  upsert: Statement;
-  pending: Statement;
-  dirty: Statement;
-  clean: Statement;
-  mark: Statement;
-}
+const PENDING = `SELECT hour FROM usage_hours_dirty UNION SELECT ${HOUR_SQL} FROM usage_ledger
+  WHERE id > (SELECT last_id FROM usage_hours_mark)`;
+const DIRTY = 'SELECT hour FROM usage_hours_dirty';
+const CLEAN = 'DELETE FROM usage_hours_dirty';
+const MARK = 'UPDATE usage_hours_mark SET last_id = (SELECT COALESCE(MAX(id), 0) FROM usage_ledger)';
 
-const prepared = new WeakMap<Db, Statements>();
+const prepared = new WeakMap<Db, Map<string, Statement>>();
 
-function statementsOf(db: Db): Statements {
-  let s = prepared.get(db);
+/** A rollup statement, prepared once per connection (an import flushes every piece; `usage` reads). */
+function statement(db: Db, sql: string, pluck = false): Statement {
+  let of = prepared.get(db);
+  if (!of) {
+    of = new Map();
+    prepared.set(db, of);
+  }
+  let s = of.get(sql);
   if (!s) {
-    s = {
-      upsert: db.prepare(UPSERT),
-      pending: db
-        .prepare(
-          `SELECT hour FROM usage_hours_dirty UNION SELECT ${HOUR_SQL} FROM usage_ledger
-           WHERE id > (SELECT last_id FROM usage_hours_mark)`,
-        )
-        .pluck(),
-      dirty: db.prepare('SELECT hour FROM usage_hours_dirty').pluck(),
-      clean: db.prepare('DELETE FROM usage_hours_dirty'),
-      mark: db.prepare(
-        'UPDATE usage_hours_mark SET last_id = (SELECT COALESCE(MAX(id), 0) FROM usage_ledger)',
-      ),
-    };
-    prepared.set(db, s);
+    s = pluck ? db.prepare(sql).pluck() : db.prepare(sql);
+    of.set(sql, s);
   }
   return s;
 }
@@ -180,14 +170,13 @@ function statementsOf(db: Db): Statements {
  * know the rollup leaves there. Empty after every write of this code.
  */
 export function pendingHours(db: Db): Set<string> {
-  return new Set(statementsOf(db).pending.all() as string[]);
+  return new Set(statement(db, PENDING, true).all() as string[]);
 }
 
 /** Every row is in the rollup: no hour is marked, the mark is the last row. */
 function settle(db: Db): void {
-  const s = statementsOf(db);
-  s.clean.run();
-  s.mark.run();
+  statement(db, CLEAN).run();
+  statement(db, MARK).run();
 }
 
 /**
@@ -214,7 +203,7 @@ export class HourTally {
    */
   flush(): void {
     const db = this.db;
-    const dirty = new Set([...this.behind, ...(statementsOf(db).dirty.all() as string[])]);
+    const dirty = new Set([...this.behind, ...(statement(db, DIRTY, true).all() as string[])]);
     this.behind.clear();
     addBuckets(db, this.buckets.map.values(), dirty);
     this.buckets.clear();
@@ -224,7 +213,7 @@ export class HourTally {
 }
 
 function addBuckets(db: Db, buckets: Iterable<Bucket>, skip: ReadonlySet<string>): void {
-  const { upsert } = statementsOf(db);
+  const upsert = statement(db, UPSERT);
   for (const b of buckets) {
     if (skip.has(b.key.hour)) continue;
     const k = b.key;
