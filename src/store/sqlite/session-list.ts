@@ -22,15 +22,15 @@ export interface SessionFilter {
 }
 
 /** The WHERE clause (empty when none) and its arguments, for `list` and `listings`. */
-export function sessionWhere(filter: SessionFilter, alias = ''): { where: string; args: unknown[] } {
+export function sessionWhere(filter: SessionFilter): { where: string; args: unknown[] } {
   const where: string[] = [];
   const args: unknown[] = [];
   if (filter.workItem) {
-    where.push(`${alias}work_item = ?`);
+    where.push('work_item = ?');
     args.push(workItemKey(filter.workItem));
   }
   if (filter.status) {
-    where.push(`${alias}status = ?`);
+    where.push('status = ?');
     args.push(filter.status);
   }
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
@@ -59,16 +59,23 @@ type ListingRow = [
 const TURN_TOKENS = `t.input_tokens + IFNULL(t.output_tokens, 0) + IFNULL(t.cache_read_tokens, 0)
   + IFNULL(t.cache_creation_tokens, 0) + IFNULL(t.reasoning_tokens, 0)`;
 
-/** Newest first, as `list` orders them; the last turn is the one with the highest seq. */
+/**
+ * Newest first, as `list` orders them; the last turn is the one with the highest seq. The sessions
+ * are chosen first (through `sessions_one_active` for the active ones), then their turns are summed:
+ * summing by the session key over the whole table read every closed session too (20,000 closed
+ * sessions: ~20 ms more).
+ */
 export function sessionListings(db: Db, filter: SessionFilter): SessionListing[] {
-  const { where, args } = sessionWhere(filter, 's.');
+  const { where, args } = sessionWhere(filter);
   const rows = db
     .prepare(
-      `SELECT s.id, s.work_item, s.engine, s.runner, s.tmux_target, s.status, s.hold, s.waiting, s.takeover,
+      `WITH s AS (SELECT rowid AS r, id, work_item, engine, runner, tmux_target, status, hold, waiting,
+           takeover, created_at FROM sessions ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?)
+       SELECT s.id, s.work_item, s.engine, s.runner, s.tmux_target, s.status, s.hold, s.waiting, s.takeover,
          COUNT(t.id), COALESCE(MAX(t.status = 'running'), 0), SUM(${TURN_TOKENS}),
          (SELECT l.started_at FROM turns l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1)
-       FROM sessions s LEFT JOIN turns t ON t.session_id = s.id ${where}
-       GROUP BY s.id ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?`,
+       FROM s LEFT JOIN turns t ON t.session_id = s.id
+       GROUP BY s.r ORDER BY s.created_at DESC, s.r DESC`,
     )
     .raw(true)
     .all(...args, filter.limit ?? 1000) as ListingRow[];
