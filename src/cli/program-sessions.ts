@@ -21,7 +21,10 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp, 
     .action(async (opts, cmd: Command) =>
       // Reads only: the registry, without the gateway, runners and console the app would load.
       withBase(cmd, async (base) => {
-        await (await import('../main-runners.js')).recoverForReaders(base);
+        // Turns of dead processes are marked lost first — when a turn is recorded running at all
+        // (with none there is nothing to recover, and the runners' modules are not loaded).
+        if (await base.sessions.anyTurnRunning())
+          await (await import('../main-runners.js')).recoverForReaders(base);
         return (await import('./sessions.js')).listSessions(base.sessions, io, opts);
       }),
     );
