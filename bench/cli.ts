@@ -110,6 +110,8 @@ function checkSeen(dir: string): void {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? Number.NaN;
 
 async function main(): Promise<void> {
   // BENCH_CLI_DIR keeps the seeded registry there (seeded once) for profiling a command by hand.
@@ -134,12 +136,18 @@ async function main(): Promise<void> {
       for (const c of COMMANDS) times.get(c.join(' '))?.push(wall([BIN, ...c], dir));
     }
     const floor = median(bare);
+    const spread = (xs: number[]) => `${quantile(xs, 0.25).toFixed(0)}–${quantile(xs, 0.75).toFixed(0)}`;
     console.log(`\nmedian wall time of ${RUNS} runs each, interleaved (goal: each ≤ 1.5× node -e 0)`);
-    console.log(`  ${'node -e 0'.padEnd(16)} ${floor.toFixed(0).padStart(5)} ms`);
+    console.log(
+      `  ${'node -e 0'.padEnd(16)} ${floor.toFixed(0).padStart(5)} ms  (quartiles ${spread(bare)})`,
+    );
     for (const [name, ms] of times) {
       const m = median(ms);
+      // Each run against the bare start of its own round: a figure drifts on a shared VM between
+      // rounds, less within one.
+      const paired = median(ms.map((t, i) => t / (bare[i] ?? Number.NaN)));
       console.log(
-        `  ${name.padEnd(16)} ${m.toFixed(0).padStart(5)} ms  ${(m / floor).toFixed(2)}×  ${m / floor <= 1.5 ? 'met' : 'NOT met'}`,
+        `  ${name.padEnd(16)} ${m.toFixed(0).padStart(5)} ms  ${(m / floor).toFixed(2)}×  ${m / floor <= 1.5 ? 'met' : 'NOT met'}  (quartiles ${spread(ms)}; per-round ratio, median ${paired.toFixed(2)}×)`,
       );
     }
   } finally {
