@@ -40,7 +40,7 @@ import type { Config } from './schema.js';
  * build, at most MAX_ENTRIES (the least recently written go first: a deleted config leaves no trace).
  * `THE_LOOP_CONFIG_CACHE=0` turns the cache off; `the-loop config check` always validates.
  */
-const FORMAT = 'the-loop-config-cache-1';
+const FORMAT = 'the-loop-config-cache-2';
 export const MAX_ENTRIES = 64;
 
 export interface ConfigCache {
@@ -60,7 +60,6 @@ interface Entry {
   format: string;
   codeId: string;
   path: string;
-  fileDigest: string;
   envNames: string[];
   digest: string;
   /** The env names whose values are the config's secret values, in order. */
@@ -117,21 +116,22 @@ export async function loadConfigCached(
  * one config keep an entry each instead of replacing each other's at every command.
  */
 const entryFile = (cache: ConfigCache, path: string) =>
-  join(cache.dir, `${sha256(JSON.stringify([path, cache.codeId])).slice(0, 32)}.bin`);
+  join(cache.dir, `${fnv1a64(JSON.stringify([path, cache.codeId]))}.bin`);
 
-function inputsDigest(
-  cache: ConfigCache,
-  path: string,
-  fileDigest: string,
-  names: string[],
-  env: Env,
-): string {
-  return sha256(
-    JSON.stringify([FORMAT, cache.codeId, path, fileDigest, names.map((n) => [n, env[n] ?? null])]),
-  );
+/** FNV-1a, 64 bits, as hex: an entry's file name (not a check: the entry's digest is). */
+function fnv1a64(text: string): string {
+  let hash = 0xcbf29ce484222325n;
+  for (let i = 0; i < text.length; i++)
+    hash = ((hash ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n) & 0xffffffffffffffffn;
+  return hash.toString(16).padStart(16, '0');
 }
 
-const fileDigestOf = (file: ConfigFile) => (file.text === null ? 'absent' : sha256(file.text));
+/** What an entry was made from, in one SHA-256: the code, the file's path and text, the env values. */
+function inputsDigest(cache: ConfigCache, file: ConfigFile, names: string[], env: Env): string {
+  return sha256(
+    JSON.stringify([FORMAT, cache.codeId, file.path, file.text, names.map((n) => [n, env[n] ?? null])]),
+  );
+}
 
 function isEntry(value: unknown): value is Entry {
   const e = value as Partial<Entry> | null;
@@ -162,8 +162,7 @@ export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): Valid
     return null;
   }
   if (!isEntry(entry) || entry.codeId !== cache.codeId || entry.path !== file.path) return null;
-  if (entry.fileDigest !== fileDigestOf(file)) return null;
-  if (entry.digest !== inputsDigest(cache, file.path, entry.fileDigest, entry.envNames, env)) return null;
+  if (entry.digest !== inputsDigest(cache, file, entry.envNames, env)) return null;
   const secretValues: string[] = [];
   for (const name of entry.secretRefs) {
     const value = env[name];
@@ -249,15 +248,13 @@ export function entryBytes(
       if (getAt(root, place.path) === env[ref.name] && setAt(root, place.path, '')) leaves.push(place);
     }
   }
-  const fileDigest = fileDigestOf(file);
   const envNames = [...new Set(v.envRefs.map((r) => r.name))];
   const entry: Entry = {
     format: FORMAT,
     codeId: cache.codeId,
     path: file.path,
-    fileDigest,
     envNames,
-    digest: inputsDigest(cache, file.path, fileDigest, envNames, env),
+    digest: inputsDigest(cache, file, envNames, env),
     secretRefs,
     leaves,
     config,
