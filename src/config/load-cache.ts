@@ -2,10 +2,12 @@ import {
   closeSync,
   constants,
   fstatSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -85,10 +87,25 @@ export function configCacheFor(env: Env): ConfigCache | null {
     // tsc rewrites this file at every build; the CLI bundle is rewritten by every build too.
     const own = statSync(self);
     const bundle = statSync(new URL('../cli.cjs', import.meta.url), { throwIfNoEntry: false });
-    const codeId = `${own.size}:${own.mtimeMs}:${bundle?.size ?? 0}:${bundle?.mtimeMs ?? 0}`;
+    const codeId = `${buildIdOf(new URL('../cli.cjs', import.meta.url))}:${own.size}:${own.mtimeMs}:${bundle?.size ?? 0}:${bundle?.mtimeMs ?? 0}`;
     return { dir: join(stateHome(env), 'the-loop', 'config-cache'), codeId };
   } catch {
     return null;
+  }
+}
+
+/** The random build id on the CLI bundle's first line ('' without one): new at every build. */
+function buildIdOf(bundle: URL): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(bundle, 'r');
+    const head = Buffer.alloc(64);
+    const n = readSync(fd, head, 0, head.length, 0);
+    return /^\/\*the-loop-build:([0-9a-f]{16,64})\*\//.exec(head.toString('latin1', 0, n))?.[1] ?? '';
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -151,17 +168,31 @@ function isEntry(value: unknown): value is Entry {
   );
 }
 
-/** The cached validation of this file with this environment, secrets put back; null: none. */
+/** The cached validation of this file with this environment, env values put back; null: none. */
 export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): ValidatedConfig | null {
-  let entry: unknown;
   try {
     const bytes = readPrivate(cache.dir, entryFile(cache, file.path));
-    if (!bytes) return null;
-    entry = deserialize(bytes);
+    return bytes ? entryOf(deserialize(bytes), cache, file, env) : null;
   } catch {
+    // A damaged entry is no entry: the config is validated again, and the entry replaced.
     return null;
   }
+}
+
+const isLeaf = (leaf: unknown): leaf is SecretLeaf => {
+  const l = leaf as Partial<SecretLeaf> | null;
+  return (
+    !!l &&
+    (l.root === 'config' || l.root === 'engines') &&
+    Array.isArray(l.path) &&
+    l.path.every((k) => typeof k === 'string' || typeof k === 'number') &&
+    typeof l.name === 'string'
+  );
+};
+
+function entryOf(entry: unknown, cache: ConfigCache, file: ConfigFile, env: Env): ValidatedConfig | null {
   if (!isEntry(entry) || entry.codeId !== cache.codeId || entry.path !== file.path) return null;
+  if (!entry.leaves.every(isLeaf) || !entry.secretRefs.every((n) => typeof n === 'string')) return null;
   if (entry.digest !== inputsDigest(cache, file, entry.envNames, env)) return null;
   const secretValues: string[] = [];
   for (const name of entry.secretRefs) {
@@ -172,7 +203,7 @@ export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): Valid
   for (const leaf of entry.leaves) {
     const value = env[leaf.name];
     const root = leaf.root === 'config' ? entry.config : entry.engines;
-    if (!value || !setAt(root, leaf.path, value)) return null;
+    if (value === undefined || !setAt(root, leaf.path, value)) return null;
   }
   const { config, engines } = entry;
   return { path: file.found, config, engines, literalSecrets: [], secretValues, envRefs: [] };
@@ -239,13 +270,15 @@ export function entryBytes(
   const config = structuredClone(v.config);
   const engines = structuredClone(v.engines);
   const leaves: SecretLeaf[] = [];
+  // Every value read through env: is blanked, not only those the config calls secrets: a header
+  // or a URL with a token in it (an engine's otel.env, a bypass env) must not land on disk either.
   for (const ref of v.envRefs) {
-    if (!ref.secret) continue;
+    const value = env[ref.name];
     const places: SecretLeaf[] = [{ root: 'config', path: [...ref.path], name: ref.name }];
     if (ref.path[0] === 'engines') places.push({ root: 'engines', path: ref.path.slice(1), name: ref.name });
     for (const place of places) {
       const root = place.root === 'config' ? config : engines;
-      if (getAt(root, place.path) === env[ref.name] && setAt(root, place.path, '')) leaves.push(place);
+      if (getAt(root, place.path) === value && setAt(root, place.path, '')) leaves.push(place);
     }
   }
   const envNames = [...new Set(v.envRefs.map((r) => r.name))];
@@ -261,9 +294,11 @@ export function entryBytes(
     engines,
   };
   const bytes = serialize(entry);
-  for (const secret of secrets) {
+  // No env value long enough to be a credential may remain (one a schema transformed, say).
+  const values = [...new Set(v.envRefs.map((r) => env[r.name] ?? ''))].filter((x) => x.length >= 8);
+  for (const value of values) {
     for (const encoding of ['latin1', 'utf16le', 'utf8'] as const) {
-      if (bytes.includes(Buffer.from(secret, encoding))) return null;
+      if (bytes.includes(Buffer.from(value, encoding))) return null;
     }
   }
   return bytes;
@@ -277,6 +312,9 @@ function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: Validated
   const temp = `${target}.${process.pid}.tmp`;
   try {
     mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
+    // Written (and pruned) only in a directory of ours alone, as entries are read.
+    const where = lstatSync(cache.dir);
+    if (!where.isDirectory() || notOurs(where)) return;
     writeFileSync(temp, bytes, { mode: 0o600, flag: 'wx' });
     renameSync(temp, target);
     prune(cache.dir, target);

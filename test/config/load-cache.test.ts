@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serialize } from 'node:v8';
+import { deserialize, serialize } from 'node:v8';
 import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readConfigText } from '../../src/config/config-file.js';
@@ -33,6 +33,7 @@ const CONFIG = '.the-loop/config.yaml';
 const HOOK = 'hook-canary-0123456789abcdef';
 const KEY = 'sk-ant-canary-0123456789';
 const GH = 'ghp_canary0123456789';
+const OTLP = 'Authorization=Bearer otlp-canary-0123456789';
 const FULL = `defaults:
   engine: claude
   cwd: env:WORK
@@ -45,6 +46,10 @@ engines:
     env:
       ANTHROPIC_API_KEY: env:KEY
       DEBUG_LEVEL: "2"
+    otel:
+      enabled: true
+      env:
+        OTEL_EXPORTER_OTLP_HEADERS: env:OTLP_AUTH
   mine:
     binary: env:MY_AGENT
     protocol: text
@@ -56,7 +61,7 @@ repos:
     path: ../widgets
     engine: mine
 `;
-const ENV = { WORK: '/srv/work', MY_AGENT: 'my-agent', HOOK, KEY, GH };
+const ENV = { WORK: '/srv/work', MY_AGENT: 'my-agent', HOOK, KEY, GH, OTLP_AUTH: OTLP };
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'the-loop-config-cache-'));
@@ -98,11 +103,13 @@ describe('the validated-config cache', () => {
       for (const encoding of ['latin1', 'utf16le', 'utf8'] as const)
         expect(bytes.includes(Buffer.from(secret, encoding))).toBe(false);
     }
-    // A non-secret env value is kept (it is part of what the entry is checked against).
-    expect(bytes.includes(Buffer.from('/srv/work', 'latin1'))).toBe(true);
+    // Nor any other value read through env: (a header with a token in it, a path).
+    for (const value of [OTLP, '/srv/work']) expect(bytes.includes(Buffer.from(value, 'latin1'))).toBe(false);
     const loaded = await loadConfigCached(options(), cache);
     expect(loaded.config.webhook.secret).toBe(HOOK);
     expect(loaded.engines.claude?.env.ANTHROPIC_API_KEY).toBe(KEY);
+    expect(loaded.engines.claude?.otel?.env?.OTEL_EXPORTER_OTLP_HEADERS).toBe(OTLP);
+    expect(loaded.config.defaults.cwd).toBe('/srv/work');
     expect(loaded.secretValues).toStrictEqual(loadConfig(options()).secretValues);
     expect(statSync(cache.dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(cache.dir, name ?? '')).mode & 0o777).toBe(0o600);
@@ -164,7 +171,13 @@ describe('the validated-config cache', () => {
     const [name] = entries();
     const file = join(cache.dir, name ?? '');
     const good = readFileSync(file);
+    const real = deserialize(good) as Record<string, unknown>;
     const bad = [
+      // Its digest still right, its other fields not.
+      serialize({ ...real, leaves: [null] }),
+      serialize({ ...real, leaves: [{ root: 'config', path: [{}], name: 'KEY' }] }),
+      serialize({ ...real, secretRefs: [42] }),
+      serialize({ ...real, config: 'a string' }),
       Buffer.from('not a v8 serialization'),
       good.subarray(0, good.length >> 1),
       serialize({ format: 'the-loop-config-cache-1', config: null }),
