@@ -148,6 +148,7 @@ module.exports = {
   loadCli,
   trainCodeCache,
   BUNDLE,
+  DIST,
   GROUPS,
   VENDOR,
 };

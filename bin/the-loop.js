@@ -3,7 +3,8 @@
 // prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
 // `serve`, and any command with THE_LOOP_UNBUNDLED=1, runs tsc's dist/ instead (readable stack traces).
 const { existsSync } = require('node:fs');
-const { BUNDLE, UNBUNDLED, commandGroup, loadCli } = require('./cli-load.js');
+const { join } = require('node:path');
+const { BUNDLE, DIST, UNBUNDLED, VENDOR, commandGroup, loadCli } = require('./cli-load.js');
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
@@ -17,9 +18,12 @@ async function cli() {
   const group = commandGroup(process.argv);
   if (process.env.THE_LOOP_UNBUNDLED === '1' || UNBUNDLED.includes(group))
     return import('../dist/cli/main.js');
-  if (!existsSync(BUNDLE)) {
+  const missing = [BUNDLE, ...Object.values(VENDOR).map((file) => join(DIST, file))].find(
+    (file) => !existsSync(file),
+  );
+  if (missing) {
     process.stderr.write(
-      `the-loop: ${BUNDLE} is missing: run \`npm run build\` in the-loop's directory first\n`,
+      `the-loop: ${missing} is missing: run \`npm run build\` in the-loop's directory first\n`,
     );
     process.exit(70);
   }
@@ -36,10 +40,14 @@ const flushed = (stream) =>
 /**
  * The command is done: exit once stdout and stderr are written, instead of letting Node tear its
  * heap down first (30-45 ms on this kind of machine, paid by every command). Every command awaits
- * its own work (the log writes synchronously; the registry is closed by then).
+ * its own work (the log writes synchronously; the registry is closed by then). A probe the guard
+ * started for a turn that was refused (bwrap --version) is left to end on its own.
  */
 const exit = (code) => {
   process.exitCode = code;
+  // The daemon and the connector's stdio server end as Node ends them: a request still in flight
+  // when their input closes is answered.
+  if (UNBUNDLED.includes(commandGroup(process.argv))) return;
   Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
 };
 
