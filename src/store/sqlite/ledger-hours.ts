@@ -65,10 +65,15 @@ interface Bucket {
   costErr: number;
 }
 
-/** `cost += x`, the rounding error into `costErr` (Neumaier's step, as SQLite's SUM takes it). */
+/**
+ * `cost += x`, the rounding error into `costErr` (Neumaier's step, as SQLite's SUM takes it). A sum
+ * that overflows (a hostile meter's 1e308 costs) has no error to keep: never ±Inf or NaN, which the
+ * NOT NULL column would refuse — and with it every later write of the ledger.
+ */
 function addCost(b: Bucket, x: number): void {
   const t = b.cost + x;
-  b.costErr += Math.abs(b.cost) >= Math.abs(x) ? b.cost - t + x : x - t + b.cost;
+  const err = Number.isFinite(t) ? (Math.abs(b.cost) >= Math.abs(x) ? b.cost - t + x : x - t + b.cost) : 0;
+  b.costErr = Number.isFinite(b.costErr + err) ? b.costErr + err : 0;
   b.cost = t;
 }
 
@@ -80,10 +85,13 @@ const UPSERT = `INSERT INTO usage_hours (hour, engine, model, payer, basis, turn
     cache_read = cache_read + excluded.cache_read, cache_creation = cache_creation + excluded.cache_creation,
     reasoning = reasoning + excluded.reasoning, priced = priced + excluded.priced,
     cost = cost + excluded.cost,
-    -- The error of the addition above, exactly (the right-hand sides read the row as it was).
-    cost_err = cost_err + excluded.cost_err + CASE WHEN abs(cost) >= abs(excluded.cost)
-      THEN (cost - (cost + excluded.cost)) + excluded.cost
-      ELSE (excluded.cost - (cost + excluded.cost)) + cost END`;
+    -- The error of the addition above, exactly (the right-hand sides read the row as it was); none
+    -- once the sum overflows (NaN reads as NULL here: never stored in the NOT NULL column).
+    cost_err = CASE WHEN abs(cost + excluded.cost) > 1.7976931348623157e308
+        OR abs(cost_err + excluded.cost_err) > 1.7976931348623157e308 THEN 0
+      ELSE coalesce(cost_err + excluded.cost_err + CASE WHEN abs(cost) >= abs(excluded.cost)
+        THEN (cost - (cost + excluded.cost)) + excluded.cost
+        ELSE (excluded.cost - (cost + excluded.cost)) + cost END, 0) END`;
 
 const sameKey = (a: HourRow, b: HourRow): boolean =>
   a.hour === b.hour &&

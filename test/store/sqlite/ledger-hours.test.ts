@@ -194,6 +194,37 @@ describe('usage_hours', () => {
     expect(db.prepare('SELECT * FROM usage_hours ORDER BY 1, 2, 3, 4, 5, 6').all().length).toBe(kept.length);
   });
 
+  it('a sum that overflows (a hostile meter reporting 1e308 dollars) never stops the ledger', async () => {
+    db = openDb(join(dir, 'the-loop.db'));
+    const store = new SqliteLedgerStore(db);
+    const huge = (prefix: string, n: number): LedgerEntry[] =>
+      entries(random(11), n, prefix).map((e) => ({
+        ...e,
+        at: new Date(START).toISOString(),
+        engine: 'claude',
+        model: 'model-a',
+        turnId: null,
+        payer: { kind: 'unknown', id: null },
+        engineCostUsd: 1e308,
+      }));
+    // One bucket, in one write and then one row at a time (the upsert's own arithmetic).
+    await store.add(huge('h', 3), pricer(false));
+    for (let i = 0; i < 3; i++) await store.add(huge(`g${i}`, 1), pricer(false));
+    // A correction marks the hour: the next write computes it again from the rows.
+    await store.add(
+      huge('h', 1).map((e) => ({ ...e, engineCostUsd: 1e307 })),
+      pricer(false),
+    );
+    await store.add(entries(random(12), 5, 'after'), pricer(false));
+    db.transaction(() => rebuildAllHours(db))();
+    const report = usageReport(db, {
+      since: new Date(START - 3_600_000),
+      until: new Date(START + SPAN),
+      by: 'model',
+    });
+    expect(report.total.rows).toBeGreaterThanOrEqual(11);
+  });
+
   it('migration 20 fills it from the rows a registry already has', () => {
     const path = join(dir, 'the-loop.db');
     db = openDb(
