@@ -127,7 +127,9 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   async report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport> {
-    return usageReport(this.db, filter);
+    // One read transaction, one snapshot: the hours it reads summed and the rows at its edges agree
+    // even while another process writes.
+    return this.db.transaction(() => usageReport(this.db, filter))();
   }
 
   async beginImport(options: { commitEveryMs: number }): Promise<LedgerImport> {
