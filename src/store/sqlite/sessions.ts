@@ -30,9 +30,11 @@ import {
   lastEventSeq,
   markTurnLost,
   orphanTurns,
+  ownerGone,
   readTurn,
   readTurnEvents,
   recoverLost,
+  runningTurns,
   turnAt,
   turnsOfSessions,
   writeTurnEnd,
@@ -354,9 +356,15 @@ export class SqliteSessionStore implements SessionStore {
     return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? []);
   }
 
-  /** Whether any turn is recorded running: with none, recovering lost turns has nothing to do. */
-  async anyTurnRunning(): Promise<boolean> {
-    return this.db.prepare("SELECT 1 FROM turns WHERE status = 'running' LIMIT 1").get() !== undefined;
+  /**
+   * Whether recovering lost turns could find one: a turn recorded running whose owner process is
+   * gone. With none (no turn running, or a live daemon owning them all) a reader has nothing to
+   * recover, and need not load the runners (which only say which of those turns to leave).
+   */
+  async anyTurnOrphaned(isAlive: (pid: number) => boolean): Promise<boolean> {
+    const alive = new Map<number, boolean>();
+    const memo = (pid: number) => alive.get(pid) ?? alive.set(pid, isAlive(pid)).get(pid) === true;
+    return runningTurns(this.db).some((turn) => ownerGone(turn.owner_pid, memo));
   }
 
   async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {

@@ -497,6 +497,25 @@ describe('recoverLostTurns', () => {
     expect(await recovering.recoverLostTurns(isAlive)).toBe(0);
     expect((await recovering.beginTurn(s2.id, turnInput)).seq).toBe(2);
   });
+
+  it('anyTurnOrphaned: only a running turn whose owner is gone makes a reader recover', async () => {
+    const { store: daemon } = openStore({ ownerPid: 1001 });
+    const { store: reader } = openStore({});
+    const isAlive = (pid: number) => pid === 1001;
+    expect(await reader.anyTurnOrphaned(isAlive)).toBe(false);
+    const s1 = await daemon.create(newSession('github:o/r#1'));
+    const s2 = await daemon.create(newSession('github:o/r#2'));
+    const t1 = await daemon.beginTurn(s1.id, turnInput);
+    await daemon.beginTurn(s2.id, turnInput);
+    // Two turns of a live daemon: nothing to recover.
+    expect(await reader.anyTurnOrphaned(isAlive)).toBe(false);
+    // The daemon died: both are orphans (and recovery would mark them).
+    expect(await reader.anyTurnOrphaned(() => false)).toBe(true);
+    await daemon.finishTurn(t1.id, end());
+    expect(await reader.anyTurnOrphaned(() => false)).toBe(true);
+    expect(await reader.recoverLostTurns(() => false)).toBe(1);
+    expect(await reader.anyTurnOrphaned(() => false)).toBe(false);
+  });
 });
 
 describe('migration 4 (session-lost-ended) on a registry created at version 3', () => {
