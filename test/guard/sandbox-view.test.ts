@@ -148,6 +148,15 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
       );
       expect(out).not.toContain('other-secret-canary');
       expect(out).toContain('UNREADABLE');
+      // The validated-config cache (it decides which binaries the daemon runs): out of reach too.
+      const cache = join(states, 'config-cache');
+      mkdirSync(cache, { recursive: true, mode: 0o700 });
+      const planted = inside(
+        plan.argv({ terminal: false }),
+        `echo planted > ${join(cache, 'entry.bin')} && echo WRITTEN || echo DENIED`,
+      );
+      expect(planted).toContain('DENIED');
+      expect(existsSync(join(cache, 'entry.bin'))).toBe(false);
       // The session's own state dir stays visible (read-only), as before.
       const seen = inside(
         plan.argv({ terminal: false }),
