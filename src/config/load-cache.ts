@@ -8,15 +8,14 @@ import {
   readdirSync,
   readFileSync,
   readSync,
-  renameSync,
   rmSync,
   statSync,
-  writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deserialize, serialize } from 'node:v8';
 import type { EnginePreset } from '../engines/preset.js';
+import { writePrivateFile } from '../os/private-file.js';
 import { sha256Hex } from '../os/sha256.js';
 import { type ConfigFile, readConfigText } from './config-file.js';
 import { stateHome } from './data-dir.js';
@@ -220,7 +219,8 @@ const notOurs = (stat: { uid: number; mode: number }) =>
 function readPrivate(dir: string, path: string): Buffer | null {
   const where = statSync(dir, { throwIfNoEntry: false });
   if (!where?.isDirectory() || notOurs(where)) return null;
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  // Not a link; a FIFO planted there opens without blocking (and is not a regular file).
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const stat = fstatSync(fd);
     return stat.isFile() && !notOurs(stat) ? readFileSync(fd) : null;
@@ -309,21 +309,15 @@ function writeEntry(cache: ConfigCache, file: ConfigFile, env: Env, v: Validated
   const bytes = entryBytes(cache, file, env, v);
   if (!bytes) return;
   const target = entryFile(cache, file.path);
-  const temp = `${target}.${process.pid}.tmp`;
   try {
     mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
     // Written (and pruned) only in a directory of ours alone, as entries are read.
     const where = lstatSync(cache.dir);
     if (!where.isDirectory() || notOurs(where)) return;
-    writeFileSync(temp, bytes, { mode: 0o600, flag: 'wx' });
-    renameSync(temp, target);
+    writePrivateFile(cache.dir, basename(target), bytes);
     prune(cache.dir, target);
   } catch {
-    try {
-      rmSync(temp, { force: true });
-    } catch {
-      // The directory itself could not be made: there is no temp file.
-    }
+    // Not written: the next command validates again.
   }
 }
 

@@ -7,7 +7,7 @@ import { LoopError } from '../core/errors.js';
  * rename): a reader never sees half a file, and a file planted at the temp name is never written
  * through (`wx`). Returns the path.
  */
-export function writePrivateFile(dir: string, name: string, text: string): string {
+export function writePrivateFile(dir: string, name: string, text: string | Uint8Array): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, name);
   const temp = join(dir, `.${name}.${process.pid}.${Date.now()}.tmp`);

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   lstatSync,
@@ -207,6 +208,12 @@ describe('the validated-config cache', () => {
     renameSync(file, `${file}.real`);
     symlinkSync(`${file}.real`, file);
     expect(hit()).toBe(false);
+    // A FIFO in its place: a miss at once, never a read that blocks.
+    rmSync(file);
+    expect(spawnSync('mkfifo', [file]).status).toBe(0);
+    expect(hit()).toBe(false);
+    rmSync(file);
+    symlinkSync(`${file}.real`, file);
     // And it is replaced by a file of ours (rename over the link), not written through it.
     await loadConfigCached(options(), cache);
     expect(lstatSync(file).isFile()).toBe(true);
