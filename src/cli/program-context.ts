@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Base } from '../main-base.js';
+import { pidAlive } from '../os/proc.js';
 import type { Io } from './io.js';
 import type { WithApp } from './program-sessions.js';
 
@@ -48,4 +49,15 @@ export function programContext(io: Io, setExit: (code: number) => void): Program
     }
   };
   return { io, setExit, globals, withApp, withBase };
+}
+
+/**
+ * What a command that shows turns without the app does first, as the app does when it starts:
+ * running turns of dead processes are marked lost. The runners (they say which turns to leave to
+ * the daemon) are loaded only when a running turn's owner is gone — with none (no turn running, or
+ * a live daemon owning them) there is nothing to recover.
+ */
+export async function recoverForReaders(base: Base): Promise<void> {
+  if (await base.sessions.anyTurnOrphaned(pidAlive))
+    await (await import('../main-runners.js')).recoverForReaders(base);
 }

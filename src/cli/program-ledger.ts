@@ -2,22 +2,15 @@ import type { Command } from 'commander';
 import { LoopError } from '../core/errors.js';
 import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import type { Base } from '../main-base.js';
-import { pidAlive } from '../os/proc.js';
 import { parseStatus } from './events.js';
 import { addPruneCommand, pruneEvents } from './events-prune.js';
 import { intOption } from './options.js';
-import type { ProgramContext } from './program-context.js';
+import { type ProgramContext, recoverForReaders } from './program-context.js';
 
-/**
- * The inbox and the registry's turns, for the commands that only read them (no app). Running turns
- * whose owner died are marked lost first; with none (no turn running, or a live daemon owning them)
- * there is nothing to recover, and the runners the recovery asks which turns they adopt (~20 ms of
- * modules) are not loaded.
- */
+/** The inbox and the registry's turns, for the commands that only read them (no app): lost turns marked first. */
 const eventsView = async (base: Base) => {
   const { openInbox } = await import('../main-base.js');
-  if (await base.sessions.anyTurnOrphaned(pidAlive))
-    await (await import('../main-runners.js')).recoverForReaders(base);
+  await recoverForReaders(base);
   return { inbox: openInbox(base), store: base.sessions };
 };
 

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import type { App } from '../main.js';
 import type { Base } from '../main-base.js';
-import { pidAlive } from '../os/proc.js';
 import type { Io } from './io.js';
 import { intOption } from './options.js';
+import { recoverForReaders } from './program-context.js';
 
 /** Runs a command with the app opened (and closed after), setting the exit code. */
 export type WithApp = (cmd: Command, fn: (app: App) => Promise<number> | number) => Promise<void>;
@@ -22,10 +22,7 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp, 
     .action(async (opts, cmd: Command) =>
       // Reads only: the registry, without the gateway, runners and console the app would load.
       withBase(cmd, async (base) => {
-        // Turns of dead processes are marked lost first — when a running turn's owner is gone (with
-        // none there is nothing to recover, and the runners' modules are not loaded).
-        if (await base.sessions.anyTurnOrphaned(pidAlive))
-          await (await import('../main-runners.js')).recoverForReaders(base);
+        await recoverForReaders(base);
         return (await import('./sessions.js')).listSessions(base.sessions, io, opts);
       }),
     );
