@@ -9,5 +9,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
+    // A private state home for the whole run (test/helpers/global-state-home.ts).
+    globalSetup: ['test/helpers/global-state-home.ts'],
   },
 });
