@@ -1,8 +1,11 @@
-import { z } from 'zod';
 import type { ActRule, Policy } from './decide.js';
-import { ACT_KINDS, type ActKind } from './types.js';
+// The config's schema of a policy is in policy-schema.ts: this module loads no zod (a turn reads
+// policies; only validating a config builds their schema).
+import type { PolicyInput } from './policy-schema.js';
+import type { ActKind } from './types.js';
 
 export { type ActRule, decide, isProtected, type Policy, type Verdict } from './decide.js';
+export type { PolicyInput };
 
 /**
  * The merge policy of a repository: which branches are protected, and for each kind of act whether
@@ -38,32 +41,6 @@ export const DEFAULT_ACT_RULES: Readonly<Record<ActKind, ActRule>> = {
   'unreadable-input': 'allow',
   'truncated-input': 'allow',
 };
-
-const branchPattern = z
-  .string()
-  .min(1)
-  .max(255)
-  .regex(/^[^\s\0]+$/, 'a branch name or a pattern with *, without spaces');
-
-export const policySchema = z
-  .object({
-    protectedBranches: z
-      .array(branchPattern)
-      .max(100)
-      .optional()
-      .describe(
-        "Branches (a * matches any run of characters) no agent may push, merge, reset or delete on. Default: the repository's defaultBranch.",
-      ),
-    acts: z
-      .partialRecord(z.enum(ACT_KINDS), z.enum(ACT_RULES))
-      .optional()
-      .describe(
-        `Per kind of act: allow, deny, or deny-protected (denied on a protected branch). Kinds: ${ACT_KINDS.join(', ')}.`,
-      ),
-  })
-  .strict();
-
-export type PolicyInput = z.output<typeof policySchema>;
 
 /** The global policy with a repository's on top: rules merge per kind, protected branches replace. */
 export function resolvePolicy(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { policySchema } from '../acts/policy.js';
+import { policySchema } from '../acts/policy-schema.js';
 import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
 import { connectorSchema } from './connector-schema.js';
 import { consoleSchema } from './console-schema.js';

@@ -1,17 +1,17 @@
-import { z } from 'zod';
 import type { RoutedTurn } from '../core/ports/inbox.js';
 import { formatWorkItem, parseWorkItem, workItemSlug } from '../core/work-item.js';
 
-/** What a manual delivery (`the-loop run`) carries in its body. */
-export const manualBodySchema = z.object({
-  workItem: z.string(),
-  prompt: z.string(),
-  engine: z.string().optional(),
-  runner: z.string().optional(),
-  cwd: z.string().optional(),
-});
-
-export type ManualBody = z.infer<typeof manualBodySchema>;
+/**
+ * What a manual delivery (`the-loop run`) carries in its body (validated when a stored one is read:
+ * manualBodySchema in reroute.ts). No zod here: `the-loop run` plans its delivery before its engine starts.
+ */
+export interface ManualBody {
+  workItem: string;
+  prompt: string;
+  engine?: string | undefined;
+  runner?: string | undefined;
+  cwd?: string | undefined;
+}
 
 /**
  * The plan of a manual delivery, made when `the-loop run` queues it (and stored with it, as a

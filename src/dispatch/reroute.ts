@@ -1,7 +1,8 @@
 import { describeError, LoopError } from '../core/errors.js';
 import type { Claim, DeliveryRecord, RoutedDelivery, RoutedTurn } from '../core/ports/inbox.js';
+import { lazily } from '../os/lazy-zod.js';
 import type { DispatcherDeps } from './dispatcher-deps.js';
-import { manualBodySchema, manualPlan } from './manual-plan.js';
+import { type ManualBody, manualPlan } from './manual-plan.js';
 
 /**
  * The dispatcher's routing of stored rows, for the two cases where a delivery is routed after its
@@ -9,6 +10,17 @@ import { manualBodySchema, manualPlan } from './manual-plan.js';
  * and stored), and a plan made under another routing config (routed once more when it runs).
  */
 type Deps = Pick<DispatcherDeps, 'inbox' | 'logger' | 'routeLegacy' | 'routingDigest'>;
+
+/** The body of a manual delivery an older version stored unrouted: built (and zod loaded) when one is read. */
+export const manualBodySchema = lazily((z) =>
+  z.object({
+    workItem: z.string(),
+    prompt: z.string(),
+    engine: z.string().optional(),
+    runner: z.string().optional(),
+    cwd: z.string().optional(),
+  }),
+);
 
 /**
  * Rows an older version stored unrouted are routed once, now, and stored so (ignore and reject are
@@ -43,7 +55,7 @@ async function routeLegacy(
   d: Pick<DeliveryRecord, 'id' | 'event' | 'source'>,
 ): Promise<RoutedDelivery> {
   const payload: unknown = JSON.parse(await deps.inbox.readBody(d.id));
-  if (d.source === 'manual') return manualPlan(manualBodySchema.parse(payload));
+  if (d.source === 'manual') return manualPlan(manualBodySchema().parse(payload) satisfies ManualBody);
   if (!deps.routeLegacy)
     throw new Error('stored by an older version without its plan, and no router to route it');
   return deps.routeLegacy(d.event, payload);

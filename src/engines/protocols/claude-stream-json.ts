@@ -1,5 +1,7 @@
-import { z } from 'zod';
+import type { z as Z } from 'zod';
 import type { TurnEvent } from '../../core/events.js';
+import { lazyFields } from '../../os/lazy-zod.js';
+import { contentBlockOf } from './claude-content-block.js';
 import {
   decodeLine,
   nonNegative,
@@ -16,62 +18,57 @@ import {
  */
 
 // Strict-enough schemas that keep only the fields we read: validating does not copy the rest of a
-// large event (tool lists in system/init, file contents in tool results).
-/** A content block of a Claude message (stream-json events and transcript records share it). */
-export const contentBlock = z.object({
-  type: z.string(),
-  text: z.string().optional(),
-  id: z.string().optional(),
-  name: z.string().optional(),
-  input: z.unknown().optional(),
-  tool_use_id: z.string().optional(),
-  content: z.unknown().optional(),
-  is_error: z.boolean().nullish(),
-});
-const usageSchema = z
-  .object({
-    input_tokens: z.number().optional(),
-    output_tokens: z.number().optional(),
-    cache_read_input_tokens: z.number().nullish(),
-    cache_creation_input_tokens: z.number().nullish(),
-  })
-  .nullish();
+// large event (tool lists in system/init, file contents in tool results). Built with the zod given,
+// when a line first fails its quick check (below): a turn whose lines all pass never loads zod.
+function buildSchemas(z: typeof Z) {
+  const contentBlock = contentBlockOf(z);
+  const usageSchema = z
+    .object({
+      input_tokens: z.number().optional(),
+      output_tokens: z.number().optional(),
+      cache_read_input_tokens: z.number().nullish(),
+      cache_creation_input_tokens: z.number().nullish(),
+    })
+    .nullish();
 
-const schemas = {
-  system: z.object({
-    type: z.literal('system'),
-    subtype: z.string().optional(),
-    session_id: z.string().optional(),
-    model: z.string().optional(),
-  }),
-  assistant: z.object({
-    type: z.literal('assistant'),
-    message: z.object({
-      id: z.string().optional(),
+  return {
+    system: z.object({
+      type: z.literal('system'),
+      subtype: z.string().optional(),
+      session_id: z.string().optional(),
       model: z.string().optional(),
-      content: z.array(contentBlock).optional(),
     }),
-  }),
-  user: z.object({
-    type: z.literal('user'),
-    message: z.object({ content: z.union([z.string(), z.array(contentBlock)]).optional() }),
-  }),
-  result: z.object({
-    type: z.literal('result'),
-    subtype: z.string().optional(),
-    is_error: z.boolean().optional(),
-    result: z.unknown().optional(),
-    session_id: z.string().optional(),
-    total_cost_usd: z.number().optional(),
-    usage: usageSchema,
-    modelUsage: z.record(z.string(), z.unknown()).optional(),
-    api_error_status: z.unknown().optional(),
-    errors: z.array(z.unknown()).optional(),
-    // Tool calls the permission mode refused (headless: nobody to ask).
-    permission_denials: z.array(z.unknown()).optional(),
-  }),
-};
-type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
+    assistant: z.object({
+      type: z.literal('assistant'),
+      message: z.object({
+        id: z.string().optional(),
+        model: z.string().optional(),
+        content: z.array(contentBlock).optional(),
+      }),
+    }),
+    user: z.object({
+      type: z.literal('user'),
+      message: z.object({ content: z.union([z.string(), z.array(contentBlock)]).optional() }),
+    }),
+    result: z.object({
+      type: z.literal('result'),
+      subtype: z.string().optional(),
+      is_error: z.boolean().optional(),
+      result: z.unknown().optional(),
+      session_id: z.string().optional(),
+      total_cost_usd: z.number().optional(),
+      usage: usageSchema,
+      modelUsage: z.record(z.string(), z.unknown()).optional(),
+      api_error_status: z.unknown().optional(),
+      errors: z.array(z.unknown()).optional(),
+      // Tool calls the permission mode refused (headless: nobody to ask).
+      permission_denials: z.array(z.unknown()).optional(),
+    }),
+  } as const;
+}
+
+const schemas = lazyFields(['system', 'assistant', 'user', 'result'], buildSchemas);
+type Decoded = Z.infer<(typeof schemas)[keyof typeof schemas]>;
 
 // The same schemas written out by hand, for the hot path (zod adds about a fifth of JSON.parse
 // here). Each check accepts exactly what its schema accepts (test/engines/protocols/
@@ -145,7 +142,7 @@ export { quickCheck as claudeQuickCheck, schemas as claudeEventSchemas };
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-type Block = z.infer<typeof contentBlock>;
+type Block = Z.infer<ReturnType<typeof contentBlockOf>>;
 
 /** The event of one assistant content block, if it makes one. */
 function blockEvent(block: Block, synthetic: boolean): TurnEvent | undefined {
@@ -164,7 +161,7 @@ function blockEvent(block: Block, synthetic: boolean): TurnEvent | undefined {
   return undefined;
 }
 
-function assistantEvents(event: z.infer<typeof schemas.assistant>): TurnEvent[] {
+function assistantEvents(event: Z.infer<typeof schemas.assistant>): TurnEvent[] {
   const blocks = event.message.content ?? [];
   const synthetic = event.message.model === '<synthetic>';
   // Claude Code prints one assistant event per content block: that one is the usual case.
@@ -180,7 +177,7 @@ function assistantEvents(event: z.infer<typeof schemas.assistant>): TurnEvent[] 
   return out;
 }
 
-function userEvents(event: z.infer<typeof schemas.user>): TurnEvent[] {
+function userEvents(event: Z.infer<typeof schemas.user>): TurnEvent[] {
   const content = event.message.content;
   if (!Array.isArray(content)) return [];
   return content
@@ -202,7 +199,7 @@ function modelsOf(modelUsage: Record<string, unknown> | undefined): string | und
   return names;
 }
 
-function resultEvents(event: z.infer<typeof schemas.result>): TurnEvent[] {
+function resultEvents(event: Z.infer<typeof schemas.result>): TurnEvent[] {
   const out: TurnEvent[] = [];
   const denials = event.permission_denials ?? [];
   for (let i = 0; i < denials.length && i < 100; i++) {

@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import type { z as Z } from 'zod';
 import type { TurnEvent } from '../../core/events.js';
+import { lazyFields } from '../../os/lazy-zod.js';
 import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
 
 /**
@@ -9,27 +10,36 @@ import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js
  * thread's running total (the preset says so with `usageScope: thread`) — or `turn.failed`.
  */
 
-const item = z.looseObject({ id: z.string().optional(), type: z.string() });
-const schemas = {
-  'thread.started': z.looseObject({ thread_id: z.string() }),
-  'item.started': z.looseObject({ item }),
-  'item.completed': z.looseObject({ item }),
-  'turn.completed': z.looseObject({
-    usage: z
-      .looseObject({
-        input_tokens: z.number().optional(),
-        cached_input_tokens: z.number().optional(),
-        cache_write_input_tokens: z.number().optional(),
-        output_tokens: z.number().optional(),
-        reasoning_output_tokens: z.number().optional(),
-      })
-      .optional(),
-  }),
-  'turn.failed': z.looseObject({ error: z.looseObject({ message: z.string().optional() }).optional() }),
-  error: z.looseObject({ message: z.string().optional() }),
-};
-type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
-type Item = z.infer<typeof item>;
+function buildSchemas(z: typeof Z) {
+  const item = z.looseObject({ id: z.string().optional(), type: z.string() });
+  return {
+    'thread.started': z.looseObject({ thread_id: z.string() }),
+    'item.started': z.looseObject({ item }),
+    'item.completed': z.looseObject({ item }),
+    'turn.completed': z.looseObject({
+      usage: z
+        .looseObject({
+          input_tokens: z.number().optional(),
+          cached_input_tokens: z.number().optional(),
+          cache_write_input_tokens: z.number().optional(),
+          output_tokens: z.number().optional(),
+          reasoning_output_tokens: z.number().optional(),
+        })
+        .optional(),
+    }),
+    'turn.failed': z.looseObject({ error: z.looseObject({ message: z.string().optional() }).optional() }),
+    error: z.looseObject({ message: z.string().optional() }),
+  } as const;
+}
+
+/** Built, and zod loaded, when the first line is decoded. */
+const schemas = lazyFields(
+  ['thread.started', 'item.started', 'item.completed', 'turn.completed', 'turn.failed', 'error'],
+  buildSchemas,
+);
+
+type Decoded = Z.infer<(typeof schemas)[keyof typeof schemas]>;
+type Item = Z.infer<(typeof schemas)['item.started']>['item'];
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -91,7 +101,7 @@ export const codexJson: Protocol = {
           case 'item.completed':
             return completed((v as { item: Item }).item, startedIds);
           case 'turn.completed': {
-            const u = (v as z.infer<(typeof schemas)['turn.completed']>).usage;
+            const u = (v as Z.infer<(typeof schemas)['turn.completed']>).usage;
             if (!u) return [{ type: 'turn-end', ok: true }];
             // OpenAI semantics: input_tokens includes the cached (read and written) tokens and
             // output_tokens includes the reasoning ones. Our kinds are disjoint, so subtract.
@@ -118,7 +128,7 @@ export const codexJson: Protocol = {
                 type: 'turn-end',
                 ok: false,
                 message: summarize(
-                  (v as z.infer<(typeof schemas)['turn.failed']>).error?.message ?? 'turn failed',
+                  (v as Z.infer<(typeof schemas)['turn.failed']>).error?.message ?? 'turn failed',
                 ),
               },
             ];

@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import type { z as Z } from 'zod';
 import type { TurnEvent } from '../../core/events.js';
+import { lazyFields } from '../../os/lazy-zod.js';
 import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js';
 
 /**
@@ -7,45 +8,51 @@ import { decodeLine, nonNegative, type Protocol, summarize } from './protocol.js
  * `delta`), `tool_use`, `tool_result`, `error`, and a final `result` with `stats`.
  */
 
-const schemas = {
-  init: z.looseObject({ session_id: z.string().optional(), model: z.string().optional() }),
-  message: z.looseObject({ role: z.string().optional(), content: z.unknown().optional() }),
-  tool_use: z.looseObject({
-    tool_name: z.string().optional(),
-    tool_id: z.string().optional(),
-    parameters: z.unknown().optional(),
-  }),
-  tool_result: z.looseObject({
-    tool_id: z.string().optional(),
-    status: z.string().optional(),
-    output: z.unknown().optional(),
-    error: z.unknown().optional(),
-  }),
-  error: z.looseObject({ message: z.string().optional(), severity: z.string().optional() }),
-  result: z.looseObject({
-    status: z.string().optional(),
-    error: z.unknown().optional(),
-    stats: z
-      .looseObject({
-        input_tokens: z.number().optional(),
-        input: z.number().optional(),
-        output_tokens: z.number().optional(),
-        cached: z.number().optional(),
-        thoughts_tokens: z.number().optional(),
-        total_tokens: z.number().optional(),
-        models: z.record(z.string(), z.unknown()).optional(),
-      })
-      .optional(),
-  }),
-};
-type Decoded = z.infer<(typeof schemas)[keyof typeof schemas]>;
+function buildSchemas(z: typeof Z) {
+  return {
+    init: z.looseObject({ session_id: z.string().optional(), model: z.string().optional() }),
+    message: z.looseObject({ role: z.string().optional(), content: z.unknown().optional() }),
+    tool_use: z.looseObject({
+      tool_name: z.string().optional(),
+      tool_id: z.string().optional(),
+      parameters: z.unknown().optional(),
+    }),
+    tool_result: z.looseObject({
+      tool_id: z.string().optional(),
+      status: z.string().optional(),
+      output: z.unknown().optional(),
+      error: z.unknown().optional(),
+    }),
+    error: z.looseObject({ message: z.string().optional(), severity: z.string().optional() }),
+    result: z.looseObject({
+      status: z.string().optional(),
+      error: z.unknown().optional(),
+      stats: z
+        .looseObject({
+          input_tokens: z.number().optional(),
+          input: z.number().optional(),
+          output_tokens: z.number().optional(),
+          cached: z.number().optional(),
+          thoughts_tokens: z.number().optional(),
+          total_tokens: z.number().optional(),
+          models: z.record(z.string(), z.unknown()).optional(),
+        })
+        .optional(),
+    }),
+  } as const;
+}
+
+/** Built, and zod loaded, when the first line is decoded. */
+const schemas = lazyFields(['init', 'message', 'tool_use', 'tool_result', 'error', 'result'], buildSchemas);
+
+type Decoded = Z.infer<(typeof schemas)[keyof typeof schemas]>;
 
 const errorText = (value: unknown): string =>
   value && typeof value === 'object' && 'message' in value && typeof value.message === 'string'
     ? value.message
     : summarize(value);
 
-type Stats = z.infer<typeof schemas.result>['stats'];
+type Stats = Z.infer<typeof schemas.result>['stats'];
 
 /** The result's usage, kinds kept disjoint; the models that were used (not the routing call's). */
 function usageEvent(stats: Stats): TurnEvent | undefined {
@@ -135,7 +142,7 @@ export const geminiStreamJson: Protocol = {
             out.push({ type: 'error', message: lastError });
             break;
           case 'result': {
-            const usage = usageEvent((v as z.infer<typeof schemas.result>).stats);
+            const usage = usageEvent((v as Z.infer<typeof schemas.result>).stats);
             if (usage) out.push(usage);
             const ok = v.status === 'success';
             out.push({

@@ -18,7 +18,7 @@
 
 import { z } from 'zod';
 import type { TurnEvent, Usage } from '../../core/events.js';
-import { contentBlock } from '../protocols/claude-stream-json.js';
+import { contentBlockOf } from '../protocols/claude-content-block.js';
 import { nonNegative, summarize } from '../protocols/protocol.js';
 
 export type TranscriptMarker = 'interrupt' | 'turnEnd';
@@ -67,6 +67,7 @@ export interface MappedRecord {
  */
 const INTERRUPT = /^\[Request interrupted by user(?: for tool use)?\]$/;
 
+const contentBlock = contentBlockOf(z);
 const content = z.union([z.string(), z.array(contentBlock)]).nullish();
 // Usage fields are read leniently (nonNegative): an odd value costs that figure, not the record.
 const usageSchema = z.record(z.string(), z.unknown()).nullish();

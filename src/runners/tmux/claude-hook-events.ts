@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import type { z as Z } from 'zod';
+import { lazily } from '../../os/lazy-zod.js';
 
 /**
  * The lines `bin/the-loop-hook.js` appends to a session's events file, read back as typed events.
@@ -68,25 +69,26 @@ export type HookEventName = HookEvent['event'];
 
 export type ParsedLine = { ok: true; event: HookEvent; warnings: string[] } | { ok: false; error: string };
 
-/** The envelope the hook writes around each payload. */
-const envelopeSchema = z.object({
-  v: z.literal(1),
-  receivedAt: z.string().min(1),
-  event: z.string().min(1).max(200),
-  sessionId: z.string().optional(),
-  payload: z.record(z.string(), z.unknown()).optional(),
-  truncated: z.boolean().optional(),
-  bytes: z.number().int().nonnegative().optional(),
-});
-
-const text = z.string();
-const flag = z.boolean();
+/** The envelope the hook writes around each payload, and the fields read: built on the first line parsed. */
+const schemas = lazily((z) => ({
+  envelope: z.object({
+    v: z.literal(1),
+    receivedAt: z.string().min(1),
+    event: z.string().min(1).max(200),
+    sessionId: z.string().optional(),
+    payload: z.record(z.string(), z.unknown()).optional(),
+    truncated: z.boolean().optional(),
+    bytes: z.number().int().nonnegative().optional(),
+  }),
+  text: z.string(),
+  flag: z.boolean(),
+}));
 
 /** Read one field of an untrusted payload: absent → undefined; wrong type → undefined + a warning. */
 function field<T>(
   payload: Record<string, unknown> | undefined,
   key: string,
-  schema: z.ZodType<T>,
+  schema: Z.ZodType<T>,
   warnings: string[],
 ): T | undefined {
   if (payload === undefined || !Object.hasOwn(payload, key)) return undefined;
@@ -107,6 +109,7 @@ export function parseHookEventLine(line: string, end: number): ParsedLine {
   } catch {
     return { ok: false, error: `not JSON (${line.length} characters)` };
   }
+  const { envelope: envelopeSchema, text, flag } = schemas();
   const envelope = envelopeSchema.safeParse(json);
   if (!envelope.success) {
     const issue = envelope.error.issues[0];
@@ -117,7 +120,7 @@ export function parseHookEventLine(line: string, end: number): ParsedLine {
   }
   const { receivedAt, event: name, sessionId, payload, truncated, bytes } = envelope.data;
   const warnings: string[] = [];
-  const get = <T>(key: string, schema: z.ZodType<T>) => field(payload, key, schema, warnings);
+  const get = <T>(key: string, schema: Z.ZodType<T>) => field(payload, key, schema, warnings);
   const base: HookEventBase = {
     receivedAt,
     sessionId: sessionId ?? get('session_id', text),

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { TurnEvent } from '../../core/events.js';
-import { readTranscriptFrom, type TranscriptMarker } from '../../engines/transcripts/claude-transcript.js';
+import type { TranscriptMarker } from '../../engines/transcripts/claude-transcript.js';
 import { sleep, type TmuxRunnerOptions, type TurnContext } from './tmux-session-state.js';
 
 /**
@@ -15,6 +15,9 @@ export async function readTranscriptOnce(
   const position = ctx.state.transcript;
   if (!position || ctx.input.preset.interactive?.transcript !== 'claude-jsonl') return [];
   if (!final && !existsSync(position.path)) return [];
+  // Loaded on the first read (its record schemas load zod): `the-loop run` on another runner, and a
+  // turn until its engine has started, never load it.
+  const { readTranscriptFrom } = await import('../../engines/transcripts/claude-transcript.js');
   const read = await readTranscriptFrom(position.path, position.state, {
     maxLineBytes: ctx.input.maxLineBytes,
     scrub: ctx.input.scrub,
