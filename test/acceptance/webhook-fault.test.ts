@@ -100,6 +100,7 @@ describe('webhook fault test: SIGKILLs, redeliveries, duplicates and bad signatu
     const env = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? dir,
+      XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? join(dir, 'state'),
       LANG: 'C.UTF-8',
       THE_LOOP_CONFIG: configPath,
     };
