@@ -8,6 +8,7 @@ import { connectorAudit } from './v17-connector-audit.js';
 import { cacheWrite1h } from './v18-cache-write-1h.js';
 import { unpricedIndex } from './v19-unpriced-index.js';
 import { usageHours } from './v20-usage-hours.js';
+import { activeSessionsByAge } from './v21-active-sessions-by-age.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -362,4 +363,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   cacheWrite1h,
   unpricedIndex,
   usageHours,
+  activeSessionsByAge,
 ];

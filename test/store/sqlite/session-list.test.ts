@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Db, openDb } from '../../../src/store/db.js';
+import { listingQuery } from '../../../src/store/sqlite/session-list.js';
+import { SqliteSessionStore } from '../../../src/store/sqlite/sessions.js';
+
+let dir: string;
+let db: Db;
+let store: SqliteSessionStore;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'the-loop-session-list-'));
+  db = openDb(join(dir, 'the-loop.db'));
+  store = new SqliteSessionStore(db, { scrub: (t) => t });
+});
+afterEach(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const plan = (filter: Parameters<typeof listingQuery>[0]): string[] => {
+  const { sql, args } = listingQuery(filter);
+  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map(
+    (r) => r.detail,
+  );
+};
+
+async function session(n: number) {
+  return store.create({
+    workItem: `github:octo/widgets#${n}`,
+    slug: `github-octo-widgets-${n}`,
+    engine: 'claude',
+    runner: 'process',
+    engineSessionId: null,
+    cwd: dir,
+    credentialKind: null,
+    credentialEnv: null,
+  });
+}
+
+describe('sessions list’s query', () => {
+  it('reads the active sessions newest first from their index, with no temporary B-tree', () => {
+    const steps = plan({ status: 'active' });
+    expect(steps.join('\n')).toMatch(/sessions_active_created/);
+    expect(steps.filter((s) => /TEMP B-TREE/.test(s))).toEqual([]);
+  });
+
+  it('lists newest first, one row per session with its turns summed, under every filter', async () => {
+    const a = await session(1);
+    const b = await session(2);
+    const c = await session(3);
+    for (const s of [a, b, b, c]) {
+      const turn = await store.beginTurn(s.id, {
+        promptDigest: 'sha256:x',
+        promptBytes: 1,
+        meter: 'transcript',
+      });
+      if (s === b)
+        await store.finishTurn(turn.id, {
+          status: 'succeeded',
+          endReason: 'result',
+          endedAt: new Date().toISOString(),
+          exitCode: 0,
+          exitSignal: null,
+          model: null,
+          usage: null,
+          costUsd: null,
+          error: null,
+        });
+    }
+    await store.close(a.id, 'done');
+    const active = await store.listings({ status: 'active' });
+    expect(active.map((l) => [l.workItem, l.turns])).toEqual([
+      ['github:octo/widgets#3', 1],
+      ['github:octo/widgets#2', 2],
+    ]);
+    expect((await store.listings({})).map((l) => l.workItem)).toEqual([
+      'github:octo/widgets#3',
+      'github:octo/widgets#2',
+      'github:octo/widgets#1',
+    ]);
+    // Both columns qualified: `turns` has a status too.
+    const one = await store.listings({ status: 'active', workItem: 'github:octo/widgets#2' });
+    expect(one.map((l) => [l.workItem, l.turns])).toEqual([['github:octo/widgets#2', 2]]);
+    expect((await store.listings({ status: 'active', limit: 1 })).map((l) => l.workItem)).toEqual([
+      'github:octo/widgets#3',
+    ]);
+  });
+});
