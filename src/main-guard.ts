@@ -1,6 +1,8 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ActStore } from './acts/audit.js';
 import type { Policy } from './acts/decide.js';
+import { stateHome } from './config/data-dir.js';
 import type { LoadedConfig } from './config/load.js';
 import type { BudgetStore } from './core/ports/budgets.js';
 import type { SessionStore } from './core/ports/sessions.js';
@@ -14,6 +16,7 @@ import { operatorGitIdentityAsync } from './gateway/session-files.js';
 import { GatewayTokens } from './gateway/tokens.js';
 import { daemonGit } from './guard/git-jail.js';
 import { prepareEngine } from './guard/prepare.js';
+import { workspaceGitDirs } from './guard/sandbox-view.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap, detectBwrapAsync } from './sandbox/detect.js';
@@ -97,12 +100,16 @@ export function createGuard(deps: {
     configPath: loaded.path,
     env: deps.env,
   });
+  // A working bwrap's probe is kept under the state home, out of every sandbox's reach.
+  const bwrapOptions = {
+    path: loaded.config.sandbox.bwrap,
+    env: deps.env,
+    cacheDir: join(stateHome(deps.env), 'the-loop', 'probe-cache'),
+  };
   let warming: Promise<void> | undefined;
   const warm = () => {
     warming ??= Promise.all([
-      loaded.config.sandbox.mode === 'none'
-        ? undefined
-        : detectBwrapAsync({ path: loaded.config.sandbox.bwrap, env: deps.env }),
+      loaded.config.sandbox.mode === 'none' ? undefined : detectBwrapAsync(bwrapOptions),
       loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env) : undefined,
     ]).then(
       () => undefined,
@@ -117,6 +124,9 @@ export function createGuard(deps: {
     git,
     warm,
     prepare: async (input) => {
+      // The sandbox's question to git (the workspace's git dirs) runs while the probes finish; it
+      // is answered the same whenever it is asked (no engine runs in the workspace meanwhile).
+      const gitDirs = loaded.config.sandbox.mode === 'none' ? undefined : workspaceGitDirs(input.session.cwd);
       await warm();
       return prepareEngine(
         {
@@ -127,10 +137,11 @@ export function createGuard(deps: {
           tokens,
           logger: deps.logger,
           gateway: () => gateway.endpoint(),
-          bwrap: () => detectBwrap({ path: loaded.config.sandbox.bwrap, env: deps.env }),
+          bwrap: () => detectBwrap(bwrapOptions),
           packageRoot: PACKAGE_ROOT,
         },
         input,
+        { gitDirs },
       );
     },
   };

@@ -74,7 +74,15 @@ export function sandboxMode(deps: Pick<GuardDeps, 'config' | 'bwrap'>): {
   };
 }
 
-export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput): Promise<PreparedEngine> {
+/**
+ * Prepare a turn's engine. `asked.gitDirs`: the workspace's git dirs, when the caller asked git
+ * already (`workspaceGitDirs`, started while it waited for the guard's probes).
+ */
+export async function prepareEngine(
+  deps: GuardDeps,
+  input: PrepareEngineInput,
+  asked: { gitDirs?: Promise<string[]> | undefined } = {},
+): Promise<PreparedEngine> {
   const { session, preset } = input;
   const { config } = deps;
   const stateDir = join(deps.dataDir, 'sessions', session.slug);
@@ -86,7 +94,7 @@ export async function prepareEngine(deps: GuardDeps, input: PrepareEngineInput):
   const endpoint = gatewayEndpoint(deps, notes);
   // The sandbox's one question to git (the workspace's git dirs) is asked now: git runs while the
   // token is minted and the session's files are written, instead of after them.
-  const gitDirs = sandbox.mode === 'bwrap' ? workspaceGitDirs(session.cwd) : undefined;
+  const gitDirs = sandbox.mode === 'bwrap' ? (asked.gitDirs ?? workspaceGitDirs(session.cwd)) : undefined;
   if (endpoint && cloud) {
     notes.push(
       `the ${session.engine} engine uses a cloud credential (Bedrock/Vertex): the gateway cannot hold it, so it is in the engine's environment and its model requests are not metered at the wire`,

@@ -2,6 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { platform } from 'node:os';
 import { whichBinary } from '../engines/which.js';
 import { bwrapArgv } from './bwrap.js';
+import { probeIdentity, readProbe, writeProbe } from './probe-cache.js';
 
 export type BwrapDetection =
   | { available: true; path: string; version: string }
@@ -14,8 +15,13 @@ export interface DetectBwrapOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** How long the trial run may take (default 10 s). */
   timeoutMs?: number;
-  /** Ignore the cached answer. */
+  /** Ignore the cached answers (this process's and the kept one). */
   fresh?: boolean;
+  /**
+   * Where a working probe's answer is kept across processes (probe-cache.ts); unset: probed once
+   * per process (`the-loop doctor` asks bwrap itself).
+   */
+  cacheDir?: string | undefined;
 }
 
 /** A trial can hang only on a wedged kernel or a stopped terminal: long enough for a loaded machine. */
@@ -39,7 +45,7 @@ export function detectBwrap(options: DetectBwrapOptions = {}): BwrapDetection {
   const key = `${options.path ?? ''}\0${env.PATH ?? ''}`;
   const cached = options.fresh ? undefined : cache.get(key);
   if (cached) return cached;
-  const found = probe(options.path, env, options.timeoutMs ?? TRIAL_TIMEOUT_MS);
+  const found = probe(options.path, env, options.timeoutMs ?? TRIAL_TIMEOUT_MS, keptIn(options));
   cache.set(key, found);
   return found;
 }
@@ -56,7 +62,8 @@ export function detectBwrapAsync(options: Omit<DetectBwrapOptions, 'fresh'> = {}
   if (cached) return Promise.resolve(cached);
   let pending = inFlight.get(key);
   if (!pending) {
-    pending = probeAsync(options.path, env, options.timeoutMs ?? TRIAL_TIMEOUT_MS).then((found) => {
+    const timeoutMs = options.timeoutMs ?? TRIAL_TIMEOUT_MS;
+    pending = probeAsync(options.path, env, timeoutMs, keptIn(options)).then((found) => {
       inFlight.delete(key);
       // A synchronous probe that answered meanwhile wins: one answer per process.
       if (!cache.has(key)) cache.set(key, found);
@@ -68,6 +75,29 @@ export function detectBwrapAsync(options: Omit<DetectBwrapOptions, 'fresh'> = {}
 }
 
 const inFlight = new Map<string, Promise<BwrapDetection>>();
+
+const keptIn = (options: DetectBwrapOptions) => (options.fresh ? undefined : options.cacheDir);
+
+/** Where a probe's answer is kept, for a located bwrap: its directory and identity. */
+type Kept = { dir: string; identity: string } | undefined;
+
+function kept(dir: string | undefined, found: { path: string; trial: string[] }): Kept {
+  if (!dir) return undefined;
+  const identity = probeIdentity(found.path, found.trial.at(-1) ?? '', found.trial);
+  return identity ? { dir, identity } : undefined;
+}
+
+/** The kept answer for this identity: bwrap works (found again, never read from the entry). */
+function keptAnswer(path: string, keep: Kept): BwrapDetection | undefined {
+  const version = keep && readProbe(keep.dir, path, keep.identity);
+  return version ? { available: true, path, version } : undefined;
+}
+
+/** A working probe's answer is kept; a failure never is (a fixed machine is seen at once). */
+function keepAnswer(answer: BwrapDetection, keep: Kept): BwrapDetection {
+  if (keep && answer.available) writeProbe(keep.dir, answer.path, keep.identity, answer.version);
+  return answer;
+}
 
 type Ran = { ok: boolean; stdout: string; why: string };
 
@@ -129,26 +159,38 @@ function probe(
   configured: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
   timeoutMs: number,
+  cacheDir: string | undefined,
 ): BwrapDetection {
   const found = locate(configured, env);
   if (!('trial' in found)) return found;
-  return judge(found.path, run(found.path, ['--version'], timeoutMs), () =>
+  const keep = kept(cacheDir, found);
+  const known = keptAnswer(found.path, keep);
+  if (known) return known;
+  const answer = judge(found.path, run(found.path, ['--version'], timeoutMs), () =>
     run(found.path, found.trial, timeoutMs),
   );
+  return keepAnswer(answer, keep);
 }
 
 async function probeAsync(
   configured: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
   timeoutMs: number,
+  cacheDir: string | undefined,
 ): Promise<BwrapDetection> {
   const found = locate(configured, env);
   if (!('trial' in found)) return found;
+  const keep = kept(cacheDir, found);
+  const known = keptAnswer(found.path, keep);
+  if (known) return known;
   const [version, trial] = await Promise.all([
     runAsync(found.path, ['--version'], timeoutMs),
     runAsync(found.path, found.trial, timeoutMs),
   ]);
-  return judge(found.path, version, () => trial);
+  return keepAnswer(
+    judge(found.path, version, () => trial),
+    keep,
+  );
 }
 
 // No secrets in a trial: bwrap needs no environment at all.

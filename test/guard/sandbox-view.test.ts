@@ -157,6 +157,15 @@ describe.skipIf(!bwrap.available)(SUITE, () => {
       );
       expect(planted).toContain('DENIED');
       expect(existsSync(join(cache, 'entry.bin'))).toBe(false);
+      // The bwrap probe cache (a kept answer spares the probe): out of reach as well.
+      const probes = join(states, 'probe-cache');
+      mkdirSync(probes, { recursive: true, mode: 0o700 });
+      const probe = inside(
+        plan.argv({ terminal: false }),
+        `echo planted > ${join(probes, 'bwrap-0.json')} && echo WRITTEN || echo DENIED`,
+      );
+      expect(probe).toContain('DENIED');
+      expect(existsSync(join(probes, 'bwrap-0.json'))).toBe(false);
       // The session's own state dir stays visible (read-only), as before.
       const seen = inside(
         plan.argv({ terminal: false }),
