@@ -61,12 +61,13 @@ export function createIngressHandler(options: IngressOptions) {
     const parsed = parseBody(read.body, head.form);
     if (typeof parsed === 'string') return reply(res, 400, parsed);
     if (event === 'ping') return reply(res, 200, 'pong');
-    const { json, payload } = parsed;
+    const { bytes, json, payload } = parsed;
     const action =
       'action' in payload && typeof payload.action === 'string' ? payload.action.slice(0, 64) : null;
     let outcome: Stored;
     try {
-      outcome = await store({ id: delivery, source: 'github', event, action, body: json }, payload);
+      const d = { id: delivery, source: 'github' as const, event, action, body: bytes, bodyText: json };
+      outcome = await store(d, payload);
     } catch (error) {
       // Not stored, so not acknowledged: GitHub will show the failure and can redeliver.
       logger.error('could not store a delivery', { delivery, error });
@@ -142,6 +143,7 @@ function groupCommit(
           event: d.event,
           action: d.action,
           body: d.body,
+          bodyText: d.bodyText,
           routed: routeOnce(options, d.event, payload, d.id),
         }));
       const out = await options.inbox.acceptMany(fresh);
@@ -205,8 +207,11 @@ function checkHead(req: IncomingMessage, maxBodyBytes: number): Head | Refusal {
   return { event, delivery, signature, form };
 }
 
-/** The JSON object a verified body holds (a form's payload= field), or why it is not one. */
-function parseBody(body: Buffer, form: boolean): { json: string; payload: object } | string {
+/**
+ * The JSON object a verified body holds (a form's payload= field), or why it is not one; with the
+ * bytes to store (the body as it came; a form's field as UTF-8) and their text.
+ */
+function parseBody(body: Buffer, form: boolean): { bytes: Buffer; json: string; payload: object } | string {
   let json: string;
   let payload: unknown;
   try {
@@ -217,7 +222,7 @@ function parseBody(body: Buffer, form: boolean): { json: string; payload: object
   }
   if (!payload || typeof payload !== 'object' || Array.isArray(payload))
     return 'payload is not a JSON object';
-  return { json, payload };
+  return { bytes: form ? Buffer.from(json, 'utf8') : body, json, payload };
 }
 
 /**

@@ -180,6 +180,24 @@ describe('ingress: accepted deliveries are stored before the answer', () => {
     expect(await inbox.get(id)).toMatchObject({ event: 'issue_comment', action: 'created' });
   });
 
+  it('a body is stored as the bytes sent, invalid UTF-8 included, and reads back as it decodes', async () => {
+    const id = randomUUID();
+    // A lone 0xff and a cut-off 3-byte sequence inside a JSON string: decoded, each is U+FFFD.
+    const bytes = Buffer.concat([
+      Buffer.from('{"action":"opened","title":"a'),
+      Buffer.from([0xff, 0xe2, 0x82]),
+      Buffer.from('b \\u0000 \\ud800"}'),
+    ]);
+    expect((await send({ delivery: id, body: bytes })).status).toBe(202);
+    const stored = db.prepare('SELECT body FROM deliveries WHERE id = ?').get(id) as { body: Buffer };
+    expect(Buffer.isBuffer(stored.body)).toBe(true);
+    expect(stored.body.equals(bytes)).toBe(true);
+    expect(await inbox.body(id)).toBe(bytes.toString('utf8'));
+    expect(JSON.parse((await inbox.body(id)) ?? '')).toMatchObject({
+      title: 'a\ufffd\ufffdb \u0000 \ud800',
+    });
+  });
+
   it('a content type with parameters is accepted', async () => {
     const id = randomUUID();
     const r = await send({ delivery: id, contentType: 'application/json; charset=utf-8' });

@@ -62,7 +62,17 @@ export interface NewDelivery {
   source: 'github' | 'manual';
   event: string;
   action: string | null;
-  body: string;
+  /**
+   * The payload: the bytes as they arrived (a webhook's verified body, a form's `payload=` field as
+   * UTF-8), stored as they are and decoded (UTF-8) only when read; or text (a delivery made by hand).
+   * Read back by `body`/`readBody` as the same text either way.
+   */
+  body: string | Uint8Array;
+  /**
+   * The bytes of `body` decoded as UTF-8, when the caller has decoded them already (ingress, to parse
+   * them): the store checks them for secrets without decoding again. Must be that decoding.
+   */
+  bodyText?: string | undefined;
   /** Routed on arrival (the router is pure): stored with the row, in the same write. */
   routed: RoutedDelivery;
 }

@@ -120,3 +120,30 @@ export function scrubJson(text: string, scrub: ((text: string) => string) | unde
     return scrub(text);
   }
 }
+
+/**
+ * A payload as the `body` column holds it. Bytes are stored as they came (a BLOB: not re-encoded,
+ * decoded only when read) unless their text holds a secret: then the masked JSON, as text — as a
+ * text payload always is. `text` is the bytes decoded as UTF-8 when the caller has it already.
+ */
+export function storedBody(
+  body: string | Uint8Array,
+  text: string | undefined,
+  scrub: ((text: string) => string) | undefined,
+): string | Buffer {
+  if (typeof body === 'string') return scrubJson(body, scrub);
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (!scrub) return bytes;
+  const decoded = text ?? bytes.toString('utf8');
+  const scrubbed = scrubJson(decoded, scrub);
+  return scrubbed === decoded ? bytes : scrubbed;
+}
+
+/**
+ * A stored payload as text: a BLOB (bytes as received) decoded as UTF-8 — an invalid sequence reads
+ * as U+FFFD, as it did when ingress decoded a body before storing it — and text as it is.
+ */
+export const bodyText = (stored: string | Uint8Array): string =>
+  typeof stored === 'string'
+    ? stored
+    : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength).toString('utf8');

@@ -15,7 +15,17 @@ import type {
 } from '../../core/ports/inbox.js';
 import type { Db } from '../db.js';
 import { pruneBatch } from './inbox-prune.js';
-import { COLUMNS, parsePlan, planOf, type Row, scrubJson, statusOf, toRecord } from './inbox-rows.js';
+import {
+  bodyText,
+  COLUMNS,
+  parsePlan,
+  planOf,
+  type Row,
+  scrubJson,
+  statusOf,
+  storedBody,
+  toRecord,
+} from './inbox-rows.js';
 
 export { PRUNABLE_SQL } from './inbox-prune.js';
 
@@ -91,7 +101,7 @@ export class SqliteInbox implements Inbox {
       d.event,
       d.action,
       at,
-      scrubJson(d.body, this.options.scrub),
+      storedBody(d.body, d.bodyText, this.options.scrub),
       r.status ?? 'queued',
       d.routed.action,
       r.workItem,
@@ -136,10 +146,10 @@ export class SqliteInbox implements Inbox {
 
   private readBodyOf(id: string): string | undefined {
     const row = this.q('SELECT body, pruned_at FROM deliveries WHERE id = ?').get(id) as
-      | { body: string; pruned_at: string | null }
+      | { body: string | Buffer; pruned_at: string | null }
       | undefined;
     // A pruned row holds '' (the column is NOT NULL): never hand that out as if it were the payload.
-    return row && row.pruned_at === null ? row.body : undefined;
+    return row && row.pruned_at === null ? bodyText(row.body) : undefined;
   }
 
   async readBody(id: string): Promise<string> {
