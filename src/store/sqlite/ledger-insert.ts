@@ -56,6 +56,8 @@ const INSERT_SHARED = `INSERT INTO usage_ledger (source_id, at, input_tokens, ou
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `;
 /** Statements of shared columns one write may prepare (an import's pieces need a few: one per model). */
 const MAX_SHARED_STATEMENTS = 32;
+/** Of those, the ones a row is compared with before its literals are made (see LedgerWriter.recent). */
+const RECENT_STATEMENTS = 6;
 /** A string written as a literal: printable ASCII (quotes doubled), nothing SQL or UTF-8 could read otherwise. */
 const LITERAL_TEXT = /^[\x20-\x7e]{0,200}$/;
 
@@ -69,7 +71,7 @@ function literal(value: string | number | null): string | undefined {
 const PAYER_KINDS: ReadonlySet<unknown> = new Set(['api-key', 'subscription', 'cloud', 'unknown']);
 const COST_BASES: ReadonlySet<unknown> = new Set([null, 'engine-reported', 'list-price']);
 
-/** The shared columns of the last row written through a statement of its own, and that statement. */
+/** The shared columns of rows written through a statement of their own, and that statement. */
 interface Shared {
   e: Pick<LedgerEntry, 'meter' | 'sessionId' | 'workItem' | 'turnId' | 'engine' | 'runner' | 'model'>;
   basis: RowPrice['basis'];
@@ -123,7 +125,11 @@ export class LedgerWriter {
   /** The shared columns' statements of the current write, by their literals (see INSERT_SHARED). */
   private readonly shared = new Map<string, Shared>();
   private sharedAt: string | undefined;
-  private last: Shared | undefined;
+  /**
+   * The statements used last, most recent first: a row is compared with these before its literals are
+   * made (an import's models alternate from row to row: a few statements take nearly every row).
+   */
+  private recent: Shared[] = [];
 
   constructor(private readonly db: Db) {
     this.insertNew = db.prepare(INSERT_NEW);
@@ -223,11 +229,10 @@ export class LedgerWriter {
   private sharedStatement(e: LedgerEntry, p: RowPrice, recordedAt: string): Statement | undefined {
     if (this.sharedAt !== recordedAt) {
       this.shared.clear();
-      this.last = undefined;
+      this.recent = [];
       this.sharedAt = recordedAt;
     }
-    const last = this.last;
-    if (last && sameShared(last, e, p)) return last.statement;
+    for (const r of this.recent) if (sameShared(r, e, p)) return r.statement;
     const values = [
       e.meter,
       e.sessionId,
@@ -260,7 +265,8 @@ export class LedgerWriter {
       };
       this.shared.set(key, found);
     }
-    this.last = found;
+    this.recent.unshift(found);
+    if (this.recent.length > RECENT_STATEMENTS) this.recent.pop();
     return found.statement;
   }
 }
