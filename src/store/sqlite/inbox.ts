@@ -85,15 +85,16 @@ export class SqliteInbox implements Inbox {
   }
 
   async acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]> {
-    return this.tx(() => deliveries.map((d) => this.insertOne(d)));
+    // One clock reading for the transaction: its deliveries are received (committed) together.
+    const at = this.now();
+    return this.tx(() => deliveries.map((d) => this.insertOne(d, at)));
   }
 
   async accept(delivery: NewDelivery): Promise<AcceptOutcome> {
-    return this.insertOne(delivery);
+    return this.insertOne(delivery, this.now());
   }
 
-  private insertOne(d: NewDelivery): AcceptOutcome {
-    const at = this.now();
+  private insertOne(d: NewDelivery, at: string): AcceptOutcome {
     const r = this.routedColumns(d.routed);
     const info = this.insert.run(
       d.id,
@@ -125,6 +126,14 @@ export class SqliteInbox implements Inbox {
 
   async knownAmong(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
+    // One id (a daemon that keeps up gets one delivery per event-loop turn): a lookup in the unique
+    // index, without building and reading a JSON array (about half the cost of that query).
+    if (ids.length === 1) {
+      const id = ids[0] as string;
+      return this.q('SELECT 1 FROM deliveries WHERE id = ?').pluck().get(id) === undefined
+        ? new Set()
+        : new Set([id]);
+    }
     const found = this.q('SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').all(
       JSON.stringify(ids),
     ) as Array<{ id: string }>;
