@@ -100,17 +100,15 @@ export function createGuard(deps: {
     configPath: loaded.path,
     env: deps.env,
   });
-  // A working bwrap's probe is kept under the state home, out of every sandbox's reach.
-  const bwrapOptions = {
-    path: loaded.config.sandbox.bwrap,
-    env: deps.env,
-    cacheDir: join(stateHome(deps.env), 'the-loop', 'probe-cache'),
-  };
+  // A working bwrap's probe and the operator's git identity are kept under the state home, out of
+  // every sandbox's reach.
+  const probeCache = join(stateHome(deps.env), 'the-loop', 'probe-cache');
+  const bwrapOptions = { path: loaded.config.sandbox.bwrap, env: deps.env, cacheDir: probeCache };
   let warming: Promise<void> | undefined;
   const warm = () => {
     warming ??= Promise.all([
       loaded.config.sandbox.mode === 'none' ? undefined : detectBwrapAsync(bwrapOptions),
-      loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env) : undefined,
+      loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env, probeCache) : undefined,
     ]).then(
       () => undefined,
       // Never an error here: prepare asks again, synchronously, and reports what it finds.

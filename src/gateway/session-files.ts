@@ -2,6 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writePrivateFile } from '../os/private-file.js';
+import { identityKey, readIdentity, writeIdentity } from './identity-cache.js';
 
 /**
  * The files that point a session's git and gh at the gateway, in the session's private state dir
@@ -87,9 +88,31 @@ export function identityFromGitConfig(out: string): Identity {
   return { name: found.name, email: found.email };
 }
 
+/**
+ * The identity kept for this environment (identity-cache.ts), and where to keep git's answer: `cacheDir`
+ * unset, git is asked once per process.
+ */
+function kept(env: Readonly<Record<string, string | undefined>>, cacheDir: string | undefined) {
+  const key = cacheDir ? identityKey(env) : null;
+  const known = cacheDir && key ? readIdentity(cacheDir, key) : undefined;
+  const keep = (found: Identity) => {
+    if (cacheDir && key) writeIdentity(cacheDir, key, found);
+    return found;
+  };
+  return { known, keep };
+}
+
 /** The operator's git identity (commits the agent makes carry it); asked of git once per process. */
-export function operatorGitIdentity(env: Readonly<Record<string, string | undefined>>): Identity {
+export function operatorGitIdentity(
+  env: Readonly<Record<string, string | undefined>>,
+  cacheDir?: string,
+): Identity {
   if (identity) return identity;
+  const { known, keep } = kept(env, cacheDir);
+  if (known) {
+    identity = known;
+    return identity;
+  }
   let out = '';
   try {
     out = execFileSync('git', IDENTITY_ARGS, {
@@ -101,7 +124,7 @@ export function operatorGitIdentity(env: Readonly<Record<string, string | undefi
   } catch {
     // None set (exit 1), or no git: no identity.
   }
-  identity = identityFromGitConfig(out);
+  identity = keep(identityFromGitConfig(out));
   return identity;
 }
 
@@ -113,8 +136,14 @@ let asking: Promise<Identity> | undefined;
  */
 export function operatorGitIdentityAsync(
   env: Readonly<Record<string, string | undefined>>,
+  cacheDir?: string,
 ): Promise<Identity> {
   if (identity) return Promise.resolve(identity);
+  const { known, keep } = kept(env, cacheDir);
+  if (known) {
+    identity = known;
+    return Promise.resolve(identity);
+  }
   asking ??= new Promise<Identity>((resolve) => {
     const child = execFile(
       'git',
@@ -122,7 +151,7 @@ export function operatorGitIdentityAsync(
       { encoding: 'utf8', env: gitEnv(env), timeout: 5000 },
       (error, stdout) => {
         // A synchronous answer given meanwhile stays the answer.
-        identity ??= identityFromGitConfig(error ? '' : stdout);
+        identity ??= keep(identityFromGitConfig(error ? '' : stdout));
         resolve(identity);
       },
     );

@@ -1,16 +1,5 @@
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readlinkSync,
-  statSync,
-} from 'node:fs';
-import { join } from 'node:path';
-import { writePrivateFile } from '../os/private-file.js';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
+import { keepPrivateFile, readPrivateFile } from '../os/private-file.js';
 import { sha256Hex } from '../os/sha256.js';
 
 /**
@@ -76,27 +65,10 @@ export function probeIdentity(bwrap: string, truePath: string, trial: readonly s
 
 const entryName = (bwrap: string) => `bwrap-${sha256Hex(bwrap).slice(0, 16)}.json`;
 
-const notOurs = (stat: { uid: number; mode: number }) =>
-  (process.getuid !== undefined && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0;
-
-/** A file's text, when no one else could have written it (see above); null otherwise. */
-function readPrivate(dir: string, path: string): string | null {
-  const where = lstatSync(dir, { throwIfNoEntry: false });
-  if (!where?.isDirectory() || notOurs(where)) return null;
-  // Not through a link; a FIFO planted there opens without blocking (and is not a regular file).
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    const stat = fstatSync(fd);
-    return stat.isFile() && !notOurs(stat) && stat.size < 4096 ? readFileSync(fd, 'utf8') : null;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** The version a probe of this identity found bwrap working with, if one did. */
 export function readProbe(dir: string, bwrap: string, identity: string): string | undefined {
   try {
-    const text = readPrivate(dir, join(dir, entryName(bwrap)));
+    const text = readPrivateFile(dir, entryName(bwrap), 4096);
     if (text === null) return undefined;
     const entry = JSON.parse(text) as { format?: unknown; identity?: unknown; version?: unknown };
     if (entry.format !== FORMAT || entry.identity !== identity) return undefined;
@@ -109,12 +81,5 @@ export function readProbe(dir: string, bwrap: string, identity: string): string 
 
 /** Keep a working probe's answer (best effort: one not written only costs the next run a probe). */
 export function writeProbe(dir: string, bwrap: string, identity: string, version: string): void {
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const where = lstatSync(dir);
-    if (!where.isDirectory() || notOurs(where)) return;
-    writePrivateFile(dir, entryName(bwrap), JSON.stringify({ format: FORMAT, identity, version }));
-  } catch {
-    // Not written: the next run probes again.
-  }
+  keepPrivateFile(dir, entryName(bwrap), JSON.stringify({ format: FORMAT, identity, version }));
 }
