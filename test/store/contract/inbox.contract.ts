@@ -42,7 +42,7 @@ export function inboxContract(factory: StoreFactory): void {
 }
 
 function arrivalAndOrder(factory: StoreFactory): void {
-  const { store } = useStore(factory);
+  const { store, restart } = useStore(factory);
 
   it('accepts a delivery once: the same id again is a duplicate, and the first stays as it was', async () => {
     const item = workItem();
@@ -73,6 +73,27 @@ function arrivalAndOrder(factory: StoreFactory): void {
     expect(await store().inbox.readBody('d-1')).toBe(body);
     expect(await store().inbox.plan('d-1')).toEqual(routed('deliver', item, { prompt: 'first prompt' }));
     expect(ids(await store().inbox.list())).toEqual(['d-1']);
+  });
+
+  it('a body given as bytes reads back as their UTF-8 text, whatever they hold, across a restart', async () => {
+    const item = workItem();
+    const bytes = Buffer.concat([
+      Buffer.from('{"t":"café \\u0000 '),
+      Buffer.from([0xff, 0xe2, 0x82]),
+      Buffer.from('"}'),
+    ]);
+    // A view into a larger buffer: only its bytes are the body.
+    const framed = Buffer.concat([Buffer.from('head'), bytes, Buffer.from('tail')]);
+    const view = new Uint8Array(framed.buffer, framed.byteOffset + 4, bytes.length);
+    await store().inbox.accept({ ...delivery('d-1', routed('deliver', item)), body: view });
+    await store().inbox.acceptMany([
+      { ...delivery('d-2', routed('deliver', item)), body: bytes, bodyText: bytes.toString('utf8') },
+    ]);
+    const after = (await restart()).inbox;
+    for (const id of ['d-1', 'd-2']) {
+      expect(await after.body(id)).toBe(bytes.toString('utf8'));
+      expect(await after.readBody(id)).toBe(bytes.toString('utf8'));
+    }
   });
 
   it('accepts many at once: an outcome per delivery, in order; a known or repeated id is a duplicate', async () => {
@@ -334,6 +355,18 @@ function twoHandlesRestartAndRetention(factory: StoreFactory): void {
     const kept = JSON.stringify([await after.list(), stored, await after.plan('d-1')]);
     expect(kept).toContain('[redacted]');
     expect(kept).not.toContain(CANARY);
+    const contents = await (await restart()).contents?.();
+    if (contents !== undefined) expect(contents).not.toContain(CANARY);
+  });
+
+  it('a body given as bytes is scrubbed as text is', async () => {
+    const json = JSON.stringify({ comment: { body: `here is my key ${CANARY}` } });
+    await store().inbox.accept({
+      ...delivery('d-1', routed('deliver', workItem())),
+      body: Buffer.from(json),
+    });
+    const stored = await (await restart()).inbox.body('d-1');
+    expect(JSON.parse(stored ?? '')).toEqual({ comment: { body: 'here is my key [redacted]' } });
     const contents = await (await restart()).contents?.();
     if (contents !== undefined) expect(contents).not.toContain(CANARY);
   });
