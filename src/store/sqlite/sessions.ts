@@ -34,7 +34,7 @@ import {
   readTurn,
   readTurnEvents,
   recoverLost,
-  runningTurns,
+  runningOwners,
   turnAt,
   turnsOfSessions,
   writeTurnEnd,
@@ -362,9 +362,7 @@ export class SqliteSessionStore implements SessionStore {
    * recover, and need not load the runners (which only say which of those turns to leave).
    */
   async anyTurnOrphaned(isAlive: (pid: number) => boolean): Promise<boolean> {
-    const alive = new Map<number, boolean>();
-    const memo = (pid: number) => alive.get(pid) ?? alive.set(pid, isAlive(pid)).get(pid) === true;
-    return runningTurns(this.db).some((turn) => ownerGone(turn.owner_pid, memo));
+    return runningOwners(this.db).some((owner) => ownerGone(owner, isAlive));
   }
 
   async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {

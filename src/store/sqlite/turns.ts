@@ -88,6 +88,18 @@ export function writeTurnEnd(db: Db, turnId: number, end: TurnEnd, scrub: (text:
   );
 }
 
+/**
+ * The owner processes of the turns recorded running, each once (null: a turn with no owner
+ * recorded). What a reader checks before recovering: 1,000 running turns of one live daemon are one
+ * pid to look at, not 1,000 rows to read.
+ */
+export function runningOwners(db: Db): (number | null)[] {
+  return db.prepare(`SELECT DISTINCT owner_pid FROM turns WHERE status = 'running'`).pluck().all() as (
+    | number
+    | null
+  )[];
+}
+
 /** The running turns, with their session's runner. */
 export function runningTurns(
   db: Db,
