@@ -38,8 +38,10 @@ export interface Guard {
    * Start what preparing a turn asks of the machine once per process (does bubblewrap run here, the
    * operator's git identity), all at once and without blocking; `prepare` waits for it. Called early
    * (before dispatching), the probes overlap the rest of the start instead of delaying the engine.
+   * `hint.cwd`: the workspace the next turn is expected to run in (`the-loop run`, holding the
+   * dispatcher lock): its git dirs are asked now, and used by the next turn if it runs there.
    */
-  warm(): Promise<void>;
+  warm(hint?: { cwd?: string | undefined }): Promise<void>;
   /** How the daemon runs git in repositories agents wrote to (jailed where bubblewrap runs). */
   git: GitRunner;
 }
@@ -105,7 +107,11 @@ export function createGuard(deps: {
   const probeCache = join(stateHome(deps.env), 'the-loop', 'probe-cache');
   const bwrapOptions = { path: loaded.config.sandbox.bwrap, env: deps.env, cacheDir: probeCache };
   let warming: Promise<void> | undefined;
-  const warm = () => {
+  // The sandbox's question to git for the workspace a caller expects, asked once (see warm).
+  let early: { cwd: string; gitDirs: Promise<string[]> } | undefined;
+  const sandboxed = loaded.config.sandbox.mode !== 'none';
+  const warm = (hint?: { cwd?: string | undefined }) => {
+    if (hint?.cwd && sandboxed && !early) early = { cwd: hint.cwd, gitDirs: workspaceGitDirs(hint.cwd) };
     warming ??= Promise.all([
       loaded.config.sandbox.mode === 'none' ? undefined : detectBwrapAsync(bwrapOptions),
       loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env, probeCache) : undefined,
@@ -122,9 +128,12 @@ export function createGuard(deps: {
     git,
     warm,
     prepare: async (input) => {
-      // The sandbox's question to git (the workspace's git dirs) runs while the probes finish; it
-      // is answered the same whenever it is asked (no engine runs in the workspace meanwhile).
-      const gitDirs = loaded.config.sandbox.mode === 'none' ? undefined : workspaceGitDirs(input.session.cwd);
+      // The sandbox's question to git (the workspace's git dirs) runs while the probes finish — or
+      // ran since warm, for this workspace; it is answered the same whenever it is asked (no engine
+      // runs in the workspace meanwhile).
+      const asked = early?.cwd === input.session.cwd ? early.gitDirs : undefined;
+      early = undefined;
+      const gitDirs = sandboxed ? (asked ?? workspaceGitDirs(input.session.cwd)) : undefined;
       await warm();
       return prepareEngine(
         {

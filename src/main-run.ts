@@ -30,6 +30,8 @@ export async function startRunDispatch(
     deliveryId: string;
     onEvent: (event: TurnEvent) => void;
     onSession: (session: SessionRecord, created: boolean) => void;
+    /** Where the turn is expected to run (its workspace's git dirs are asked at once). */
+    cwd?: string | undefined;
   },
 ): Promise<RunDispatch> {
   let receiver: HttpServer | undefined;
@@ -41,7 +43,7 @@ export async function startRunDispatch(
     await app.guard.gateway.stop();
   };
   // The once-per-process probes of the guard run while recovery, the gateway and the first claim do.
-  void app.guard.warm();
+  void app.guard.warm({ cwd: input.cwd });
   try {
     await recoverBeforeDispatch(app, input.workItem);
     receiver = await startRunReceiver(app);

@@ -46,7 +46,13 @@ export async function runCommand(
   const workItem = formatWorkItem(parseWorkItem(workItemRef));
   const cwd = options.cwd ? resolve(io.cwd, options.cwd) : undefined;
   // Everything that can be refused is refused before anything is queued.
-  await app.turns.preflight({ workItem, prompt, engine: options.engine, runner: options.runner, cwd });
+  const plan = await app.turns.preflight({
+    workItem,
+    prompt,
+    engine: options.engine,
+    runner: options.runner,
+    cwd,
+  });
 
   const printSession = (session: SessionRecord, created: boolean) => {
     if (options.json) {
@@ -98,8 +104,7 @@ export async function runCommand(
       if ('release' in lock) {
         await dispatchOwn(
           app,
-          workItem,
-          deliveryId,
+          { workItem, deliveryId, cwd: plan.cwd },
           printEvent,
           printSession,
           controller.signal,
@@ -134,17 +139,18 @@ export async function runCommand(
 
 async function dispatchOwn(
   app: App,
-  workItem: string,
-  deliveryId: string,
+  turn: { workItem: string; deliveryId: string; cwd: string },
   onEvent: (e: TurnEvent) => void,
   onSession: (s: SessionRecord, created: boolean) => void,
   signal: AbortSignal,
   release: () => void,
 ): Promise<void> {
+  const { deliveryId } = turn;
   let running: RunDispatch | undefined;
   try {
-    // The root starts what dispatching needs (recovery, the telemetry receiver, the gateway).
-    running = await startRunDispatch(app, { workItem, deliveryId, onEvent, onSession });
+    // The root starts what dispatching needs (recovery, the telemetry receiver, the gateway); the
+    // workspace the plan names has its git dirs asked at once.
+    running = await startRunDispatch(app, { ...turn, onEvent, onSession });
     const dispatch = running;
     const onAbort = () => void dispatch.stop();
     signal.addEventListener('abort', onAbort, { once: true });
