@@ -102,38 +102,15 @@ export function createGuard(deps: {
     configPath: loaded.path,
     env: deps.env,
   });
-  // A working bwrap's probe and the operator's git identity are kept under the state home, out of
-  // every sandbox's reach.
-  const probeCache = join(stateHome(deps.env), 'the-loop', 'probe-cache');
-  const bwrapOptions = { path: loaded.config.sandbox.bwrap, env: deps.env, cacheDir: probeCache };
-  let warming: Promise<void> | undefined;
-  // The sandbox's question to git for the workspace a caller expects, asked once (see warm).
-  let early: { cwd: string; gitDirs: Promise<string[]> } | undefined;
-  const sandboxed = loaded.config.sandbox.mode !== 'none';
-  const warm = (hint?: { cwd?: string | undefined }) => {
-    if (hint?.cwd && sandboxed && !early) early = { cwd: hint.cwd, gitDirs: workspaceGitDirs(hint.cwd) };
-    warming ??= Promise.all([
-      loaded.config.sandbox.mode === 'none' ? undefined : detectBwrapAsync(bwrapOptions),
-      loaded.config.gateway.enabled ? operatorGitIdentityAsync(deps.env, probeCache) : undefined,
-    ]).then(
-      () => undefined,
-      // Never an error here: prepare asks again, synchronously, and reports what it finds.
-      () => undefined,
-    );
-    return warming;
-  };
+  const probes = guardProbes(loaded, deps.env);
+  const { warm } = probes;
   return {
     tokens,
     gateway,
     git,
     warm,
     prepare: async (input) => {
-      // The sandbox's question to git (the workspace's git dirs) runs while the probes finish — or
-      // ran since warm, for this workspace; it is answered the same whenever it is asked (no engine
-      // runs in the workspace meanwhile).
-      const asked = early?.cwd === input.session.cwd ? early.gitDirs : undefined;
-      early = undefined;
-      const gitDirs = sandboxed ? (asked ?? workspaceGitDirs(input.session.cwd)) : undefined;
+      const gitDirs = probes.gitDirs(input.session.cwd);
       await warm();
       return prepareEngine(
         {
@@ -144,7 +121,7 @@ export function createGuard(deps: {
           tokens,
           logger: deps.logger,
           gateway: () => gateway.endpoint(),
-          bwrap: () => detectBwrap(bwrapOptions),
+          bwrap: () => detectBwrap(probes.bwrapOptions),
           packageRoot: PACKAGE_ROOT,
         },
         input,
@@ -152,4 +129,42 @@ export function createGuard(deps: {
       );
     },
   };
+}
+
+/**
+ * What preparing a turn asks of the machine: the once-per-process probes (`Guard.warm`) and the
+ * workspace's git dirs.
+ */
+function guardProbes(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
+  // A working bwrap's probe and the operator's git identity are kept under the state home, out of
+  // every sandbox's reach.
+  const probeCache = join(stateHome(env), 'the-loop', 'probe-cache');
+  const bwrapOptions = { path: loaded.config.sandbox.bwrap, env, cacheDir: probeCache };
+  const sandboxed = loaded.config.sandbox.mode !== 'none';
+  let warming: Promise<void> | undefined;
+  // The sandbox's question to git for the workspace a caller expects, asked once (see warm).
+  let early: { cwd: string; gitDirs: Promise<string[]> } | undefined;
+  const warm = (hint?: { cwd?: string | undefined }) => {
+    if (hint?.cwd && sandboxed && !early) early = { cwd: hint.cwd, gitDirs: workspaceGitDirs(hint.cwd) };
+    warming ??= Promise.all([
+      sandboxed ? detectBwrapAsync(bwrapOptions) : undefined,
+      loaded.config.gateway.enabled ? operatorGitIdentityAsync(env, probeCache) : undefined,
+    ]).then(
+      () => undefined,
+      // Never an error here: prepare asks again, synchronously, and reports what it finds.
+      () => undefined,
+    );
+    return warming;
+  };
+  /**
+   * The sandbox's question to git (the workspace's git dirs), started before the probes are
+   * awaited — or since warm, for this very workspace; it is answered the same whenever it is asked
+   * (no engine runs in the workspace meanwhile). Undefined: no sandbox.
+   */
+  const gitDirs = (cwd: string): Promise<string[]> | undefined => {
+    const asked = early?.cwd === cwd ? early.gitDirs : undefined;
+    early = undefined;
+    return sandboxed ? (asked ?? workspaceGitDirs(cwd)) : undefined;
+  };
+  return { bwrapOptions, warm, gitDirs };
 }
