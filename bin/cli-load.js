@@ -12,6 +12,8 @@ const { Script } = require('node:vm');
 
 const DIST = join(__dirname, '..', 'dist');
 const BUNDLE = join(DIST, 'cli.cjs');
+/** The CLI without what only other commands load (scripts/build-cli.ts READ_LEAVES_OUT). */
+const READ_BUNDLE = join(DIST, 'cli-read.cjs');
 const CACHE_DIR = join(DIST, 'cli-cache');
 const MAGIC = 'the-loop-code-cache-1';
 
@@ -27,18 +29,46 @@ const GROUPS = ['usage', 'acts', 'sessions', 'events', 'config', 'run', 'serve',
  */
 const UNBUNDLED = ['serve', 'mcp'];
 
-/** The group of an argv (`node the-loop [globals] <command> …`): the first word not an option's. */
-function commandGroup(argv) {
+/** Where the command's name is in an argv (`node the-loop [globals] <command> …`), or -1. */
+function commandIndex(argv) {
   for (let i = 2; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '-c' || arg === '--config' || arg === '--data-dir') {
       i++;
       continue;
     }
-    if (arg.startsWith('-')) continue;
-    return GROUPS.includes(arg) ? arg : 'other';
+    if (!arg.startsWith('-')) return i;
   }
-  return 'other';
+  return -1;
+}
+
+/** The group of an argv: its first word not an option's. */
+function commandGroup(argv) {
+  const at = commandIndex(argv);
+  return at >= 0 && GROUPS.includes(argv[at]) ? argv[at] : 'other';
+}
+
+/**
+ * Whether the argv is a command the read bundle serves: `sessions list`, `events list|show`,
+ * `usage` (not `usage scan`) and `acts`, named exactly (`sessions --json list` goes to the whole
+ * CLI). They read the registry through the base, never the app.
+ */
+function readsOnly(argv) {
+  const at = commandIndex(argv);
+  if (at < 0) return false;
+  const next = argv[at + 1];
+  switch (argv[at]) {
+    case 'sessions':
+      return next === 'list';
+    case 'events':
+      return next === 'list' || next === 'show';
+    case 'usage':
+      return !argv.slice(at + 1).includes('scan');
+    case 'acts':
+      return true;
+    default:
+      return false;
+  }
 }
 
 /**
@@ -109,14 +139,18 @@ function vendor(id, nodeRequire, useCache) {
   return loaded.exports;
 }
 
-/** The bundle's exports ({ main }), and the script (whose cached data training writes). */
-function loadCli(group) {
+/**
+ * The bundle's exports ({ main }), and the script (whose cached data training writes): the read
+ * bundle's with `read`, its caches named `read-<group>`.
+ */
+function loadCli(group, options = {}) {
   const nodeRequire = Module.createRequire(BUNDLE);
   const useCache = group !== undefined;
   const bundleRequire = Object.assign(
     (id) => (Object.hasOwn(VENDOR, id) ? vendor(id, nodeRequire, useCache) : nodeRequire(id)),
     nodeRequire,
   );
+  if (options.read) return runScript(READ_BUNDLE, useCache ? `read-${group}` : undefined, bundleRequire);
   return runScript(BUNDLE, group, bundleRequire);
 }
 
@@ -133,21 +167,23 @@ function writeCache(name, { script, stat, buildId, file }) {
  * apart that the commands loaded.
  */
 async function trainCodeCache(group, commands, options = {}) {
-  const loaded = loadCli(undefined);
+  const loaded = loadCli(undefined, { read: options.read });
   for (const args of commands) await loaded.exports.main(['node', 'the-loop', ...args]);
-  writeCache(group, loaded);
+  writeCache(options.read ? `read-${group}` : group, loaded);
   if (options.vendors) for (const [id, script] of vendors) writeCache(id, script);
 }
 
 module.exports = {
   UNBUNDLED,
   commandGroup,
+  readsOnly,
   header,
   buildIdOf,
   cachedDataOf,
   loadCli,
   trainCodeCache,
   BUNDLE,
+  READ_BUNDLE,
   DIST,
   GROUPS,
   VENDOR,

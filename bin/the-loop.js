@@ -1,10 +1,20 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is bundled into dist/cli.cjs by `npm run build` (run on `npm ci` by the
+// Thin launcher: the CLI is bundled into dist/cli.cjs (and its reading commands into
+// dist/cli-read.cjs) by `npm run build` (run on `npm ci` by the
 // prepare script, and by `npm start` / `npm test`), loaded with its code cache by ./cli-load.js.
 // `serve`, and any command with THE_LOOP_UNBUNDLED=1, runs tsc's dist/ instead (readable stack traces).
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
-const { BUNDLE, DIST, UNBUNDLED, VENDOR, commandGroup, loadCli } = require('./cli-load.js');
+const {
+  BUNDLE,
+  DIST,
+  READ_BUNDLE,
+  UNBUNDLED,
+  VENDOR,
+  commandGroup,
+  loadCli,
+  readsOnly,
+} = require('./cli-load.js');
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
@@ -18,16 +28,19 @@ async function cli() {
   const group = commandGroup(process.argv);
   if (process.env.THE_LOOP_UNBUNDLED === '1' || UNBUNDLED.includes(group))
     return import('../dist/cli/main.js');
-  const missing = [BUNDLE, ...Object.values(VENDOR).map((file) => join(DIST, file))].find(
-    (file) => !existsSync(file),
-  );
+  // The reading commands run from the read bundle (bin/cli-load.js readsOnly).
+  const read = readsOnly(process.argv);
+  const missing = [
+    read ? READ_BUNDLE : BUNDLE,
+    ...Object.values(VENDOR).map((file) => join(DIST, file)),
+  ].find((file) => !existsSync(file));
   if (missing) {
     process.stderr.write(
       `the-loop: ${missing} is missing: run \`npm run build\` in the-loop's directory first\n`,
     );
     process.exit(70);
   }
-  return loadCli(group).exports;
+  return loadCli(group, { read }).exports;
 }
 
 /** Resolves once everything written to the stream so far is written (or the stream is gone). */

@@ -32,6 +32,8 @@ import { build, type Plugin } from 'esbuild';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
 export const BUNDLE = join(ROOT, 'dist', 'cli.cjs');
+/** The same CLI without what only other commands load (READ_LEAVES_OUT), for the reading commands. */
+export const READ_BUNDLE = join(ROOT, 'dist', 'cli-read.cjs');
 
 /**
  * Loaded from node_modules when used: node-pty (native, loaded by import() when a pty is opened),
@@ -117,6 +119,45 @@ const distImportMeta: Plugin = {
 };
 
 /**
+ * What the read bundle (dist/cli-read.cjs) leaves out: the modules a command of src/cli/ imports
+ * when it runs that `sessions list`, `events list|show`, `usage` and `acts` never import (only
+ * those run from it: bin/cli-load.js readsOnly). The app, the daemon, the console, the connector,
+ * the scan and the terminal commands are two thirds of the CLI's code, which every reading command
+ * read and deserialized. Each is replaced by a module that throws as it loads, so a path of a
+ * reading command that reaches one fails loudly (test/cli/bundle.test.ts runs each reading command
+ * on both bundles); a static import of one fails the build (esbuild warns, warnings fail it).
+ */
+const READ_LEAVES_OUT = [
+  '../main.js',
+  '../main-mcp.js',
+  '../main-mcp-http.js',
+  '../ledger/scan.js',
+  './config.js',
+  './console.js',
+  './doctor.js',
+  './mcp-reports.js',
+  './run.js',
+  './serve.js',
+  './sessions-takeover.js',
+  './sessions-terminal.js',
+];
+
+const readStubs: Plugin = {
+  name: 'read-bundle-stubs',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.?\// }, (args) =>
+      dirname(args.importer) === join(SRC, 'cli') && READ_LEAVES_OUT.includes(args.path)
+        ? { path: args.path, namespace: 'read-stub' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'read-stub' }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`internal error: src/cli/${args.path} is not in the read bundle (dist/cli-read.cjs)`)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * The bundle is written already wrapped as Node wraps a CommonJS module: the loader compiles the
  * file's text as it is read (no 1.3 MB concatenation copied again before compiling). Required as a
  * module, it only defines a function.
@@ -124,17 +165,19 @@ const distImportMeta: Plugin = {
 const WRAP_OPEN = '(function (exports, require, module, __filename, __dirname) {';
 const WRAP_CLOSE = '\n})';
 
-export async function bundleCli(): Promise<void> {
+/** The CLI bundle (`read`: the read bundle, READ_LEAVES_OUT left out). */
+export async function bundleCli(read = false): Promise<void> {
+  const outfile = read ? READ_BUNDLE : BUNDLE;
   const result = await build({
     absWorkingDir: ROOT,
     entryPoints: [join(SRC, 'cli', 'main.ts')],
-    outfile: BUNDLE,
+    outfile,
     bundle: true,
     format: 'cjs',
     platform: 'node',
     target: 'node20',
     external: [...EXTERNAL, ...Object.keys(VENDOR)],
-    plugins: [distImportMeta],
+    plugins: read ? [distImportMeta, readStubs] : [distImportMeta],
     // The bundle sits in dist/, so __dirname is tsc's outDir.
     banner: {
       js: `/*the-loop-build:${randomBytes(16).toString('hex')}*/${WRAP_OPEN}\n'use strict';\nconst __theLoopDistUrl = (p) => require('node:url').pathToFileURL(require('node:path').join(__dirname, p)).href;\n${LAZY_HELPER}`,
@@ -159,7 +202,7 @@ export async function bundleCli(): Promise<void> {
   // The loader gives vm.Script no import() support (Node's is experimental): none may remain.
   if (/\bimport\(/.test(code))
     throw new Error('the bundle still has an import() (an external package loaded by import()?)');
-  writeFileSync(BUNDLE, `${code}${WRAP_CLOSE}`);
+  writeFileSync(outfile, `${code}${WRAP_CLOSE}`);
 }
 
 /** A package bundled apart, wrapped as the CLI bundle is, its build id on its first line. */
@@ -222,12 +265,40 @@ function warmConfigCache(cwd: string, env: Record<string, string | undefined>): 
     throw new Error(`warming the config cache failed (${result.status}): ${result.stderr}`);
 }
 
+/** The groups whose commands the read bundle serves (bin/cli-load.js readsOnly). */
+const READ_GROUPS = ['usage', 'acts', 'sessions', 'events'];
+
+/** Trains one group's cache in a child of its own, on the project in `dir`. */
+function trainGroup(
+  dir: string,
+  env: Record<string, string | undefined>,
+  group: string,
+  commands: string[][],
+  options: { vendors?: boolean; read?: boolean },
+): void {
+  const loader = pathToFileURL(join(ROOT, 'bin', 'cli-load.js')).href;
+  const code = `import { trainCodeCache } from ${JSON.stringify(loader)};
+await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)}, ${JSON.stringify(options)});`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  const name = options.read ? `read-${group}` : group;
+  if (result.status !== 0)
+    throw new Error(`training the "${name}" code cache failed (${result.status}): ${result.stderr}`);
+  statSync(join(ROOT, 'dist', 'cli-cache', `${name}.bin`));
+  if (options.vendors)
+    for (const id of Object.keys(VENDOR)) statSync(join(ROOT, 'dist', 'cli-cache', `${id}.bin`));
+}
+
 /** Trains each group in a child of its own (as a user would run the commands); writes the caches. */
 export function trainCaches(): void {
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-build-cli-'));
   rmSync(join(ROOT, 'dist', 'cli-cache'), { recursive: true, force: true });
   try {
-    const loader = pathToFileURL(join(ROOT, 'bin', 'cli-load.js')).href;
     const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'state'), LANG: 'C.UTF-8' };
     // `config init` first: the other groups' commands read the project it makes.
     for (const [group, commands] of Object.entries(TRAINING).sort(([a], [b]) =>
@@ -237,20 +308,9 @@ export function trainCaches(): void {
       // the groups then train on what a person's commands run — a cached config, no schema.
       if (group !== 'config') warmConfigCache(dir, env);
       // The config group validates a config (zod) and parses YAML: it trains their caches too.
-      const code = `import { trainCodeCache } from ${JSON.stringify(loader)};
-await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)}, { vendors: ${group === 'config'} });`;
-      const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-        cwd: dir,
-        env,
-        stdio: ['ignore', 'ignore', 'pipe'],
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-      if (result.status !== 0)
-        throw new Error(`training the "${group}" code cache failed (${result.status}): ${result.stderr}`);
-      statSync(join(ROOT, 'dist', 'cli-cache', `${group}.bin`));
-      if (group === 'config')
-        for (const id of Object.keys(VENDOR)) statSync(join(ROOT, 'dist', 'cli-cache', `${id}.bin`));
+      trainGroup(dir, env, group, commands, { vendors: group === 'config' });
+      // The reading commands run from the read bundle: its caches are `read-<group>`.
+      if (READ_GROUPS.includes(group)) trainGroup(dir, env, group, commands, { read: true });
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -259,6 +319,7 @@ await trainCodeCache(${JSON.stringify(group)}, ${JSON.stringify(commands)}, { ve
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   bundleCli()
+    .then(() => bundleCli(true))
     .then(() => Promise.all(Object.keys(VENDOR).map(bundleVendor)))
     .then(trainCaches)
     .catch((error: unknown) => {

@@ -36,9 +36,13 @@ function newest(path) {
 }
 
 function built() {
-  const outputs = ['cli.cjs', 'cli-zod.cjs', 'cli-yaml.cjs', join('cli-cache', 'other.bin')].map((file) =>
-    join(ROOT, 'dist', file),
-  );
+  const outputs = [
+    'cli.cjs',
+    'cli-read.cjs',
+    'cli-zod.cjs',
+    'cli-yaml.cjs',
+    join('cli-cache', 'other.bin'),
+  ].map((file) => join(ROOT, 'dist', file));
   if (!outputs.every((file) => existsSync(file))) return 0;
   return Math.min(...outputs.map((file) => statSync(file).mtimeMs));
 }

@@ -83,10 +83,12 @@ export function configCacheFor(env: Env): ConfigCache | null {
   const self = fileURLToPath(import.meta.url);
   if (!self.endsWith('.js')) return null;
   try {
-    // tsc rewrites this file at every build; the CLI bundle is rewritten by every build too.
+    // tsc rewrites this file at every build; the CLI bundles are rewritten by every build too (the
+    // read bundle, a part of the CLI, after the whole one: both share the entries).
     const own = statSync(self);
     const bundle = statSync(new URL('../cli.cjs', import.meta.url), { throwIfNoEntry: false });
-    const codeId = `${buildIdOf(new URL('../cli.cjs', import.meta.url))}:${own.size}:${own.mtimeMs}:${bundle?.size ?? 0}:${bundle?.mtimeMs ?? 0}`;
+    const read = statSync(new URL('../cli-read.cjs', import.meta.url), { throwIfNoEntry: false });
+    const codeId = `${buildIdOf(new URL('../cli.cjs', import.meta.url))}:${own.size}:${own.mtimeMs}:${bundle?.size ?? 0}:${bundle?.mtimeMs ?? 0}:${read?.size ?? 0}:${read?.mtimeMs ?? 0}`;
     return { dir: join(stateHome(env), 'the-loop', 'config-cache'), codeId };
   } catch {
     return null;

@@ -56,6 +56,9 @@ describe('prepare (npm ci, and npx linking the checkout)', () => {
     expect(prepare()).toEqual(['run', 'build', '--silent']);
     writeFileSync(join(dir, 'dist/cli-zod.cjs'), '');
     writeFileSync(join(dir, 'dist/cli-yaml.cjs'), '');
+    // Nor one from before the reading commands had a bundle of their own.
+    expect(prepare()).toEqual(['run', 'build', '--silent']);
+    writeFileSync(join(dir, 'dist/cli-read.cjs'), '');
     const past = new Date(Date.now() - 60_000);
     for (const p of ['src/a.ts', 'src', 'scripts/prepare.mjs', 'scripts', 'package.json', 'fake-npm.cjs'])
       utimesSync(join(dir, p), past, past);
