@@ -31,7 +31,13 @@ function cli(cwd: string, args: string[], env: Record<string, string>): Promise<
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, LANG: 'C.UTF-8', ...env },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+        LANG: 'C.UTF-8',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];

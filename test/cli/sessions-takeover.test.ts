@@ -50,7 +50,13 @@ describe('the-loop sessions takeover / handback (real registry)', () => {
         stderr += t;
       },
       cwd: project.dir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, USER: 'carol', ...env },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+        USER: 'carol',
+        ...env,
+      },
       isTty: false,
     };
     const code = await main(['node', 'the-loop', '--data-dir', dataDir, ...args], io);

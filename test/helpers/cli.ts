@@ -27,7 +27,13 @@ export function runCli(
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, LANG: 'C.UTF-8', ...options.env },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+        LANG: 'C.UTF-8',
+        ...options.env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

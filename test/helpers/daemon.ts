@@ -21,7 +21,13 @@ export function startDaemonProcess(options: {
 }): Promise<DaemonProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
     cwd: options.cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, LANG: 'C.UTF-8', ...options.env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+      LANG: 'C.UTF-8',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -26,7 +26,13 @@ export async function startMcp(options: {
     command: process.execPath,
     args: [BIN, 'mcp', ...(options.args ?? [])],
     cwd: options.cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '', LANG: 'C.UTF-8', ...options.env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '',
+      LANG: 'C.UTF-8',
+      ...options.env,
+    },
     stderr: 'pipe',
   });
   let stderr = '';

@@ -28,7 +28,13 @@ export interface HttpServer {
 export function spawnHttp(cwd: string, env: Record<string, string>, args: string[] = []) {
   const child = spawn(process.execPath, [BIN, 'mcp', '--http', ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '', LANG: 'C.UTF-8', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '',
+      LANG: 'C.UTF-8',
+      ...env,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -42,7 +42,12 @@ beforeAll(async () => {
   });
   child = spawn(process.execPath, [BIN, 'mcp'], {
     cwd: project.dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME, LANG: 'C.UTF-8' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      XDG_STATE_HOME: process.env.XDG_STATE_HOME,
+      LANG: 'C.UTF-8',
+    },
   });
   child.stdout.setEncoding('utf8').on('data', (c: string) => {
     stdout += c;

@@ -78,7 +78,12 @@ async function attach(target: string, cols: number, rows: number): Promise<void>
       cwd: dir,
       name: 'xterm-256color',
       // Not the test's own environment: no TMUX (a client inside tmux refuses to nest).
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '', TERM: 'xterm-256color' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        XDG_STATE_HOME: process.env.XDG_STATE_HOME ?? '',
+        TERM: 'xterm-256color',
+      },
     },
   );
   clients.push(pty);
