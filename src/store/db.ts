@@ -73,36 +73,48 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
       { hint: 'Upgrade the-loop, or point --data-dir at another directory.' },
     );
   }
-  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (m.version <= current) continue;
-    const foreignKeys = db.pragma('foreign_keys', { simple: true }) === 1;
-    // PRAGMA foreign_keys is a no-op inside a transaction: it is switched around it.
-    if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = OFF');
-    try {
-      // IMMEDIATE: the write lock is taken before the check, so two processes opening a new
-      // registry at once (`run` and `sessions list`) never apply the same migration twice.
-      db.transaction(() => {
-        const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
-        if (applied) return;
-        db.exec(m.sql);
-        m.fill?.(db);
-        if (m.rebuildsTables) {
-          const broken = db.pragma('foreign_key_check') as unknown[];
-          if (broken.length > 0) {
-            throw new LoopError(
-              'store-failed',
-              `migration ${m.version} (${m.name}) would break ${broken.length} foreign key(s)`,
-            );
-          }
+  const pending = [...migrations].sort((a, b) => a.version - b.version).filter((m) => m.version > current);
+  // A new registry is made in one transaction (one commit, one fsync: ~0.1-0.2 s less on this kind
+  // of disk for 21 migrations; its tables are empty, so no foreign key or cascade differs); an
+  // existing one is upgraded a migration at a time, each with the foreign keys it was written for.
+  const steps = current === 0 ? [pending] : pending.map((m) => [m]);
+  for (const step of steps) if (step.length > 0) migrateStep(db, step);
+}
+
+/** Migrations applied in one IMMEDIATE transaction, those already applied (by another process) skipped. */
+function migrateStep(db: Db, step: readonly Migration[]): void {
+  // PRAGMA foreign_keys is a no-op inside a transaction: it is switched around it.
+  const rebuilds = step.some((m) => m.rebuildsTables);
+  const foreignKeys = db.pragma('foreign_keys', { simple: true }) === 1;
+  if (rebuilds && foreignKeys) db.pragma('foreign_keys = OFF');
+  try {
+    // IMMEDIATE: the write lock is taken before the check, so two processes opening a new registry
+    // at once (`run` and `sessions list`) never apply the same migration twice.
+    db.transaction(() => {
+      const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+      for (const m of step) if (!applied.has(m.version)) applyMigration(db, m);
+      if (rebuilds) {
+        const broken = db.pragma('foreign_key_check') as unknown[];
+        if (broken.length > 0) {
+          const names = step.filter((m) => m.rebuildsTables).map((m) => `${m.version} (${m.name})`);
+          throw new LoopError(
+            'store-failed',
+            `migration ${names.join(', ')} would break ${broken.length} foreign key(s)`,
+          );
         }
-        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-          m.version,
-          m.name,
-          new Date().toISOString(),
-        );
-      }).immediate();
-    } finally {
-      if (m.rebuildsTables && foreignKeys) db.pragma('foreign_keys = ON');
-    }
+      }
+    }).immediate();
+  } finally {
+    if (rebuilds && foreignKeys) db.pragma('foreign_keys = ON');
   }
+}
+
+function applyMigration(db: Db, m: Migration): void {
+  db.exec(m.sql);
+  m.fill?.(db);
+  db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+    m.version,
+    m.name,
+    new Date().toISOString(),
+  );
 }
