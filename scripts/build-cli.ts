@@ -124,7 +124,7 @@ const distImportMeta: Plugin = {
  * those run from it: bin/cli-load.js readsOnly). The app, the daemon, the console, the connector,
  * the scan and the terminal commands are two thirds of the CLI's code, which every reading command
  * read and deserialized. Each is replaced by a module that throws as it loads, so a path of a
- * reading command that reaches one fails loudly (test/cli/bundle.test.ts runs each reading command
+ * reading command that reaches one fails loudly (test/cli/read-bundle.test.ts runs each reading command
  * on both bundles); a static import of one fails the build (esbuild warns, warnings fail it).
  */
 const READ_LEAVES_OUT = [

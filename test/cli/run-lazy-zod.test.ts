@@ -48,7 +48,13 @@ cli.exports.main(['node', 'the-loop', 'run', 'github:o/r#2', 'hello']).then((cod
   process.stderr.write(JSON.stringify({ code, compiled }));
   process.exit(0);
 });`;
-    const run = spawnSync(process.execPath, ['-e', probe], { encoding: 'utf8', cwd: project.dir, env });
+    const run = spawnSync(process.execPath, ['-e', probe], {
+      encoding: 'utf8',
+      cwd: project.dir,
+      env,
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(0);
     expect(run.stdout).toMatch(/turn 1 succeeded/);
     expect(JSON.parse(run.stderr.slice(run.stderr.lastIndexOf('{"code"')))).toEqual({
       code: 0,

@@ -61,9 +61,11 @@ const RECENT_STATEMENTS = 6;
 /** A string written as a literal: printable ASCII (quotes doubled), nothing SQL or UTF-8 could read otherwise. */
 const LITERAL_TEXT = /^[\x20-\x7e]{0,200}$/;
 
-function literal(value: string | number | null): string | undefined {
-  if (value === null) return 'NULL';
+function literal(value: string | number | null | undefined): string | undefined {
+  // undefined is stored as NULL by the bound path too.
+  if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : undefined;
+  if (typeof value !== 'string') return undefined;
   return LITERAL_TEXT.test(value) ? `'${value.replaceAll("'", "''")}'` : undefined;
 }
 
