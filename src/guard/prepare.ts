@@ -236,6 +236,12 @@ function otherRepoPaths(config: Config, workItem: string): string[] {
     .map(([, repo]) => repo.path);
 }
 
+/** The checkout of the work item's own repository, when configured. */
+function ownRepoPath(config: Config, workItem: string): string | undefined {
+  const own = repositoryOf(workItem).toLowerCase();
+  return Object.entries(config.repos).find(([name]) => name.toLowerCase() === own)?.[1].path;
+}
+
 const repositoryOf = (workItem: string): string => {
   const item = parseWorkItem(workItem);
   return `${item.owner}/${item.repo}`;
@@ -270,6 +276,7 @@ function sandboxCommand(
     socketPath: input.endpoint?.socketPath,
     engineWritable: input.preset.sandbox.writable,
     otherRepos: otherRepoPaths(deps.config, input.session.workItem),
+    repository: ownRepoPath(deps.config, input.session.workItem),
     gitDirs: input.gitDirs,
     engineEnv: input.env,
     operatorEnv: deps.env,

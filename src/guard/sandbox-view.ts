@@ -8,6 +8,7 @@ import { bwrapArgv } from '../sandbox/bwrap.js';
 import { credentialPaths, expandPath, runtimeHiddenPaths, SYSTEM_HIDDEN_PATHS } from '../sandbox/paths.js';
 import { resolverConfigDir, resolveSandboxSpec } from '../sandbox/resolve.js';
 import { SAFE_GIT_ARGS, safeGitEnv } from '../workspaces/git-runner.js';
+import { trustedGitDirs } from './git-dirs.js';
 
 /**
  * What one session's engine may see, as a sandbox: its workspace and its own config directories
@@ -40,6 +41,12 @@ export interface SandboxPlanInput {
    * turn's preparation so that git runs meanwhile); asked here otherwise.
    */
   gitDirs?: readonly string[] | undefined;
+  /**
+   * The work item's configured repository checkout (`repos.<owner/name>.path`), when configured: its
+   * own `.git` (and `.git/worktrees/<name>`) may be bound writable besides what is inside the
+   * workspace; no other git dir may (`trustedGitDirs`).
+   */
+  repository?: string | undefined;
   config: SandboxConfig;
 }
 
@@ -115,9 +122,11 @@ export function workspaceGitDirs(cwd: string): Promise<string[]> {
  */
 function gitProtection(
   workspace: string,
+  repository: string | undefined,
   known: readonly string[] | undefined,
 ): { writable: string[]; readOnly: string[] } {
-  const dirs = known ? [...known] : gitDirs(workspace);
+  // Checked here, where they are bound: git answers from files the agent writes.
+  const dirs = trustedGitDirs(workspace, repository, known ?? gitDirs(workspace));
   const readOnly: string[] = [];
   for (const dir of dirs) {
     // A missing hooks dir would be created by the agent: make it, to bind it read-only.
@@ -151,7 +160,7 @@ export function sandboxPlan(input: SandboxPlanInput): SandboxPlan {
   const operatorHome = input.operatorEnv.HOME;
   const engineHome = input.engineEnv.HOME;
   const homes = [...new Set([operatorHome, engineHome].filter((h): h is string => !!h && isAbsolute(h)))];
-  const git = gitProtection(input.workspace, input.gitDirs);
+  const git = gitProtection(input.workspace, input.repository, input.gitDirs);
   // The-loop's runtime directory (keys sockets of PTY turns, the gh socket) is hidden whole: made now
   // if missing (a missing path cannot be hidden), as a TMPDIR outside /tmp would leave it in sight.
   const runtime = runtimeRoot(input.operatorEnv, currentUid());

@@ -49,7 +49,13 @@ function repository(dir: string): void {
   git(dir, 'commit', '-q', '-m', 'one');
 }
 
-function planFor(workspace: string, dataDir: string, stateHome?: string, gitDirs?: readonly string[]) {
+function planFor(
+  workspace: string,
+  dataDir: string,
+  stateHome?: string,
+  gitDirs?: readonly string[],
+  repository?: string,
+) {
   const state = join(dataDir, 'sessions', 's');
   mkdirSync(state, { recursive: true });
   const hooks = join(state, 'hooks.jsonl');
@@ -68,6 +74,7 @@ function planFor(workspace: string, dataDir: string, stateHome?: string, gitDirs
     operatorEnv: { HOME: join(root, 'home'), PATH: process.env.PATH, XDG_STATE_HOME: stateHome },
     config: configSchema.parse({}).sandbox,
     gitDirs,
+    repository,
   });
 }
 
@@ -92,8 +99,8 @@ describe('the workspace’s git dirs, asked ahead', () => {
     for (const ws of [repo, worktree, plain]) {
       const asked = await workspaceGitDirs(ws);
       const dataDir = join(root, `data-${asked.length}`);
-      expect(planFor(ws, dataDir, undefined, asked).argv({ terminal: false })).toEqual(
-        planFor(ws, dataDir).argv({ terminal: false }),
+      expect(planFor(ws, dataDir, undefined, asked, repo).argv({ terminal: false })).toEqual(
+        planFor(ws, dataDir, undefined, undefined, repo).argv({ terminal: false }),
       );
     }
     expect(await workspaceGitDirs(repo)).toEqual([join(repo, '.git')]);
@@ -102,6 +109,22 @@ describe('the workspace’s git dirs, asked ahead', () => {
       join(repo, '.git'),
     ]);
     expect(await workspaceGitDirs(plain)).toEqual([]);
+  });
+
+  it("refuse the plan when they name another repository's git dir (a planted commondir)", async () => {
+    const repo = join(root, 'repo');
+    const other = join(root, 'other');
+    repository(repo);
+    repository(other);
+    const worktree = join(root, 'wt');
+    git(repo, 'worktree', 'add', '-q', '-b', 'side', worktree);
+    writeFileSync(join(repo, '.git', 'worktrees', 'wt', 'commondir'), `${join(other, '.git')}\n`);
+    const asked = await workspaceGitDirs(worktree);
+    expect(() => planFor(worktree, join(root, 'data'), undefined, asked, repo)).toThrow(/refusing the turn/);
+    // Asked by the plan itself, the same.
+    expect(() => planFor(worktree, join(root, 'data'), undefined, undefined, repo)).toThrow(
+      /refusing the turn/,
+    );
   });
 });
 
