@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writePrivateFile } from '../os/private-file.js';
@@ -102,7 +102,7 @@ function kept(env: Readonly<Record<string, string | undefined>>, cacheDir: strin
   return { known, keep };
 }
 
-/** The operator's git identity (commits the agent makes carry it); asked of git once per process. */
+/** The operator's git identity (commits the agent makes carry it); asked of git once per process (until git answers cleanly). */
 export function operatorGitIdentity(
   env: Readonly<Record<string, string | undefined>>,
   cacheDir?: string,
@@ -113,19 +113,32 @@ export function operatorGitIdentity(
     identity = known;
     return identity;
   }
-  let out = '';
-  try {
-    out = execFileSync('git', IDENTITY_ARGS, {
-      encoding: 'utf8',
-      env: gitEnv(env),
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 5000,
-    });
-  } catch {
-    // None set (exit 1), or no git: no identity.
-  }
-  identity = keep(identityFromGitConfig(out));
+  const run = spawnSync('git', IDENTITY_ARGS, {
+    encoding: 'utf8',
+    env: gitEnv(env),
+    stdio: ['ignore', 'pipe', 'ignore'],
+    timeout: 5000,
+  });
+  const answer = identityAnswer(
+    { status: run.status, signal: run.signal, failed: run.error !== undefined },
+    run.stdout ?? '',
+  );
+  if (!answer.clean) return answer.identity;
+  identity = keep(answer.identity);
   return identity;
+}
+
+/**
+ * What git's answer says: an identity (exit 0), none set (exit 1, no signal) — both clean, kept
+ * for the process and across processes; anything else (no git, a timeout, a kill, EAGAIN, another
+ * exit) is no identity for this turn, never kept: the next turn asks again.
+ */
+export function identityAnswer(
+  run: { status: number | null; signal: string | null; failed: boolean },
+  stdout: string,
+): { identity: Identity; clean: boolean } {
+  const clean = !run.failed && run.signal === null && (run.status === 0 || run.status === 1);
+  return { identity: clean && run.status === 0 ? identityFromGitConfig(stdout) : {}, clean };
 }
 
 let asking: Promise<Identity> | undefined;
@@ -150,8 +163,20 @@ export function operatorGitIdentityAsync(
       IDENTITY_ARGS,
       { encoding: 'utf8', env: gitEnv(env), timeout: 5000 },
       (error, stdout) => {
+        // execFile's error: `code` is the exit status, a string when git did not run (ENOENT, EAGAIN).
+        const code = error ? (error as { code?: unknown }).code : 0;
+        const answer = identityAnswer(
+          {
+            status: typeof code === 'number' ? code : null,
+            signal: error?.signal ?? null,
+            failed: typeof code !== 'number' || error?.killed === true,
+          },
+          stdout,
+        );
+        asking = undefined;
+        if (!answer.clean) return resolve(identity ?? answer.identity);
         // A synchronous answer given meanwhile stays the answer.
-        identity ??= keep(identityFromGitConfig(error ? '' : stdout));
+        identity ??= keep(answer.identity);
         resolve(identity);
       },
     );
