@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { whichBinary } from '../engines/which.js';
 import { keepPrivateFile, readPrivateFile } from '../os/private-file.js';
@@ -13,7 +13,7 @@ import { sha256Hex } from '../os/sha256.js';
  * alone), and the file identity (device, inode, size, mtime, ctime) of both global config files git
  * reads, `~/.gitconfig` and `~/.config/git/config` (absent ones too). A config that includes other
  * files (`[include]`, `[includeIf]`: their changes would not be seen) is never cached: git is asked
- * each time. Entries live beside the bwrap probe's (`<stateHome>/the-loop/probe-cache/`, out of every
+ * each time; so is one that is not a regular file (a FIFO, a device) or is over 1 MiB. Entries live beside the bwrap probe's (`<stateHome>/the-loop/probe-cache/`, out of every
  * sandbox's reach), 0600, read only when no one else could have written them.
  */
 const FORMAT = 'the-loop-git-identity-1';
@@ -34,15 +34,35 @@ export function identityKey(env: Env): string | null {
     parts.push(stat ? [stat.dev, stat.ino, stat.size, stat.mtimeNs, stat.ctimeNs].join(':') : 'absent');
   }
   for (const file of files) {
-    let text = '';
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      // Absent (or unreadable: git reads nothing there either).
-    }
-    if (/include/i.test(text)) return null;
+    const text = readConfigFile(file);
+    if (text === null || /include/i.test(text)) return null;
   }
   return sha256Hex(JSON.stringify([FORMAT, git, home, files, parts]));
+}
+
+/** A global config larger than this is not cached (git is asked): no one's identity needs more. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/**
+ * The text of a global git config file: '' when absent; null (not cacheable: git is asked) when it
+ * is not a regular file — a FIFO would block the daemon, a link to /dev/zero never end — or larger
+ * than MAX_CONFIG_BYTES, or cannot be read. Opened without blocking, checked on the open descriptor.
+ */
+export function readConfigFile(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'ENOENT' ? '' : null;
+  }
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFile() && stat.size <= MAX_CONFIG_BYTES ? readFileSync(fd, 'utf8') : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 const isValue = (v: unknown): v is string | undefined =>

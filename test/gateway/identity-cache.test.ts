@@ -1,8 +1,23 @@
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { identityKey, readIdentity, writeIdentity } from '../../src/gateway/identity-cache.js';
+import {
+  identityKey,
+  readConfigFile,
+  readIdentity,
+  writeIdentity,
+} from '../../src/gateway/identity-cache.js';
 
 describe('the operator git identity cache', () => {
   let root: string;
@@ -40,6 +55,44 @@ describe('the operator git identity cache', () => {
     writeFileSync(join(home, '.config', 'git', 'config'), '[user]\n\temail = g@example.com\n');
     expect(identityKey(env())).not.toBe(changed);
     expect(identityKey({ ...env(), HOME: root })).not.toBe(changed);
+  });
+
+  it('reads only a regular file: a FIFO or /dev/zero is not cached (git is asked), and never blocks', () => {
+    const gitconfig = join(home, '.gitconfig');
+    rmSync(gitconfig);
+    execFileSync('mkfifo', [gitconfig]);
+    // In a child with a deadline: a read that blocks on the FIFO fails the test instead of hanging it.
+    const source = pathToFileURL(join(import.meta.dirname, '../../src/gateway/identity-cache.ts')).href;
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { identityKey } = await import(${JSON.stringify(source)}); console.log(JSON.stringify(identityKey(JSON.parse(process.argv[1]))));`,
+        JSON.stringify(env()),
+      ],
+      { encoding: 'utf8', timeout: 15_000 },
+    );
+    expect(child.signal).toBeNull();
+    expect(child.stdout.trim()).toBe('null');
+    rmSync(gitconfig);
+    symlinkSync('/dev/zero', gitconfig);
+    expect(identityKey(env())).toBeNull();
+    expect(readConfigFile(gitconfig)).toBeNull();
+  });
+
+  it('follows a link to a regular file; refuses one over the size cap; an absent file is empty', () => {
+    const gitconfig = join(home, '.gitconfig');
+    const real = join(root, 'dotfiles-gitconfig');
+    writeFileSync(real, '[user]\n\tname = Ada\n');
+    rmSync(gitconfig);
+    symlinkSync(real, gitconfig);
+    expect(identityKey(env())).toMatch(/^[0-9a-f]{64}$/);
+    writeFileSync(real, `[user]\n\tname = Ada\n#${'x'.repeat(1024 * 1024)}\n`);
+    expect(identityKey(env())).toBeNull();
+    expect(readConfigFile(join(home, 'absent'))).toBe('');
   });
 
   it('never caches a config that includes other files', () => {
