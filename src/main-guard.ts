@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ActStore } from './acts/audit.js';
 import type { Policy } from './acts/decide.js';
@@ -20,6 +19,7 @@ import { workspaceGitDirs } from './guard/sandbox-view.js';
 import type { Ledger } from './ledger/ledger.js';
 import type { Logger } from './log/logger.js';
 import { detectBwrap, detectBwrapAsync } from './sandbox/detect.js';
+import { probeCacheDir } from './sandbox/probe-cache.js';
 import type { PreparedEngine, PrepareEngineInput } from './sessions/turn-types.js';
 import type { GitRunner } from './workspaces/git-runner.js';
 
@@ -137,8 +137,8 @@ export function createGuard(deps: {
  */
 function guardProbes(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
   // A working bwrap's probe and the operator's git identity are kept under the state home, out of
-  // every sandbox's reach.
-  const probeCache = join(stateHome(env), 'the-loop', 'probe-cache');
+  // every sandbox's reach (not at all with THE_LOOP_PROBE_CACHE=0).
+  const probeCache = probeCacheDir(stateHome(env), env);
   const bwrapOptions = { path: loaded.config.sandbox.bwrap, env, cacheDir: probeCache };
   const sandboxed = loaded.config.sandbox.mode !== 'none';
   let warming: Promise<void> | undefined;

@@ -1,3 +1,4 @@
+import { stateHome } from '../config/data-dir.js';
 import type { Config } from '../config/schema.js';
 import { buildEngineEnv } from '../engines/env.js';
 import type { EnginePreset } from '../engines/preset.js';
@@ -5,6 +6,7 @@ import { githubCredential, modelCredential, usesCloudCredential } from '../gatew
 import { permissionModeOf } from '../gateway/engine-env.js';
 import { sandboxMode } from '../guard/prepare.js';
 import { detectBwrap } from '../sandbox/detect.js';
+import { probeCacheDir } from '../sandbox/probe-cache.js';
 
 /**
  * What `doctor` says of what guards engines: which sandbox applies, whether the gateway serves,
@@ -28,7 +30,15 @@ export function guardReport(
 ): GuardReport {
   let sandbox: GuardReport['sandbox'];
   try {
-    const s = sandboxMode({ config, bwrap: () => detectBwrap({ path: config.sandbox.bwrap, env }) });
+    // Probed afresh: its answer replaces the kept one (a failure deletes it, healing a stale entry).
+    const bwrap = () =>
+      detectBwrap({
+        path: config.sandbox.bwrap,
+        env,
+        fresh: true,
+        cacheDir: probeCacheDir(stateHome(env), env),
+      });
+    const s = sandboxMode({ config, bwrap });
     sandbox = { mode: s.mode, path: s.path ?? null, note: s.note ?? null };
   } catch (error) {
     sandbox = { mode: 'none', path: null, note: error instanceof Error ? error.message : String(error) };

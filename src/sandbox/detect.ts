@@ -2,7 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { platform } from 'node:os';
 import { whichBinary } from '../engines/which.js';
 import { bwrapArgv } from './bwrap.js';
-import { probeIdentity, readProbe, writeProbe } from './probe-cache.js';
+import { forgetProbe, probeIdentity, readProbe, writeProbe } from './probe-cache.js';
 
 export type BwrapDetection =
   | { available: true; path: string; version: string }
@@ -15,11 +15,14 @@ export interface DetectBwrapOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** How long the trial run may take (default 10 s). */
   timeoutMs?: number;
-  /** Ignore the cached answers (this process's and the kept one). */
+  /**
+   * Ignore the cached answers (this process's and the kept one): probe afresh, and keep its answer
+   * (a failure deletes the kept one: `the-loop doctor` heals a stale entry).
+   */
   fresh?: boolean;
   /**
    * Where a working probe's answer is kept across processes (probe-cache.ts); unset: probed once
-   * per process (`the-loop doctor` asks bwrap itself).
+   * per process.
    */
   cacheDir?: string | undefined;
 }
@@ -45,7 +48,13 @@ export function detectBwrap(options: DetectBwrapOptions = {}): BwrapDetection {
   const key = `${options.path ?? ''}\0${env.PATH ?? ''}`;
   const cached = options.fresh ? undefined : cache.get(key);
   if (cached) return cached;
-  const found = probe(options.path, env, options.timeoutMs ?? TRIAL_TIMEOUT_MS, keptIn(options));
+  const found = probe(
+    options.path,
+    env,
+    options.timeoutMs ?? TRIAL_TIMEOUT_MS,
+    options.cacheDir,
+    options.fresh,
+  );
   cache.set(key, found);
   return found;
 }
@@ -63,7 +72,7 @@ export function detectBwrapAsync(options: Omit<DetectBwrapOptions, 'fresh'> = {}
   let pending = inFlight.get(key);
   if (!pending) {
     const timeoutMs = options.timeoutMs ?? TRIAL_TIMEOUT_MS;
-    pending = probeAsync(options.path, env, timeoutMs, keptIn(options)).then((found) => {
+    pending = probeAsync(options.path, env, timeoutMs, options.cacheDir).then((found) => {
       inFlight.delete(key);
       // A synchronous probe that answered meanwhile wins: one answer per process.
       if (!cache.has(key)) cache.set(key, found);
@@ -75,8 +84,6 @@ export function detectBwrapAsync(options: Omit<DetectBwrapOptions, 'fresh'> = {}
 }
 
 const inFlight = new Map<string, Promise<BwrapDetection>>();
-
-const keptIn = (options: DetectBwrapOptions) => (options.fresh ? undefined : options.cacheDir);
 
 /** Where a probe's answer is kept, for a located bwrap: its directory and identity. */
 type Kept = { dir: string; identity: string } | undefined;
@@ -93,9 +100,18 @@ function keptAnswer(path: string, keep: Kept): BwrapDetection | undefined {
   return version ? { available: true, path, version } : undefined;
 }
 
-/** A working probe's answer is kept; a failure never is (a fixed machine is seen at once). */
-function keepAnswer(answer: BwrapDetection, keep: Kept): BwrapDetection {
+/**
+ * A working probe's answer is kept; a failure never is (a fixed machine is seen at once), and it
+ * deletes what was kept for this binary (a stale entry heals).
+ */
+function keepAnswer(
+  answer: BwrapDetection,
+  path: string,
+  cacheDir: string | undefined,
+  keep: Kept,
+): BwrapDetection {
   if (keep && answer.available) writeProbe(keep.dir, answer.path, keep.identity, answer.version);
+  if (cacheDir && !answer.available) forgetProbe(cacheDir, path);
   return answer;
 }
 
@@ -160,16 +176,17 @@ function probe(
   env: Readonly<Record<string, string | undefined>>,
   timeoutMs: number,
   cacheDir: string | undefined,
+  fresh: boolean | undefined,
 ): BwrapDetection {
   const found = locate(configured, env);
   if (!('trial' in found)) return found;
   const keep = kept(cacheDir, found);
-  const known = keptAnswer(found.path, keep);
+  const known = fresh ? undefined : keptAnswer(found.path, keep);
   if (known) return known;
   const answer = judge(found.path, run(found.path, ['--version'], timeoutMs), () =>
     run(found.path, found.trial, timeoutMs),
   );
-  return keepAnswer(answer, keep);
+  return keepAnswer(answer, found.path, cacheDir, keep);
 }
 
 async function probeAsync(
@@ -189,6 +206,8 @@ async function probeAsync(
   ]);
   return keepAnswer(
     judge(found.path, version, () => trial),
+    found.path,
+    cacheDir,
     keep,
   );
 }

@@ -12,8 +12,16 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { detectBwrapAsync } from '../../src/sandbox/detect.js';
-import { probeIdentity, readProbe, writeProbe } from '../../src/sandbox/probe-cache.js';
+import { detectBwrap, detectBwrapAsync } from '../../src/sandbox/detect.js';
+import {
+  machineFacts,
+  type ProcFacts,
+  probeCacheDir,
+  probeIdentity,
+  readProbe,
+  readProcFacts,
+  writeProbe,
+} from '../../src/sandbox/probe-cache.js';
 
 const linux = process.platform === 'linux';
 
@@ -113,5 +121,77 @@ describe.runIf(linux)('bwrap probe cache', () => {
       },
     );
     expect(readProbe(cacheDir, bwrap, identity)).toBeUndefined();
+  });
+
+  it('deletes the entry when a probe fails; a fresh probe (doctor) heals a stale one', async () => {
+    const bwrap = fakeBwrap('fails');
+    // A stale entry: it says this very binary works on this very machine.
+    const identity = probeIdentity(bwrap, '/bin/true', []) as string;
+    writeProbe(cacheDir, bwrap, identity, '0.11.0');
+    const [entry] = readdirSync(cacheDir);
+    const stale = { path: bwrap, cacheDir, env: { PATH: `/usr/bin:/bin:${root}/p${++n}` } };
+    expect(readProbe(cacheDir, bwrap, identity)).toBe('0.11.0');
+    expect(detectBwrap({ ...stale, fresh: true }).available).toBe(false);
+    expect(readdirSync(cacheDir)).not.toContain(entry);
+    // A kept answer of a working one, then the binary breaks: the failed probe deletes it.
+    const other = fakeBwrap();
+    await detect(other);
+    expect(readdirSync(cacheDir)).toHaveLength(1);
+    writeFileSync(other, '#!/bin/sh\nexit 1\n');
+    expect((await detect(other)).available).toBe(false);
+    expect(readdirSync(cacheDir)).toHaveLength(0);
+  });
+});
+
+describe('a probe’s identity: the machine’s facts', () => {
+  const status =
+    'Name:\tnode\nSeccomp:\t0\nNoNewPrivs:\t0\nCapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\n';
+  const facts: ProcFacts = {
+    bootId: 'b00t',
+    namespaces: ['user:[1]', 'mnt:[2]', 'pid:[3]'],
+    status,
+    lsm: 'unconfined',
+  };
+  const key = (f: Partial<ProcFacts>) => JSON.stringify(machineFacts({ ...facts, ...f }, ['1', '', '']));
+
+  it('changes with NoNewPrivs, CapBnd, CapEff, Seccomp and the LSM label', () => {
+    const base = key({});
+    expect(machineFacts(facts, [])).not.toBeNull();
+    expect(key({ status: status.replace('NoNewPrivs:\t0', 'NoNewPrivs:\t1') })).not.toBe(base);
+    expect(
+      key({ status: status.replace('CapBnd:\t000001ffffffffff', 'CapBnd:\t0000000000000000') }),
+    ).not.toBe(base);
+    expect(
+      key({ status: status.replace('CapEff:\t0000000000000000', 'CapEff:\t00000000a80425fb') }),
+    ).not.toBe(base);
+    expect(key({ status: status.replace('Seccomp:\t0', 'Seccomp:\t2') })).not.toBe(base);
+    expect(key({ lsm: 'docker-default (enforce)' })).not.toBe(base);
+    expect(key({ lsm: 'none' })).not.toBe(base);
+  });
+
+  it('is unknown (nothing cached) when a fact cannot be read, never read as empty', () => {
+    expect(machineFacts({ ...facts, bootId: null }, [])).toBeNull();
+    expect(machineFacts({ ...facts, bootId: '' }, [])).toBeNull();
+    expect(machineFacts({ ...facts, namespaces: ['user:[1]', null, 'pid:[3]'] }, [])).toBeNull();
+    expect(machineFacts({ ...facts, status: null }, [])).toBeNull();
+    expect(machineFacts({ ...facts, status: status.replace(/^CapEff.*$/m, '') }, [])).toBeNull();
+    expect(machineFacts({ ...facts, lsm: null }, [])).toBeNull();
+    const bwrap = join(tmpdir(), 'the-loop-no-such-bwrap');
+    expect(probeIdentity('/bin/sh', '/bin/true', [], { ...facts, bootId: null })).toBeNull();
+    expect(probeIdentity(bwrap, '/bin/true', [], facts)).toBeNull();
+    expect(probeIdentity('/bin/sh', '/bin/true', [], facts)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it.runIf(linux)('reads this process’s facts from /proc', () => {
+    const here = readProcFacts();
+    expect(here.bootId).toMatch(/\S/);
+    expect(here.namespaces.every((ns) => ns !== null)).toBe(true);
+    expect(machineFacts(here, [])).not.toBeNull();
+  });
+
+  it('is off with THE_LOOP_PROBE_CACHE=0', () => {
+    expect(probeCacheDir('/s', {})).toBe('/s/the-loop/probe-cache');
+    expect(probeCacheDir('/s', { THE_LOOP_PROBE_CACHE: '1' })).toBe('/s/the-loop/probe-cache');
+    expect(probeCacheDir('/s', { THE_LOOP_PROBE_CACHE: '0' })).toBeUndefined();
   });
 });
