@@ -42,6 +42,11 @@ export interface Guard {
    * dispatcher lock): its git dirs are asked now, and used by the next turn if it runs there.
    */
   warm(hint?: { cwd?: string | undefined }): Promise<void>;
+  /**
+   * Drop the workspace's git dirs asked by `warm`: an engine ran there since (a turn adopted or
+   * recovered), so the next turn asks git again.
+   */
+  forgetWarmed(): void;
   /** How the daemon runs git in repositories agents wrote to (jailed where bubblewrap runs). */
   git: GitRunner;
 }
@@ -103,12 +108,13 @@ export function createGuard(deps: {
     env: deps.env,
   });
   const probes = guardProbes(loaded, deps.env);
-  const { warm } = probes;
+  const { warm, forgetWarmed } = probes;
   return {
     tokens,
     gateway,
     git,
     warm,
+    forgetWarmed,
     prepare: async (input) => {
       const gitDirs = probes.gitDirs(input.session.cwd);
       await warm();
@@ -135,7 +141,10 @@ export function createGuard(deps: {
  * What preparing a turn asks of the machine: the once-per-process probes (`Guard.warm`) and the
  * workspace's git dirs.
  */
-function guardProbes(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
+export function guardProbes(
+  loaded: Pick<LoadedConfig, 'config'>,
+  env: Readonly<Record<string, string | undefined>>,
+) {
   // A working bwrap's probe and the operator's git identity are kept under the state home, out of
   // every sandbox's reach (not at all with THE_LOOP_PROBE_CACHE=0).
   const probeCache = probeCacheDir(stateHome(env), env);
@@ -166,5 +175,8 @@ function guardProbes(loaded: LoadedConfig, env: Readonly<Record<string, string |
     early = undefined;
     return sandboxed ? (asked ?? workspaceGitDirs(cwd)) : undefined;
   };
-  return { bwrapOptions, warm, gitDirs };
+  const forgetWarmed = () => {
+    early = undefined;
+  };
+  return { bwrapOptions, warm, gitDirs, forgetWarmed };
 }

@@ -43,9 +43,12 @@ export async function startRunDispatch(
     await app.guard.gateway.stop();
   };
   // The once-per-process probes of the guard run while recovery, the gateway and the first claim do.
-  void app.guard.warm({ cwd: input.cwd });
+  void app.guard.warm();
   try {
     await recoverBeforeDispatch(app, input.workItem);
+    // The workspace's git dirs only now: recovery stops orphaned engines, which could still change
+    // .git meanwhile; they are asked while the gateway starts.
+    void app.guard.warm({ cwd: input.cwd });
     receiver = await startRunReceiver(app);
     await app.guard.gateway.start();
     const running = createDispatcher(app, {
@@ -54,6 +57,11 @@ export async function startRunDispatch(
       onEvent: input.onEvent,
       onSession: input.onSession,
       pollMs: 100,
+      // An adopted turn's engine runs on in the workspace: what was asked of its .git is stale.
+      adoptTurn: (turn, request) => {
+        app.guard.forgetWarmed();
+        return app.turns.adoptTurn(turn, request);
+      },
     });
     dispatcher = running;
     await running.start();
