@@ -13,8 +13,9 @@ import { sha256Hex } from '../os/sha256.js';
  * alone), and the file identity (device, inode, size, mtime, ctime) of both global config files git
  * reads, `~/.gitconfig` and `~/.config/git/config` (absent ones too). A config that includes other
  * files (`[include]`, `[includeIf]`: their changes would not be seen) is never cached: git is asked
- * each time; so is one that is not a regular file (a FIFO, a device) or is over 1 MiB. Entries live beside the bwrap probe's (`<stateHome>/the-loop/probe-cache/`, out of every
- * sandbox's reach), 0600, read only when no one else could have written them.
+ * each time; so is one that is not a regular file (a FIFO, a device) or is over 1 MiB. Entries
+ * live beside the bwrap probe's (`<stateHome>/the-loop/probe-cache/`, out of every sandbox's
+ * reach), 0600, read only when no one else could have written them.
  */
 const FORMAT = 'the-loop-git-identity-1';
 const ENTRY = 'git-identity.json';
