@@ -15,6 +15,12 @@ import { startRunDispatch } from '../../src/main-run.js';
 import { fakeEngineConfig } from '../helpers/cli.js';
 
 const asked = vi.hoisted(() => ({ cwds: [] as string[] }));
+// The operator's identity, asked without blocking by warm(), would land in the kept results after the
+// test has removed its dir (git answers after dispose), making it again: answered at once here.
+vi.mock('../../src/gateway/session-files.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/gateway/session-files.js')>();
+  return { ...real, operatorGitIdentityAsync: () => Promise.resolve({}) };
+});
 vi.mock('../../src/guard/sandbox-view.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/guard/sandbox-view.js')>();
   return {
