@@ -87,9 +87,17 @@ async function seed(dir: string): Promise<void> {
   db.close();
 }
 
+/** The commands' state home (their validated-config cache), inside the bench's dir, not the user's. */
+const benchEnv = (dir: string): NodeJS.ProcessEnv => ({ ...process.env, XDG_STATE_HOME: join(dir, 'state') });
+
 function wall(args: string[], cwd: string): number {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const r = spawnSync(process.execPath, args, {
+    cwd,
+    env: benchEnv(cwd),
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+  });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   return ms;
@@ -98,7 +106,13 @@ function wall(args: string[], cwd: string): number {
 /** The commands must read the seeded registry (a bench of an empty one measures nothing). */
 function checkSeen(dir: string): void {
   const json = (args: string[]) =>
-    JSON.parse(spawnSync(process.execPath, [BIN, ...args, '--json'], { cwd: dir, encoding: 'utf8' }).stdout);
+    JSON.parse(
+      spawnSync(process.execPath, [BIN, ...args, '--json'], {
+        cwd: dir,
+        env: benchEnv(dir),
+        encoding: 'utf8',
+      }).stdout,
+    );
   const sessions = json(['sessions', 'list']).length;
   const deliveries = json(['events', 'list']).length;
   const rows = json(['usage']).total?.rows ?? 0;
