@@ -17,10 +17,35 @@ const {
 } = require('./cli-load.js');
 
 // `the-loop sessions logs … | head` closes the pipe early: that is the reader's choice, not an error.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (error) => {
-    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw error;
+const onStreamError = (error) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+};
+/**
+ * stdout and stderr as they are made: Node makes each on first use, and making stderr loads `net`
+ * (a pipe) or `tty` (a terminal) — ~3 ms of a command that never writes to it. Each gets its
+ * handler when it is made, and only those made are flushed at exit.
+ */
+const madeStreams = [];
+for (const name of ['stdout', 'stderr']) {
+  const made = Object.getOwnPropertyDescriptor(process, name);
+  if (!made || typeof made.get !== 'function' || !made.configurable) {
+    process[name].on('error', onStreamError);
+    madeStreams.push(process[name]);
+    continue;
+  }
+  let stream;
+  Object.defineProperty(process, name, {
+    configurable: true,
+    enumerable: made.enumerable,
+    get() {
+      if (stream === undefined) {
+        stream = made.get.call(process);
+        stream.on('error', onStreamError);
+        madeStreams.push(stream);
+      }
+      return stream;
+    },
   });
 }
 
@@ -61,7 +86,7 @@ const exit = (code) => {
   // The daemon and the connector's stdio server end as Node ends them: a request still in flight
   // when their input closes is answered.
   if (UNBUNDLED.includes(commandGroup(process.argv))) return;
-  Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
+  Promise.all(madeStreams.map(flushed)).then(() => process.exit(code));
 };
 
 cli()

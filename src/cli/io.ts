@@ -23,14 +23,21 @@ export interface Io {
  */
 export function scrubbingIo(io: Io): Io {
   let scrub = (text: string) => text;
-  return {
-    ...io,
+  return derive(io, {
     out: (text) => io.out(scrub(text)),
     err: (text) => io.err(scrub(text)),
     useScrubber: (next) => {
       scrub = next;
     },
-  };
+  });
+}
+
+/**
+ * `io` with some members replaced. Copied as property descriptors, not spread: the process's
+ * `status` is a getter (see processIo), read when a command shows progress, not when `io` is made.
+ */
+function derive(io: Io, members: Partial<Io>): Io {
+  return Object.assign(Object.defineProperties({}, Object.getOwnPropertyDescriptors(io)) as Io, members);
 }
 
 /**
@@ -40,19 +47,31 @@ export function scrubbingIo(io: Io): Io {
  * escaped (`toJson`), so this changes nothing in it.
  */
 export function showingIo(io: Io): Io {
-  return { ...io, out: (text) => io.out(stripControls(text)), err: (text) => io.err(stripControls(text)) };
+  return derive(io, {
+    out: (text) => io.out(stripControls(text)),
+    err: (text) => io.err(stripControls(text)),
+  });
 }
 
-export const processIo = (): Io => ({
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-  cwd: process.cwd(),
-  env: process.env,
-  isTty: Boolean(process.stdout.isTTY),
-  status: process.stderr.isTTY
-    ? (line) => process.stderr.write(line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`)
-    : undefined,
-});
+const statusLine = (line: string | null): void => {
+  process.stderr.write(line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`);
+};
+
+export const processIo = (): Io => {
+  const io: Io = {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    cwd: process.cwd(),
+    env: process.env,
+    isTty: Boolean(process.stdout.isTTY),
+  };
+  // Asked when a command shows progress, not at every start: Node makes process.stderr on first
+  // use, and making it loads `net` (a pipe) or `tty` (a terminal) — ~3 ms of every command.
+  return Object.defineProperty(io, 'status', {
+    enumerable: true,
+    get: () => (process.stderr.isTTY ? statusLine : undefined),
+  });
+};
 
 /** Exit codes: 0 done; 1 the work failed (a failed turn, a missing binary); 2 bad input or config. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
