@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import { stripControls } from '../core/text.js';
 
 /** Where a command writes and what it reads from its surroundings; real process by default. */
@@ -53,24 +54,48 @@ export function showingIo(io: Io): Io {
   });
 }
 
-const statusLine = (line: string | null): void => {
-  process.stderr.write(line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`);
-};
+type Write = (fd: number, bytes: Uint8Array, offset: number) => number;
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * All of `text` written to `fd`, synchronously, as Node writes stdout and stderr to files, pipes and
+ * terminals on Linux — without making the streams (making stderr loads `net` or `tty`, stdout's
+ * `stream`: ~4 ms of every command). A descriptor left non-blocking by the parent is waited on
+ * (EAGAIN), a short write continued. A reader that closed the pipe (EPIPE: `the-loop … | head`)
+ * ends the command quietly, with its exit code so far: that is the reader's choice, not an error.
+ */
+export function writeAll(fd: number, text: string, write: Write = writeSync): void {
+  const bytes = Buffer.from(text, 'utf8');
+  let at = 0;
+  while (at < bytes.length) {
+    try {
+      at += write(fd, bytes, at);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') Atomics.wait(pause, 0, 0, 1);
+      else if (code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      else throw error;
+    }
+  }
+}
+
+const statusLine = (line: string | null): void =>
+  writeAll(2, line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`);
 
 export const processIo = (): Io => {
-  const io: Io = {
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
+  const io = {
+    out: (text: string) => writeAll(1, text),
+    err: (text: string) => writeAll(2, text),
     cwd: process.cwd(),
     env: process.env,
-    isTty: Boolean(process.stdout.isTTY),
   };
-  // Asked when a command shows progress, not at every start: Node makes process.stderr on first
-  // use, and making it loads `net` (a pipe) or `tty` (a terminal) — ~3 ms of every command.
-  return Object.defineProperty(io, 'status', {
-    enumerable: true,
-    get: () => (process.stderr.isTTY ? statusLine : undefined),
-  });
+  // Asked when used, not at every start: Node makes process.stdout and process.stderr on first
+  // use (see writeAll). Only a scan's progress asks whether stderr is a terminal.
+  return Object.defineProperties(io, {
+    isTty: { enumerable: true, get: () => Boolean(process.stdout.isTTY) },
+    status: { enumerable: true, get: () => (process.stderr.isTTY ? statusLine : undefined) },
+  }) as Io;
 };
 
 /** Exit codes: 0 done; 1 the work failed (a failed turn, a missing binary); 2 bad input or config. */

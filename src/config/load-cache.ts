@@ -13,10 +13,10 @@ import {
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deserialize, serialize } from 'node:v8';
 import type { EnginePreset } from '../engines/preset.js';
 import { writePrivateFile } from '../os/private-file.js';
 import { sha256Hex } from '../os/sha256.js';
+import { decodeEntry, encodeEntry } from './cache-codec.js';
 import { type ConfigFile, readConfigText } from './config-file.js';
 import { stateHome } from './data-dir.js';
 import type { ValidatedConfig } from './load.js';
@@ -41,7 +41,7 @@ import type { Config } from './schema.js';
  * build, at most MAX_ENTRIES (the least recently written go first: a deleted config leaves no trace).
  * `THE_LOOP_CONFIG_CACHE=0` turns the cache off; `the-loop config check` always validates.
  */
-const FORMAT = 'the-loop-config-cache-2';
+const FORMAT = 'the-loop-config-cache-3';
 export const MAX_ENTRIES = 64;
 
 export interface ConfigCache {
@@ -173,7 +173,7 @@ function isEntry(value: unknown): value is Entry {
 export function readEntry(cache: ConfigCache, file: ConfigFile, env: Env): ValidatedConfig | null {
   try {
     const bytes = readPrivate(cache.dir, entryFile(cache, file.path));
-    return bytes ? entryOf(deserialize(bytes), cache, file, env) : null;
+    return bytes ? entryOf(decodeEntry(bytes), cache, file, env) : null;
   } catch {
     // A damaged entry is no entry: the config is validated again, and the entry replaced.
     return null;
@@ -295,12 +295,14 @@ export function entryBytes(
     config,
     engines,
   };
-  const bytes = serialize(entry);
-  // No env value long enough to be a credential may remain (one a schema transformed, say).
+  const bytes = encodeEntry(entry);
+  if (!bytes) return null;
+  // No env value long enough to be a credential may remain (one a schema transformed, say): as it
+  // is, or as JSON writes it (escaped quotes, backslashes and controls).
   const values = [...new Set(v.envRefs.map((r) => env[r.name] ?? ''))].filter((x) => x.length >= 8);
   for (const value of values) {
-    for (const encoding of ['latin1', 'utf16le', 'utf8'] as const) {
-      if (bytes.includes(Buffer.from(value, encoding))) return null;
+    for (const form of [value, JSON.stringify(value).slice(1, -1)]) {
+      if (bytes.includes(Buffer.from(form, 'utf8'))) return null;
     }
   }
   return bytes;

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Io, processIo, scrubbingIo, showingIo } from '../../src/cli/io.js';
+import { type Io, processIo, scrubbingIo, showingIo, writeAll } from '../../src/cli/io.js';
+import { openDb } from '../../src/store/db.js';
+import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { BIN, makeProject } from '../helpers/cli.js';
 
 /**
@@ -22,8 +24,24 @@ interface Ran {
 let project: ReturnType<typeof makeProject>;
 let preload: string;
 
-beforeAll(() => {
-  project = makeProject({});
+beforeAll(async () => {
+  project = makeProject({ dataDir: 'data' });
+  // Enough sessions that `sessions list --json` (~0.8 MB) is more than a pipe or a socket pair holds.
+  const db = openDb(join(project.dir, '.the-loop/data/the-loop.db'));
+  db.pragma('synchronous = OFF');
+  const store = new SqliteSessionStore(db, { scrub: (t) => t });
+  for (let i = 0; i < 1000; i++)
+    await store.create({
+      workItem: `github:octo/streams#${i + 1}`,
+      slug: `github-octo-streams-${i + 1}`,
+      engine: 'claude',
+      runner: 'process',
+      engineSessionId: null,
+      cwd: project.dir,
+      credentialKind: null,
+      credentialEnv: null,
+    });
+  db.close();
   preload = join(project.dir, 'report-loaded.cjs');
   writeFileSync(
     preload,
@@ -32,20 +50,14 @@ beforeAll(() => {
   return () => project.cleanup();
 });
 
-/**
- * The CLI with stderr a pipe; stdout a file (whose stream needs no `net`), or with `closeStdout` a
- * pipe whose reader is gone before the command writes.
- */
+/** The CLI with stdout and stderr pipes; with `closeStdout`, stdout's reader is gone before it writes. */
 function run(args: string[], options: { closeStdout?: boolean } = {}): Promise<Ran> {
-  const outFile = join(project.dir, 'stdout.txt');
-  const out = options.closeStdout ? 'pipe' : openSync(outFile, 'w');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-r', preload, BIN, ...args], {
       cwd: project.dir,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME },
-      stdio: ['ignore', out, 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
-    if (typeof out === 'number') closeSync(out);
     const text = { stdout: '', stderr: '', loaded: '' };
     if (options.closeStdout) child.stdout?.destroy();
     else child.stdout?.setEncoding('utf8').on('data', (c: string) => (text.stdout += c));
@@ -59,31 +71,34 @@ function run(args: string[], options: { closeStdout?: boolean } = {}): Promise<R
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
-      if (typeof out === 'number') text.stdout = readFileSync(outFile, 'utf8');
       resolve({ code, ...text, loaded: text.loaded ? (JSON.parse(text.loaded) as string[]) : [] });
     });
   });
 }
 
-const madeAPipeStream = (r: Ran) => r.loaded.includes('NativeModule net');
+/** Whether the child made a stream for stdout or stderr (a pipe's loads `net`, a file's `stream`). */
+const madeAStream = (r: Ran) =>
+  ['NativeModule net', 'NativeModule tty', 'NativeModule internal/fs/sync_write_stream'].some((m) =>
+    r.loaded.includes(m),
+  );
 
-describe('the CLI makes stderr only when it writes to it', () => {
-  it('a command that prints no warning never makes stderr (a pipe here)', async () => {
+describe('the CLI writes stdout and stderr without making their streams', () => {
+  it('a command prints its output and makes no stream (pipes here)', async () => {
     for (const args of [['acts'], ['sessions', 'list'], ['usage'], ['config', 'check']]) {
       const r = await run(args);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
       expect(r.stderr).toBe('');
       expect(r.stdout.length).toBeGreaterThan(0);
       expect(r.loaded.length, 'the preload reported what was loaded').toBeGreaterThan(0);
-      expect(madeAPipeStream(r), args.join(' ')).toBe(false);
+      expect(madeAStream(r), args.join(' ')).toBe(false);
     }
   });
 
-  it('an error is still written to stderr, with its exit code', async () => {
+  it('an error is written to stderr, with its exit code', async () => {
     const r = await run(['acts', '--no-such-option']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("unknown option '--no-such-option'");
-    expect(madeAPipeStream(r)).toBe(true);
+    expect(madeAStream(r)).toBe(false);
     const bad = await run(['sessions', 'show', 'no-such-session']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/^the-loop: /);
@@ -93,6 +108,33 @@ describe('the CLI makes stderr only when it writes to it', () => {
     const r = await run(['config', 'schema'], { closeStdout: true });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+  });
+
+  it('output larger than a pipe holds reaches a slow reader whole, in order', async () => {
+    const whole = await run(['sessions', 'list', '--json']);
+    expect(whole.code).toBe(0);
+    expect(JSON.parse(whole.stdout)).toHaveLength(1000);
+    const child = spawn(process.execPath, [BIN, 'sessions', 'list', '--json'], {
+      cwd: project.dir,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const chunks: Buffer[] = [];
+    let reading = false;
+    const drain = () => {
+      if (!reading) return;
+      for (let c = child.stdout.read(); c !== null; c = child.stdout.read()) chunks.push(c);
+    };
+    // Nothing is read for a while (what Node buffers stays there): the writer fills the pipe and
+    // has to wait; then everything is read.
+    child.stdout.on('readable', drain);
+    const closed = new Promise((r) => child.on('close', r));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(child.exitCode, 'the writer waits for the reader').toBeNull();
+    reading = true;
+    drain();
+    expect(await closed).toBe(0);
+    expect(Buffer.concat(chunks).toString('utf8')).toBe(whole.stdout);
   });
 });
 
@@ -136,5 +178,39 @@ describe('io wrappers keep the status line lazy', () => {
     expect(typeof descriptor?.get).toBe('function');
     expect(io.status === undefined || typeof io.status === 'function').toBe(true);
     expect(Boolean(io.status)).toBe(Boolean(process.stderr.isTTY));
+  });
+});
+
+describe('writeAll', () => {
+  const errno = (code: string) => Object.assign(new Error(code), { code });
+
+  it('waits out EAGAIN (a non-blocking descriptor) and continues short writes, in order', () => {
+    const got: number[] = [];
+    let calls = 0;
+    const write = (_fd: number, bytes: Uint8Array, offset: number) => {
+      calls++;
+      if (calls % 3 === 1) throw errno('EAGAIN');
+      const n = Math.min(5, bytes.length - offset);
+      got.push(...bytes.subarray(offset, offset + n));
+      return n;
+    };
+    const text = 'héllo, wörld — ✓ '.repeat(7);
+    writeAll(1, text, write);
+    expect(Buffer.from(got).toString('utf8')).toBe(text);
+    expect(calls).toBeGreaterThan(Math.ceil(Buffer.byteLength(text) / 5));
+  });
+
+  it('any other error is thrown, not swallowed', () => {
+    expect(() =>
+      writeAll(1, 'x', () => {
+        throw errno('EIO');
+      }),
+    ).toThrow('EIO');
+  });
+
+  it('writes nothing for empty text', () => {
+    let calls = 0;
+    writeAll(1, '', () => ++calls);
+    expect(calls).toBe(0);
   });
 });

@@ -14,7 +14,6 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deserialize, serialize } from 'node:v8';
 import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readConfigText } from '../../src/config/config-file.js';
@@ -172,14 +171,22 @@ describe('the validated-config cache', () => {
     const [name] = entries();
     const file = join(cache.dir, name ?? '');
     const good = readFileSync(file);
-    const real = deserialize(good) as Record<string, unknown>;
+    const real = JSON.parse(good.toString('utf8')) as Record<string, unknown>;
+    const serialize = (value: unknown) => Buffer.from(JSON.stringify(value));
     const bad = [
+      // The undefined settings' paths: missing, not paths, or reaching a prototype.
+      serialize({ ...real, undefinedAt: undefined }),
+      serialize({ ...real, undefinedAt: 'config' }),
+      serialize({ ...real, undefinedAt: [[]] }),
+      serialize({ ...real, undefinedAt: [['__proto__', 'polluted']] }),
+      serialize({ ...real, undefinedAt: [['config', 'constructor', 'prototype']] }),
       // Its digest still right, its other fields not.
       serialize({ ...real, leaves: [null] }),
       serialize({ ...real, leaves: [{ root: 'config', path: [{}], name: 'KEY' }] }),
       serialize({ ...real, secretRefs: [42] }),
       serialize({ ...real, config: 'a string' }),
-      Buffer.from('not a v8 serialization'),
+      Buffer.from('not JSON'),
+      Buffer.from('{"format":"the-loop-config-cache-3","undefinedAt":[]}'),
       good.subarray(0, good.length >> 1),
       serialize({ format: 'the-loop-config-cache-1', config: null }),
       serialize([1, 2, 3]),
