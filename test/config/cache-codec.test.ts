@@ -43,7 +43,10 @@ describe('the config cache codec (JSON, undefined settings put back)', () => {
   it('declines an entry whose undefined setting sits under a prototype-shaped key', () => {
     // An own key named like the prototype accessor (as JSON.parse makes it), holding an undefined.
     const hostile = JSON.parse('{"config":{"__proto__":{"x":1}}}') as { config: object };
-    const own = Object.getOwnPropertyDescriptor(hostile.config, '__proto__')?.value as Record<string, unknown>;
+    const own = Object.getOwnPropertyDescriptor(hostile.config, '__proto__')?.value as Record<
+      string,
+      unknown
+    >;
     own.y = undefined;
     expect(encodeEntry(hostile)).toBeNull();
     expect(encodeEntry({ config: { constructor: { y: undefined } } })).toBeNull();
