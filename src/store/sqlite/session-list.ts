@@ -52,6 +52,7 @@ type ListingRow = [
   turns: number,
   running: number,
   tokens: number | null,
+  lastSeq: number | null,
   lastTurnAt: string | null,
 ];
 
@@ -63,7 +64,10 @@ const TURN_TOKENS = `t.input_tokens + IFNULL(t.output_tokens, 0) + IFNULL(t.cach
   + IFNULL(t.cache_creation_tokens, 0) + IFNULL(t.reasoning_tokens, 0)`;
 
 /**
- * Newest first, as `list` orders them; the last turn is the one with the highest seq. Grouped by
+ * Newest first, as `list` orders them; the last turn is the one with the highest seq: its
+ * `started_at` is a bare column beside the query's only max() aggregate, which SQLite takes from the
+ * row holding that maximum (documented: "Bare columns in an aggregate query"), so no subquery runs
+ * per session — `running` is a SUM for that reason. Grouped by
  * (created_at, rowid), the order the sessions are read in: the active ones come out of
  * `sessions_active_created` newest first and their turns are summed as they come, with no temporary
  * B-tree (the sessions chosen first, sorted, grouped and sorted again cost ~20M instructions more on
@@ -73,8 +77,8 @@ export function listingQuery(filter: SessionFilter): { sql: string; args: unknow
   const { where, args } = sessionWhere(filter, 's.');
   return {
     sql: `SELECT s.id, s.work_item, s.engine, s.runner, s.tmux_target, s.status, s.hold, s.waiting, s.takeover,
-         COUNT(t.id), COALESCE(MAX(t.status = 'running'), 0), SUM(${TURN_TOKENS}),
-         (SELECT l.started_at FROM turns l WHERE l.session_id = s.id ORDER BY l.seq DESC LIMIT 1)
+         COUNT(t.id), COALESCE(SUM(t.status = 'running'), 0) > 0, SUM(${TURN_TOKENS}),
+         MAX(t.seq), t.started_at
        FROM sessions s LEFT JOIN turns t ON t.session_id = s.id ${where}
        GROUP BY s.created_at, s.rowid ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?`,
     args: [...args, filter.limit ?? 1000],
@@ -102,6 +106,6 @@ export function sessionListings(db: Db, filter: SessionFilter): SessionListing[]
     turns: r[9],
     running: r[10] === 1,
     tokens: r[11],
-    lastTurnAt: r[12],
+    lastTurnAt: r[13],
   }));
 }

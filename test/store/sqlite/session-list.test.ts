@@ -89,3 +89,71 @@ describe('sessions list’s query', () => {
     ]);
   });
 });
+
+describe('a listing’s figures', () => {
+  it('last turn is the highest seq’s start (whatever the clocks said), running when any turn runs, tokens summed', async () => {
+    const s = await session(1);
+    const idle = await session(2);
+    const usage = {
+      inputTokens: 10,
+      outputTokens: 5,
+      cacheReadTokens: 100,
+      cacheCreationTokens: 0,
+      reasoningTokens: 0,
+    };
+    const turns = [];
+    for (let i = 0; i < 3; i++) {
+      const t = await store.beginTurn(s.id, {
+        promptDigest: 'sha256:x',
+        promptBytes: 1,
+        meter: 'transcript',
+      });
+      turns.push(t);
+      // The first two end with usage; the third runs.
+      if (i < 2)
+        await store.finishTurn(t.id, {
+          status: 'succeeded',
+          endReason: 'result',
+          endedAt: new Date().toISOString(),
+          exitCode: 0,
+          exitSignal: null,
+          model: null,
+          usage,
+          costUsd: null,
+          error: null,
+        });
+    }
+    // A clock set back between turns: the last turn (seq 3) started "before" the first.
+    const at = ['2026-05-01T10:00:00.000Z', '2026-05-01T12:00:00.000Z', '2026-05-01T09:00:00.000Z'];
+    turns.forEach((t, i) => {
+      db.prepare('UPDATE turns SET started_at = ? WHERE id = ?').run(at[i], t.id);
+    });
+    const [idleListing, listing] = await store.listings({ status: 'active' });
+    expect(listing).toMatchObject({ id: s.id, turns: 3, running: true, lastTurnAt: at[2], tokens: 230 });
+    expect(idleListing).toMatchObject({
+      id: idle.id,
+      turns: 0,
+      running: false,
+      lastTurnAt: null,
+      tokens: null,
+    });
+    // The same figures as the records and their summaries give (`sessions list --json`).
+    const summaries = await store.turnsOfSessions([s.id]);
+    expect(summaries.get(s.id)?.at(-1)?.startedAt).toBe(listing?.lastTurnAt);
+    await store.finishTurn(turns[2]?.id as number, {
+      status: 'failed',
+      endReason: 'error',
+      endedAt: new Date().toISOString(),
+      exitCode: 1,
+      exitSignal: null,
+      model: null,
+      usage: null,
+      costUsd: null,
+      error: 'x',
+    });
+    expect((await store.listings({ workItem: 'github:octo/widgets#1' }))[0]).toMatchObject({
+      running: false,
+      lastTurnAt: at[2],
+    });
+  });
+});
