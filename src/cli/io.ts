@@ -59,39 +59,54 @@ type Write = (fd: number, bytes: Uint8Array, offset: number) => number;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
- * All of `text` written to `fd`, synchronously, as Node writes stdout and stderr to files, pipes and
- * terminals on Linux — without making the streams (making stderr loads `net` or `tty`, stdout's
- * `stream`: ~4 ms of every command). A descriptor left non-blocking by the parent is waited on
- * (EAGAIN), a short write continued. A reader that closed the pipe (EPIPE: `the-loop … | head`)
- * ends the command quietly, with its exit code so far: that is the reader's choice, not an error.
+ * All of `text` written to `fd` with blocking `write(2)` calls, without making Node's stream for it
+ * (making stdout loads `stream`, stderr `net` or `tty`: ~4 ms of a command). The event loop waits
+ * meanwhile — only commands that print their answer and end write this way (see `processIo`). A
+ * descriptor left non-blocking is waited on (EAGAIN, backing off to 50 ms), a short write continued.
+ * False when the reader is gone (EPIPE: `the-loop … | head`): nothing more can reach it.
  */
-export function writeAll(fd: number, text: string, write: Write = writeSync): void {
+export function writeAll(fd: number, text: string, write: Write = writeSync): boolean {
   const bytes = Buffer.from(text, 'utf8');
   let at = 0;
+  let wait = 1;
   while (at < bytes.length) {
     try {
       at += write(fd, bytes, at);
+      wait = 1;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') Atomics.wait(pause, 0, 0, 1);
-      else if (code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      else throw error;
+      if (code === 'EPIPE') return false;
+      if (code !== 'EAGAIN') throw error;
+      Atomics.wait(pause, 0, 0, wait);
+      wait = Math.min(wait * 2, 50);
     }
   }
+  return true;
 }
 
-const statusLine = (line: string | null): void =>
-  writeAll(2, line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`);
+const statusLine = (line: string | null): void => {
+  process.stderr.write(line === null ? '\r\x1b[K' : `\r${stripControls(line)}\x1b[K`);
+};
 
-export const processIo = (): Io => {
+/**
+ * The process's io. `direct` (a command that prints its answer and ends): stdout and stderr are
+ * written by `writeAll`, the streams never made; once a reader is gone, later writes to it are
+ * dropped and the command still ends with its own exit code. Otherwise (a turn, a follow, the
+ * daemon: the event loop must keep running while a slow reader catches up) Node's streams, which
+ * queue what a pipe cannot take yet.
+ */
+export const processIo = (options: { direct?: boolean } = {}): Io => {
+  const open = [true, true, true];
+  const direct = (fd: 1 | 2) => (text: string) => {
+    if (open[fd]) open[fd] = writeAll(fd, text);
+  };
   const io = {
-    out: (text: string) => writeAll(1, text),
-    err: (text: string) => writeAll(2, text),
+    out: options.direct ? direct(1) : (text: string) => process.stdout.write(text),
+    err: options.direct ? direct(2) : (text: string) => process.stderr.write(text),
     cwd: process.cwd(),
     env: process.env,
   };
-  // Asked when used, not at every start: Node makes process.stdout and process.stderr on first
-  // use (see writeAll). Only a scan's progress asks whether stderr is a terminal.
+  // Asked when used, not at every start: Node makes process.stdout and process.stderr on first use.
   return Object.defineProperties(io, {
     isTty: { enumerable: true, get: () => Boolean(process.stdout.isTTY) },
     status: { enumerable: true, get: () => (process.stderr.isTTY ? statusLine : undefined) },

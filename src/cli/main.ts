@@ -215,8 +215,34 @@ function addConsoleCommand(program: Command, { io, setExit, globals }: ProgramCo
     });
 }
 
+/**
+ * Whether the argv is a command that reads, prints its answer and ends — `sessions list|show`,
+ * `events list|show`, `usage` (not `usage scan`), `acts`, `config …` — named exactly: its output
+ * is written directly (`processIo`'s `direct`). Anything else writes through Node's streams.
+ */
+export function answersAtOnce(argv: readonly string[]): boolean {
+  const command = commandOf(argv);
+  if (!command) return false;
+  const rest = argv.slice(argv.indexOf(command) + 1);
+  switch (command) {
+    case 'sessions':
+    case 'events':
+      return rest[0] === 'list' || rest[0] === 'show';
+    case 'usage':
+      return !rest.includes('scan');
+    case 'acts':
+    case 'config':
+      return true;
+    default:
+      return false;
+  }
+}
+
 /** CLI entry: parse, run, and turn every error into a clear message and an exit code. */
-export async function main(argv: string[], given: Io = processIo()): Promise<number> {
+export async function main(
+  argv: string[],
+  given: Io = processIo({ direct: answersAtOnce(argv) }),
+): Promise<number> {
   // Scrubbed once a command has opened its config: errors printed below included. Control
   // characters go first, so none can split a secret the scrubber would otherwise see whole.
   const io = showingIo(scrubbingIo(given));

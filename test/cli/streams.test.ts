@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Io, processIo, scrubbingIo, showingIo, writeAll } from '../../src/cli/io.js';
+import { answersAtOnce } from '../../src/cli/main.js';
 import { openDb } from '../../src/store/db.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { BIN, makeProject } from '../helpers/cli.js';
@@ -51,17 +52,21 @@ beforeAll(async () => {
 });
 
 /** The CLI with stdout and stderr pipes; with `closeStdout`, stdout's reader is gone before it writes. */
-function run(args: string[], options: { closeStdout?: boolean } = {}): Promise<Ran> {
+function run(
+  args: string[],
+  options: { closeStdout?: boolean; closeStderr?: boolean; cwd?: string } = {},
+): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-r', preload, BIN, ...args], {
-      cwd: project.dir,
+      cwd: options.cwd ?? project.dir,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, XDG_STATE_HOME: process.env.XDG_STATE_HOME },
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
     const text = { stdout: '', stderr: '', loaded: '' };
     if (options.closeStdout) child.stdout?.destroy();
     else child.stdout?.setEncoding('utf8').on('data', (c: string) => (text.stdout += c));
-    child.stderr?.setEncoding('utf8').on('data', (c: string) => (text.stderr += c));
+    if (options.closeStderr) child.stderr?.destroy();
+    else child.stderr?.setEncoding('utf8').on('data', (c: string) => (text.stderr += c));
     (child.stdio[3] as NodeJS.ReadableStream).setEncoding('utf8');
     (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: string) => (text.loaded += c));
     const timer = setTimeout(() => {
@@ -108,6 +113,25 @@ describe('the CLI writes stdout and stderr without making their streams', () => 
     const r = await run(['config', 'schema'], { closeStdout: true });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+  });
+
+  it('a failing command keeps its exit code when its readers are gone (`… 2>&1 | head -1`)', async () => {
+    const bad = makeProject({ defaults: { engine: 42 } });
+    try {
+      const seen = await run(['config', 'check'], { cwd: bad.dir });
+      expect(seen.code).toBe(2);
+      expect(seen.stderr).toMatch(/^the-loop: /);
+      for (let i = 0; i < 3; i++) {
+        const r = await run(['config', 'check'], { cwd: bad.dir, closeStdout: true, closeStderr: true });
+        expect(r.code).toBe(2);
+      }
+      const shown = await run(['sessions', 'show', 'no-such-session']);
+      expect(shown.code).not.toBe(0);
+      const missing = await run(['sessions', 'show', 'no-such-session'], { closeStderr: true });
+      expect(missing.code).toBe(shown.code);
+    } finally {
+      bad.cleanup();
+    }
   });
 
   it('output larger than a pipe holds reaches a slow reader whole, in order', async () => {
@@ -195,12 +219,17 @@ describe('writeAll', () => {
       return n;
     };
     const text = 'héllo, wörld — ✓ '.repeat(7);
-    writeAll(1, text, write);
+    expect(writeAll(1, text, write)).toBe(true);
     expect(Buffer.from(got).toString('utf8')).toBe(text);
     expect(calls).toBeGreaterThan(Math.ceil(Buffer.byteLength(text) / 5));
   });
 
-  it('any other error is thrown, not swallowed', () => {
+  it('says the reader is gone (EPIPE) instead of ending the process; any other error is thrown', () => {
+    expect(
+      writeAll(1, 'x', () => {
+        throw errno('EPIPE');
+      }),
+    ).toBe(false);
     expect(() =>
       writeAll(1, 'x', () => {
         throw errno('EIO');
@@ -210,7 +239,43 @@ describe('writeAll', () => {
 
   it('writes nothing for empty text', () => {
     let calls = 0;
-    writeAll(1, '', () => ++calls);
+    expect(writeAll(1, '', () => ++calls)).toBe(true);
     expect(calls).toBe(0);
+  });
+});
+
+describe('which commands write directly', () => {
+  const argv = (...words: string[]) => ['node', 'the-loop', ...words];
+
+  it('the commands that print their answer and end', () => {
+    for (const words of [
+      ['sessions', 'list'],
+      ['sessions', 'show', 'x'],
+      ['events', 'list', '--json'],
+      ['events', 'show', 'd-1'],
+      ['usage'],
+      ['usage', '--by', 'model'],
+      ['acts', '--breaches'],
+      ['config', 'check'],
+      ['-c', 'x.yaml', 'sessions', 'list'],
+    ])
+      expect(answersAtOnce(argv(...words)), words.join(' ')).toBe(true);
+  });
+
+  it('not a turn, a follow, a scan, the daemon, the connector, help, or an ambiguous line', () => {
+    for (const words of [
+      ['run', 'github:o/r#1', 'hi'],
+      ['sessions', 'logs', 'x', '--follow'],
+      ['sessions', 'attach', 'x'],
+      ['usage', 'scan'],
+      ['serve'],
+      ['mcp'],
+      ['doctor'],
+      ['--help'],
+      [],
+      ['-c', 'usage', 'usage', 'scan'],
+      ['-c', 'sessions', 'sessions', 'logs'],
+    ])
+      expect(answersAtOnce(argv(...words)), words.join(' ')).toBe(false);
   });
 });
