@@ -254,7 +254,7 @@ async function main(): Promise<void> {
     const scrubber = new SecretScrubber();
     scrubber.add(secret);
     scrubber.addPattern(TOKEN_PATTERN);
-    const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
+    const inbox = new SqliteInbox(db, { scrub: scrubber.scrub, mayHold: scrubber.mayHold });
     // Routed as the daemon routes (its config below): issues.opened without a mention → ignore.
     const routing = configSchema.parse({ repos: { 'acme/widgets': { path: tmp } } });
     const handler = createIngressHandler({

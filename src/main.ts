@@ -82,7 +82,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ledger: ledger.store,
     logger,
   });
-  const inbox = new SqliteInbox(db, { scrub: scrubber.scrub });
+  const inbox = new SqliteInbox(db, { scrub: scrubber.scrub, mayHold: scrubber.mayHold });
   const runners = createRunners(loaded, logger, {
     env: options.env,
     sessionStatus: async (id) => (await registry.get(id))?.status,

@@ -10,7 +10,7 @@ import { verifySignature } from './verify.js';
 export interface IngressOptions {
   secret: string;
   maxBodyBytes: number;
-  inbox: Pick<Inbox, 'acceptMany' | 'knownAmong'>;
+  inbox: Pick<Inbox, 'acceptArriving'>;
   logger: Logger;
   /**
    * Called after a new delivery that waits to run (routed start, deliver or close) is committed: it
@@ -115,10 +115,10 @@ function storeOnce(
 }
 
 /**
- * Group commit: deliveries whose bodies completed in the same turn of the event loop are looked up
- * in one query (a stored id is a redelivery: a duplicate, not routed again), the others routed and
- * committed in one transaction (one WAL commit), then each is answered. Nothing is answered before
- * its commit. (The in-flight map above keeps one id out of a batch twice.)
+ * Group commit: deliveries whose bodies completed in the same turn of the event loop are stored in
+ * one transaction (one WAL commit) — each routed there unless its id is stored already (a redelivery:
+ * a duplicate, not routed again) — then each is answered. Nothing is answered before its commit.
+ * (The in-flight map above keeps one id out of a batch twice.)
  */
 function groupCommit(
   options: Pick<IngressOptions, 'inbox' | 'route' | 'logger'>,
@@ -134,31 +134,23 @@ function groupCommit(
     const items = queue;
     queue = [];
     try {
-      const stored = await options.inbox.knownAmong(items.map((i) => i.d.id));
-      const fresh = items
-        .filter((i) => !stored.has(i.d.id))
-        .map(({ d, payload }) => ({
+      const out = await options.inbox.acceptArriving(
+        items.map(({ d, payload }) => ({
           id: d.id,
           source: d.source,
           event: d.event,
           action: d.action,
           body: d.body,
           bodyText: d.bodyText,
-          routed: routeOnce(options, d.event, payload, d.id),
-        }));
-      const out = await options.inbox.acceptMany(fresh);
-      let k = 0;
-      for (const item of items) {
-        if (stored.has(item.d.id)) {
-          item.resolve('duplicate');
-          continue;
-        }
+          route: () => routeOnce(options, d.event, payload, d.id),
+        })),
+      );
+      items.forEach((item, k) => {
         const outcome = out[k];
-        const routed = (fresh[k++] as NewDelivery).routed;
         if (outcome === 'duplicate') item.resolve('duplicate');
-        else if (outcome) item.resolve(settles(routed) ? 'settled' : 'queued');
+        else if (outcome) item.resolve(settles(outcome) ? 'settled' : 'queued');
         else item.reject(new Error('the inbox did not answer for every delivery'));
-      }
+      });
     } catch (error) {
       for (const i of items) i.reject(error);
     }

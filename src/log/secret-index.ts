@@ -38,11 +38,26 @@ function gramSlot(text: string, at: number): number {
   return (h ^ (h >>> GRAM_BITS)) & GRAM_MASK;
 }
 
+/**
+ * The slot of the 4 bytes at `at` read as one little-endian word (one load, one multiply): the byte
+ * scan's own filter (`words`), as `gramSlot` is the text scan's.
+ */
+const wordSlot = (word: number): number => Math.imul(word, 0x9e3779b1) >>> (32 - GRAM_BITS);
+
+/** hashWindow over bytes read as latin1. */
+function hashWindowAt(bytes: Uint8Array, at: number): number {
+  let h = 0;
+  for (let i = at; i < at + RUN; i++) h = (Math.imul(h, BASE) + (bytes[i] as number)) | 0;
+  return h;
+}
+
 export class SecretIndex {
   /** Window hash → the windows with that hash. */
   private readonly windows = new Map<number, string[]>();
   /** One bit per 4-gram slot: set when a form holds a 4-gram hashed there. */
   private readonly grams = new Uint32Array((1 << GRAM_BITS) / 32);
+  /** The same 4-grams as `grams`, by `wordSlot` of their codes as bytes (low 8 bits of each). */
+  private readonly words = new Uint32Array((1 << GRAM_BITS) / 32);
   /** Forms found whole only: those shorter than RUN, and exact values. */
   private readonly literals: string[] = [];
 
@@ -54,8 +69,10 @@ export class SecretIndex {
     }
     for (let i = 0; i + RUN <= form.length; i++) this.addWindow(form.slice(i, i + RUN));
     for (let i = 0; i + Q <= form.length; i++) {
-      const slot = gramSlot(form, i);
-      this.grams[slot >>> 5] = (this.grams[slot >>> 5] as number) | (1 << (slot & 31));
+      setBit(this.grams, gramSlot(form, i));
+      let word = 0;
+      for (let k = Q - 1; k >= 0; k--) word = (word << 8) | (form.charCodeAt(i + k) & 0xff);
+      setBit(this.words, wordSlot(word));
     }
   }
 
@@ -72,6 +89,37 @@ export class SecretIndex {
     if (this.windows.size > 0 && text.length >= RUN) this.scanWindows(text, found);
     for (const literal of this.literals) findLiteral(text, literal, found);
     return mergeRanges(found);
+  }
+
+  /**
+   * Whether bytes read as latin1 (one character per byte) hold a form, or a run of RUN of one: what
+   * `ranges` of their latin1 text finds, answered without making that text — the same samples, the
+   * same filter, each hit confirmed by comparing the window — and the literals found by the buffer's
+   * own search.
+   */
+  holds(bytes: Uint8Array): boolean {
+    if (this.windows.size > 0 && bytes.length >= RUN && this.windowIn(bytes)) return true;
+    if (this.literals.length === 0) return false;
+    const buffer = Buffer.isBuffer(bytes)
+      ? bytes
+      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return this.literals.some((literal) => buffer.indexOf(literal, 0, 'latin1') !== -1);
+  }
+
+  private windowIn(bytes: Uint8Array): boolean {
+    const { words, windows } = this;
+    const lastWindow = bytes.length - RUN;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let sample = 0; sample + Q <= bytes.length; sample += STRIDE) {
+      const slot = wordSlot(view.getUint32(sample, true));
+      if (((words[slot >>> 5] as number) & (1 << (slot & 31))) === 0) continue;
+      const to = Math.min(sample, lastWindow);
+      for (let at = Math.max(0, sample - STRIDE + 1); at <= to; at++) {
+        const bucket = windows.get(hashWindowAt(bytes, at));
+        if (bucket?.some((window) => sameAt(window, bytes, at))) return true;
+      }
+    }
+    return false;
   }
 
   private scanWindows(text: string, found: Range[]): void {
@@ -99,10 +147,20 @@ export class SecretIndex {
   }
 }
 
+function setBit(bits: Uint32Array, slot: number): void {
+  bits[slot >>> 5] = (bits[slot >>> 5] as number) | (1 << (slot & 31));
+}
+
 function matchesAt(bucket: string[] | undefined, text: string, at: number): boolean {
   if (!bucket) return false;
   for (const window of bucket) if (text.startsWith(window, at)) return true;
   return false;
+}
+
+/** Whether `bytes` at `at` hold `window`'s latin1 codes. */
+function sameAt(window: string, bytes: Uint8Array, at: number): boolean {
+  for (let i = 0; i < window.length; i++) if (bytes[at + i] !== window.charCodeAt(i)) return false;
+  return true;
 }
 
 /** Every occurrence of `literal`, overlapping ones merged as they are found. */

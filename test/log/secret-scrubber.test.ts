@@ -234,6 +234,90 @@ describe('SecretScrubber: hostile input', () => {
   });
 });
 
+describe('SecretScrubber.mayHold: the check of a body before it is scrubbed', () => {
+  /** mayHold answers false only for bytes whose text the scrub leaves as it was. */
+  const agrees = (s: SecretScrubber, bytes: Buffer) => {
+    const text = bytes.toString('utf8');
+    const holds = s.scrub(text) !== text;
+    expect(s.mayHold(bytes, text), JSON.stringify(text.slice(0, 80))).toBe(holds);
+  };
+
+  it('agrees with the scrub on random text over a small alphabet (hash collisions included)', () => {
+    const alphabet = 'ab';
+    const pick = (n: number) =>
+      Array.from(randomBytes(n), (b) => alphabet[b % alphabet.length] as string).join('');
+    let held = 0;
+    for (let round = 0; round < 60; round++) {
+      const s = scrubberOf(...Array.from({ length: 2 }, () => pick(14 + (round % 12))));
+      const bytes = Buffer.from(pick(round < 30 ? 40 : 400));
+      agrees(s, bytes);
+      if (s.mayHold(bytes, bytes.toString())) held++;
+    }
+    expect(held).toBeGreaterThan(0);
+  });
+
+  it('finds every form of a key planted at every offset, whole or as a run of 12, in a JSON body', () => {
+    const key = `k-${randomBytes(24).toString('base64url')}`;
+    const s = scrubberOf(key);
+    s.addPattern(TOKEN_PATTERN);
+    const forms = secretForms(key, 'key');
+    const clean = JSON.stringify({
+      action: 'opened',
+      issue: { body: 'x'.repeat(40), url: 'https://example.com' },
+    });
+    agrees(s, Buffer.from(clean));
+    expect(s.mayHold(Buffer.from(clean), clean)).toBe(false);
+    for (const [n, form] of forms.entries()) {
+      for (let at = 0; at < 20; at++) {
+        const piece = form.slice(n % 3, (n % 3) + RUN + (at % 3));
+        const text = `${clean.slice(0, 20 + at)}${piece}${clean.slice(20 + at)}`;
+        // In a buffer at an odd offset of its memory, as a body read from a socket may be.
+        const backing = Buffer.alloc(text.length + 3);
+        backing.write(text, 3);
+        const bytes = backing.subarray(3);
+        expect(s.mayHold(bytes, text), `${form} at ${at}`).toBe(true);
+        agrees(s, bytes);
+      }
+    }
+    // A run of 11 is ordinary text.
+    const short = `${clean}${key.slice(3, 14)}`;
+    expect(s.mayHold(Buffer.from(short), short)).toBe(false);
+  });
+
+  it('finds exact values, short keys, token patterns and keys learnt after the first check', () => {
+    const s = scrubberOf('shortkey9');
+    s.add('https://hooks.example.com/x?y=1', 'exact');
+    s.addPattern(TOKEN_PATTERN);
+    const check = (text: string) => s.mayHold(Buffer.from(text), text);
+    expect(check('{"a":"nothing here at all, not even a shortkey"}')).toBe(false);
+    expect(check('{"a":"shortkey9"}')).toBe(true);
+    expect(check('{"a":"see https://hooks.example.com/x?y=1 now"}')).toBe(true);
+    expect(check('{"a":"see https://hooks.example.com/x?y=2 now"}')).toBe(false);
+    expect(check(`{"t":"tlg1_${'A'.repeat(43)}"}`)).toBe(true);
+    expect(check(`{"t":"tlg1_${'A'.repeat(42)}"}`)).toBe(false);
+    const later = `later-${randomBytes(16).toString('hex')}`;
+    expect(check(`{"a":"${later}"}`)).toBe(false);
+    s.add(later);
+    expect(check(`{"a":"${later}"}`)).toBe(true);
+    expect(check(`{"a":"${reversed(later).slice(2, 15)}"}`)).toBe(true);
+  });
+
+  it('finds an ASCII key between bytes that are not UTF-8, and always scrubs for a non-ASCII key', () => {
+    const key = 'Zq8xK2mN7vB4cL9wR1tY6uP0';
+    const s = scrubberOf(key);
+    const bytes = Buffer.concat([
+      Buffer.from([0xff, 0xc3]),
+      Buffer.from(key.slice(4, 17)),
+      Buffer.from([0xe2, 0x82]),
+    ]);
+    expect(s.mayHold(bytes, bytes.toString('utf8'))).toBe(true);
+    agrees(s, bytes);
+    const wide = scrubberOf('pässwörd-0123456789-ünïcode');
+    expect(wide.mayHold(Buffer.from('{"a":"plain"}'), '{"a":"plain"}')).toBe(true);
+    expect(new SecretScrubber().mayHold(Buffer.from('{"a":"plain"}'), '{"a":"plain"}')).toBe(false);
+  });
+});
+
 describe('secret forms', () => {
   it('a key: itself, reversed, JSON-escaped and six base64 forms; an exact value: itself', () => {
     expect(secretForms(KEY, 'key')).toEqual(

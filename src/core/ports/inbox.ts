@@ -79,6 +79,11 @@ export interface NewDelivery {
 
 export type AcceptOutcome = 'accepted' | 'duplicate';
 
+/** A delivery as it arrives (ingress): `route` is asked only when its id is not stored yet. */
+export interface ArrivingDelivery extends Omit<NewDelivery, 'routed'> {
+  route: () => RoutedDelivery;
+}
+
 /** A queued delivery to take: it runs (or closes) its work item. */
 export interface Claim {
   deliveryId: string;
@@ -115,8 +120,12 @@ export interface Inbox {
   acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]>;
   /** One delivery: `acceptMany([delivery])`. */
   accept(delivery: NewDelivery): Promise<AcceptOutcome>;
-  /** Which of these delivery ids are stored (one lookup for a batch: ingress's group commit). */
-  knownAmong(ids: readonly string[]): Promise<Set<string>>;
+  /**
+   * Store arriving deliveries (one transaction, ingress's group commit): each whose id is not stored
+   * yet is routed then — its `route` asked once — and stored with its route; the others are
+   * duplicates, not routed again. For each: the route it was stored with, or 'duplicate'.
+   */
+  acceptArriving(deliveries: readonly ArrivingDelivery[]): Promise<Array<RoutedDelivery | 'duplicate'>>;
   get(id: string): Promise<DeliveryRecord | undefined>;
   /** The payload as received; undefined for an unknown delivery or one whose body was pruned. */
   body(id: string): Promise<string | undefined>;

@@ -121,20 +121,30 @@ export function scrubJson(text: string, scrub: ((text: string) => string) | unde
   }
 }
 
+/** How a store masks outside text: `scrub`, and `mayHold`, a check of bytes (see SecretScrubber). */
+export interface Masking {
+  scrub?: ((text: string) => string) | undefined;
+  /** False: `text`, the decoding of these UTF-8 bytes, holds nothing `scrub` masks. */
+  mayHold?: ((bytes: Uint8Array, text: string) => boolean) | undefined;
+}
+
 /**
  * A payload as the `body` column holds it. Bytes are stored as they came (a BLOB: not re-encoded,
  * decoded only when read) unless their text holds a secret: then the masked JSON, as text — as a
  * text payload always is. `text` is the bytes decoded as UTF-8 when the caller has it already.
+ * Bytes that `mayHold` clears are stored as they are without a scrub of their text.
  */
 export function storedBody(
   body: string | Uint8Array,
   text: string | undefined,
-  scrub: ((text: string) => string) | undefined,
+  masking: Masking,
 ): string | Buffer {
+  const { scrub } = masking;
   if (typeof body === 'string') return scrubJson(body, scrub);
   const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (!scrub) return bytes;
   const decoded = text ?? bytes.toString('utf8');
+  if (masking.mayHold?.(bytes, decoded) === false) return bytes;
   const scrubbed = scrubJson(decoded, scrub);
   return scrubbed === decoded ? bytes : scrubbed;
 }

@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import { LoopError } from '../../core/errors.js';
 import type {
   AcceptOutcome,
+  ArrivingDelivery,
   Claim,
   ClaimWrites,
   DeliveryFilter,
@@ -18,6 +19,7 @@ import { pruneBatch } from './inbox-prune.js';
 import {
   bodyText,
   COLUMNS,
+  type Masking,
   parsePlan,
   planOf,
   type Row,
@@ -60,7 +62,7 @@ export class SqliteInbox implements Inbox {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { now?: () => Date; scrub?: (text: string) => string } = {},
+    private readonly options: Masking & { now?: () => Date } = {},
   ) {
     this.insert = db.prepare(
       `INSERT INTO deliveries (id, source, event, action, received_at, body, status, route, work_item, reason, plan, updated_at)
@@ -102,7 +104,7 @@ export class SqliteInbox implements Inbox {
       d.event,
       d.action,
       at,
-      storedBody(d.body, d.bodyText, this.options.scrub),
+      storedBody(d.body, d.bodyText, this.options),
       r.status ?? 'queued',
       d.routed.action,
       r.workItem,
@@ -124,20 +126,21 @@ export class SqliteInbox implements Inbox {
     };
   }
 
-  async knownAmong(ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    // One id (a daemon that keeps up gets one delivery per event-loop turn): a lookup in the unique
-    // index, without building and reading a JSON array (about half the cost of that query).
-    if (ids.length === 1) {
-      const id = ids[0] as string;
-      return this.q('SELECT 1 FROM deliveries WHERE id = ?').pluck().get(id) === undefined
-        ? new Set()
-        : new Set([id]);
-    }
-    const found = this.q('SELECT id FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').all(
-      JSON.stringify(ids),
-    ) as Array<{ id: string }>;
-    return new Set(found.map((row) => row.id));
+  async acceptArriving(
+    deliveries: readonly ArrivingDelivery[],
+  ): Promise<Array<RoutedDelivery | 'duplicate'>> {
+    const at = this.now();
+    // Looked up inside the write transaction: no read transaction of its own (its locks cost more
+    // than the lookup), and no commit between the lookup and the insert.
+    const known = this.q('SELECT 1 FROM deliveries WHERE id = ?').pluck();
+    return this.tx(() =>
+      deliveries.map((d) => {
+        if (known.get(d.id) !== undefined) return 'duplicate';
+        const routed = d.route();
+        const stored = this.insertOne({ ...d, routed }, at) === 'accepted';
+        return stored ? routed : 'duplicate';
+      }),
+    );
   }
 
   async get(id: string): Promise<DeliveryRecord | undefined> {

@@ -5,7 +5,7 @@
  * restart, and what came from outside scrubbed before it is kept.
  */
 import { describe, expect, it } from 'vitest';
-import type { DeliveryRecord, Inbox } from '../../../src/core/ports/inbox.js';
+import type { DeliveryRecord, Inbox, RoutedDelivery } from '../../../src/core/ports/inbox.js';
 import { type StoreFactory, useStore } from './factory.js';
 import {
   CANARY,
@@ -51,9 +51,6 @@ function arrivalAndOrder(factory: StoreFactory): void {
     expect(await store().inbox.accept(first)).toBe('accepted');
     const again = delivery('d-1', routed('ignore', workItem(), { reason: 'other' }), '{"zen":"second"}');
     expect(await store().inbox.accept(again)).toBe('duplicate');
-    expect((await store().inbox.knownAmong(['d-1'])).has('d-1')).toBe(true);
-    expect(await store().inbox.knownAmong(['d-2', 'd-1', 'd-3'])).toEqual(new Set(['d-1']));
-    expect(await store().inbox.knownAmong([])).toEqual(new Set());
     expect(await store().inbox.get('d-1')).toMatchObject({
       id: 'd-1',
       source: 'github',
@@ -146,7 +143,6 @@ function arrivalAndOrder(factory: StoreFactory): void {
 
   it('answers unknown ids with nothing, and says why where it must give a body or retry', async () => {
     const inbox = store().inbox;
-    expect((await inbox.knownAmong(['nope'])).has('nope')).toBe(false);
     expect(await inbox.get('nope')).toBeUndefined();
     expect(await inbox.body('nope')).toBeUndefined();
     expect(await inbox.plan('nope')).toBeUndefined();
@@ -155,6 +151,39 @@ function arrivalAndOrder(factory: StoreFactory): void {
     await inbox.requeue('nope');
     expect(await inbox.applyClaims(onlyClaims(claimOf('nope', workItem())))).toEqual([]);
     expect(await inbox.list()).toEqual([]);
+  });
+
+  it('stores arriving deliveries in one go, routing only those whose id is not stored yet', async () => {
+    const item = workItem();
+    expect(await store().inbox.accept(delivery('a-1', routed('ignore', item, { reason: 'first' })))).toBe(
+      'accepted',
+    );
+    const asked: string[] = [];
+    const arriving = (id: string, route: RoutedDelivery) => {
+      const { routed: _routed, ...rest } = delivery(id, route, `{"id":"${id}"}`);
+      return {
+        ...rest,
+        route: () => {
+          asked.push(id);
+          return route;
+        },
+      };
+    };
+    const start = routed('deliver', item, { prompt: 'a prompt' });
+    const out = await store().inbox.acceptArriving([
+      arriving('a-1', routed('reject', item, { reason: 'again' })),
+      arriving('a-2', start),
+      arriving('a-2', routed('ignore', item, { reason: 'twice in one batch' })),
+      arriving('a-3', routed('ignore', item, { reason: 'third' })),
+    ]);
+    expect(out).toEqual(['duplicate', start, 'duplicate', routed('ignore', item, { reason: 'third' })]);
+    // The stored one, and the second of a batch, are not routed (again).
+    expect(asked).toEqual(['a-2', 'a-3']);
+    expect(await store().inbox.get('a-1')).toMatchObject({ route: 'ignore', reason: 'first' });
+    expect(await store().inbox.get('a-2')).toMatchObject({ route: 'deliver', status: 'queued' });
+    expect(await store().inbox.plan('a-2')).toEqual(start);
+    expect(await store().inbox.body('a-3')).toBe('{"id":"a-3"}');
+    expect(await store().inbox.acceptArriving([])).toEqual([]);
   });
 }
 

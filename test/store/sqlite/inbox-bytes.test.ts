@@ -27,7 +27,8 @@ beforeEach(() => {
   const scrubber = new SecretScrubber();
   scrubber.add(CANARY);
   clock = new Date(NOW.getTime() - 40 * 24 * 60 * 60 * 1000);
-  inbox = new SqliteInbox(db, { scrub: scrubber.scrub, now: () => clock });
+  // As the daemon builds it: the bytes checked before their text is scrubbed (SecretScrubber.mayHold).
+  inbox = new SqliteInbox(db, { scrub: scrubber.scrub, mayHold: scrubber.mayHold, now: () => clock });
 });
 afterEach(() => {
   db.close();
@@ -82,6 +83,14 @@ it('masks a secret in bytes, with or without their text given, and keeps them va
   const json = JSON.stringify({ comment: { body: `key ${CANARY} and ${CANARY.slice(3, 20)}` } });
   await accept('d-1', Buffer.from(json), json);
   await accept('d-2', Buffer.from(json));
+  // The key at an odd offset of the buffer's memory, between bytes that are not UTF-8.
+  const odd = Buffer.concat([
+    Buffer.from('{"c":"\u00ff'),
+    Buffer.from([0xff]),
+    Buffer.from(`${CANARY.slice(5, 18)}"}`),
+  ]);
+  await accept('d-3', Buffer.from(odd).subarray(0), odd.toString('utf8'));
+  expect(await inbox.body('d-3')).not.toContain(CANARY.slice(5, 18));
   for (const id of ['d-1', 'd-2']) {
     const body = (await inbox.body(id)) ?? '';
     expect(JSON.parse(body)).toEqual({ comment: { body: 'key [secret] and [secret]' } });
