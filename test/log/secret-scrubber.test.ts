@@ -271,10 +271,11 @@ describe('SecretScrubber.mayHold: the check of a body before it is scrubbed', ()
       for (let at = 0; at < 20; at++) {
         const piece = form.slice(n % 3, (n % 3) + RUN + (at % 3));
         const text = `${clean.slice(0, 20 + at)}${piece}${clean.slice(20 + at)}`;
-        // In a buffer at an odd offset of its memory, as a body read from a socket may be.
-        const backing = Buffer.alloc(text.length + 3);
-        backing.write(text, 3);
-        const bytes = backing.subarray(3);
+        // At each alignment of a buffer's memory, as a body read from a socket may be.
+        const shift = at % 4;
+        const backing = Buffer.alloc(text.length + shift);
+        backing.write(text, shift);
+        const bytes = backing.subarray(shift);
         expect(s.mayHold(bytes, text), `${form} at ${at}`).toBe(true);
         agrees(s, bytes);
       }
