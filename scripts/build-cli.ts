@@ -1,6 +1,7 @@
 /**
  * Builds the CLI into one file, dist/cli.cjs, and V8 code caches, dist/cli-cache/<group>.bin (issue 16:
- * "a CLI that answers at once"). bin/the-loop.js loads the bundle through bin/cli-load.js.
+ * "a CLI that answers at once"). bin/the-loop.js loads the bundle through bin/cli-load.js. Also
+ * writes the price dataset as JSON, dist/genai-prices.json (scripts/build-prices.ts).
  *
  * Why one CommonJS file with a code cache: on Node 20 a command spent most of its start resolving
  * and compiling ~350 ES modules (compiling zod alone is ~65 ms), and Node 20 has no compile cache for
@@ -28,6 +29,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { writePriceData } from './build-prices.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
@@ -37,7 +39,7 @@ export const READ_BUNDLE = join(ROOT, 'dist', 'cli-read.cjs');
 
 /**
  * Loaded from node_modules when used: node-pty (native, loaded by import() when a pty is opened),
- * the price dataset (read as data, when a price is first looked up), and the daemon's large
+ * the price library (when dist/genai-prices.json, read in its place, is missing), and the daemon's large
  * dependencies no other command loads (graphql for the gateway, ws for the console): left in, they
  * would make every command read and deserialize them. better-sqlite3's JavaScript is bundled; its
  * addon is named by src/store/db.ts.
@@ -321,6 +323,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   bundleCli()
     .then(() => bundleCli(true))
     .then(() => Promise.all(Object.keys(VENDOR).map(bundleVendor)))
+    .then(writePriceData)
     .then(trainCaches)
     .catch((error: unknown) => {
       process.stderr.write(`build-cli: ${error instanceof Error ? error.message : String(error)}\n`);

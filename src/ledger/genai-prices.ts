@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as GenaiPrices from '@pydantic/genai-prices';
 import type { Usage } from '../core/events.js';
+import { type CompactDataset, type Found, findModel } from './genai-prices-data.js';
 
 /**
  * List prices from `@pydantic/genai-prices` (pinned in package.json; its embedded dataset, never
@@ -9,23 +11,52 @@ import type { Usage } from '../core/events.js';
  * it is asked once per model which entry it is, and the cost of each request is computed here from
  * that entry's prices, with the library's rules: a price of the time of the request (start-date and
  * time-of-day constraints), and a tiered price at the rate of the highest tier the request's input
- * tokens (cache included) pass, for all its tokens of that kind. Loaded on first use (the library is
- * ~0.5 MB of data): commands that price nothing never load it.
+ * tokens (cache included) pass, for all its tokens of that kind. Loaded on first use: commands that
+ * price nothing never load it. Where the build wrote the dataset as JSON (dist/genai-prices.json,
+ * genai-prices-data.ts: the same entries, found by the library's rule), that is read — a few ms
+ * instead of the library's ~70 ms of CPU; else the library is required and asked.
  */
 
 /** The pinned package and the day that version was published (its data is as of then). */
 export const DATASET = { name: '@pydantic/genai-prices', version: '0.1.8', date: '2026-09-23' } as const;
 
 type Lib = typeof GenaiPrices;
-type ModelInfo = GenaiPrices.ModelInfo;
 type MatchLogic = GenaiPrices.MatchLogic;
 type ModelPriceEntry = GenaiPrices.ModelPrice;
+type ModelEntry = Pick<GenaiPrices.ModelInfo, 'id' | 'prices'>;
 type Tiered = { base: number; tiers: Array<{ start: number; price: number }> };
 
-let lib: Lib | null = null;
-function load(): Lib {
-  lib ??= createRequire(import.meta.url)('@pydantic/genai-prices') as Lib;
-  return lib;
+/** Which entry of the dataset a model id is, as `calcPrice(usage, id)` finds it (null: none). */
+export type Finder = (modelKey: string) => Found | null;
+
+const ZERO = { input_tokens: 0, output_tokens: 0 };
+
+/** Where the build writes the dataset as JSON: dist/, beside tsc's output and the CLI bundle. */
+const COMPACT = new URL('../genai-prices.json', import.meta.url);
+
+let finder: Finder | null = null;
+function load(): Finder {
+  finder ??= compactFinder() ?? libraryFinder();
+  return finder;
+}
+
+/** The build's JSON of the dataset, when there is one of the pinned version. */
+function compactFinder(): Finder | undefined {
+  let data: CompactDataset;
+  try {
+    data = JSON.parse(readFileSync(COMPACT, 'utf8')) as CompactDataset;
+  } catch {
+    return undefined;
+  }
+  if (data.name !== DATASET.name || data.version !== DATASET.version || !Array.isArray(data.providers))
+    return undefined;
+  return (modelKey) => findModel(data.providers, modelKey);
+}
+
+/** The library itself, asked with an empty usage at the current time. */
+export function libraryFinder(): Finder {
+  const lib = createRequire(import.meta.url)('@pydantic/genai-prices') as Lib;
+  return (modelKey) => lib.calcPrice(ZERO, modelKey, { timestamp: new Date() });
 }
 
 /** One model's price at one moment: what a request's usage costs, in USD. */
@@ -41,19 +72,20 @@ export interface Rate {
   outputUnit(usage: Usage, perRequest?: boolean): number;
 }
 
-const ZERO = { input_tokens: 0, output_tokens: 0 };
-
 /** A model as the dataset has it: one price whatever the time, or prices that change with it. */
-type Entry = { fixed: Rate } | { key: string; info: ModelInfo };
+type Entry = { fixed: Rate } | { key: string; info: ModelEntry };
 
 /** The catalogue: which entry a model id is (cached; null when the dataset does not know it). */
 export class GenaiCatalog {
+  /** `find`: how the dataset is loaded and asked (default: the build's JSON, else the library). */
+  constructor(private readonly find: () => Finder = load) {}
+
   private readonly entries = new Map<string, Entry | null>();
   private readonly rates = new Map<ModelPriceEntry, Rate>();
 
   /** Load the dataset now (a process about to price rows loads it while it has nothing else to do). */
   warm(): void {
-    load();
+    this.find();
   }
 
   /** The rate of `modelKey` at `at` (ISO 8601), parsed only for a model whose prices change. */
@@ -74,7 +106,7 @@ export class GenaiCatalog {
   private entry(modelKey: string): Entry | null {
     let entry = this.entries.get(modelKey);
     if (entry !== undefined) return entry;
-    const result = modelKey === '' ? null : resolve(modelKey);
+    const result = modelKey === '' ? null : resolve(this.find(), modelKey);
     entry = null;
     if (result && hasTokenPrices(result.model)) {
       const key = `genai-prices@${DATASET.version}:${result.provider.id}/${result.model.id}`;
@@ -94,10 +126,10 @@ export class GenaiCatalog {
  * `starts_with`, so `claude-opus-4-10` would be priced as `claude-opus-4-1` and `claude-sonnet-5-1`
  * as `claude-sonnet-5`, another model at another price. Such an id is unknown (named as such).
  */
-function resolve(modelKey: string): ReturnType<Lib['calcPrice']> {
-  let found: ReturnType<Lib['calcPrice']>;
+function resolve(find: Finder, modelKey: string): Found | null {
+  let found: Found | null;
   try {
-    found = load().calcPrice(ZERO, modelKey, { timestamp: new Date() });
+    found = find(modelKey);
   } catch {
     return null;
   }
@@ -136,13 +168,13 @@ function continuesVersion(prefix: string, rest: string): boolean {
 }
 
 /** An entry without token prices (speech, OCR, per-request only) cannot price tokens: unknown, not $0. */
-function hasTokenPrices(info: ModelInfo): boolean {
+function hasTokenPrices(info: ModelEntry): boolean {
   const all = Array.isArray(info.prices) ? info.prices.map((p) => p.prices) : [info.prices];
   return all.every((p) => p.input_mtok !== undefined || p.output_mtok !== undefined);
 }
 
 /** The entry's prices in force at `at` (the library's rule: the last constraint that holds wins). */
-export function pricesAt(info: Pick<ModelInfo, 'id' | 'prices'>, at: Date): ModelPriceEntry {
+export function pricesAt(info: ModelEntry, at: Date): ModelPriceEntry {
   if (!Array.isArray(info.prices)) return info.prices;
   for (let i = info.prices.length - 1; i >= 0; i--) {
     const entry = info.prices[i];
