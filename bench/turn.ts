@@ -20,7 +20,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -29,7 +29,9 @@ import { startAnthropicMock } from '../test/fixtures/mock-apis/anthropic.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const BIN = join(ROOT, 'bin/the-loop.js');
-const CLAUDE = join(ROOT, 'node_modules/.bin/claude');
+// Resolved: a base build's sandbox (BENCH_TURN_BASE, another checkout under /tmp) sees this
+// checkout's node_modules only through where it really is.
+const CLAUDE = realpathSync(join(ROOT, 'node_modules/.bin/claude'));
 const RUNS = Number(process.env.BENCH_TURN_RUNS ?? 9);
 const PROMPT = 'Say hello in one word.';
 const KEY = 'sk-ant-bench-not-a-real-key';
