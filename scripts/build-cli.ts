@@ -30,6 +30,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { writePriceData } from './build-prices.js';
+import { turnProject } from './build-train-run.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
@@ -249,9 +250,9 @@ const TRAINING: Record<string, string[][]> = {
     ['events', 'list'],
     ['events', 'list', '--json'],
   ],
-  // An engine no config declares: refused after the app is made, before anything runs — the cache
-  // then holds the app's construction, which every turn pays before its engine starts.
-  run: [['run', 'github:o/r#1', '--engine', 'the-loop-build-no-engine', 'hi']],
+  // One whole turn of a stand-in engine (scripts/build-train-run.ts): the cache holds what a turn
+  // compiles before its engine starts and after it ends.
+  run: [['run', 'github:o/r#1', 'Say hello in one word.']],
   other: [['--help'], ['--version']],
 };
 
@@ -306,11 +307,13 @@ export function trainCaches(): void {
     for (const [group, commands] of Object.entries(TRAINING).sort(([a], [b]) =>
       a === 'config' ? -1 : b === 'config' ? 1 : 0,
     )) {
+      // `run` runs a turn of its own project (THE_LOOP_CONFIG).
+      const groupEnv = group === 'run' ? turnProject(dir, env) : env;
       // Once the project exists, one command validates its config and keeps it in the config cache:
       // the groups then train on what a person's commands run — a cached config, no schema.
-      if (group !== 'config') warmConfigCache(dir, env);
+      if (group !== 'config') warmConfigCache(dir, groupEnv);
       // The config group validates a config (zod) and parses YAML: it trains their caches too.
-      trainGroup(dir, env, group, commands, { vendors: group === 'config' });
+      trainGroup(dir, groupEnv, group, commands, { vendors: group === 'config' });
       // The reading commands run from the read bundle: its caches are `read-<group>`.
       if (READ_GROUPS.includes(group)) trainGroup(dir, env, group, commands, { read: true });
     }
