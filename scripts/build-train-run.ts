@@ -6,7 +6,9 @@
  * only the app's construction.
  *
  * The engine is a stand-in for Claude Code written here (a Node script printing its stream-json: an
- * init, a reply, a result with usage); no sandbox (a build machine may have no bubblewrap), the
+ * init, a reply, a result with usage); the sandbox as a new config has it (`auto`: bubblewrap where
+ * it works, which trains the sandbox's preparation too — ~50 ms less CPU before a sandboxed turn's
+ * engine than a cache trained without it; where it does not, the turn runs unsandboxed); the
  * gateway on a port of its own (0), holding a made-up API key as it would a person's (the stand-in
  * never calls the API: nothing goes on the network).
  */
@@ -43,7 +45,7 @@ export function turnProject(
       'dataDir: data',
       'server: { port: 0 }',
       'gateway: { port: 0 }',
-      'sandbox: { mode: none }',
+      'sandbox: { mode: auto }',
       `defaults: { engine: claude, cwd: ${JSON.stringify(work)} }`,
       `engines: { claude: { binary: ${JSON.stringify(engine)} } }`,
       '',
