@@ -48,9 +48,38 @@ function compactFinder(): Finder | undefined {
   } catch {
     return undefined;
   }
-  if (data.name !== DATASET.name || data.version !== DATASET.version || !Array.isArray(data.providers))
+  if (data?.name !== DATASET.name || data.version !== DATASET.version || !isCompactShape(data.providers))
     return undefined;
   return (modelKey) => findModel(data.providers, modelKey);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object';
+
+/**
+ * Every provider and model has the fields the pricer reads, of their kinds: a damaged or edited
+ * file of the right version is not read half-way (the library answers instead).
+ */
+function isCompactShape(providers: unknown): providers is CompactDataset['providers'] {
+  return (
+    Array.isArray(providers) &&
+    providers.every(
+      (p) =>
+        isObject(p) &&
+        typeof p.id === 'string' &&
+        (p.model_match === undefined || isObject(p.model_match)) &&
+        (p.fallback_model_providers === undefined || Array.isArray(p.fallback_model_providers)) &&
+        Array.isArray(p.models) &&
+        p.models.every(
+          (m: unknown) =>
+            isObject(m) &&
+            typeof m.id === 'string' &&
+            isObject(m.match) &&
+            (Array.isArray(m.prices)
+              ? m.prices.every((dated: unknown) => isObject(dated) && isObject(dated.prices))
+              : isObject(m.prices)),
+        ),
+    )
+  );
 }
 
 /** The library itself, asked with an empty usage at the current time. */

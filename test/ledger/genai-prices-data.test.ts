@@ -132,6 +132,31 @@ console.log(JSON.stringify({ key: rate?.key, cost: rate?.cost({ inputTokens: 1e6
       copyFileSync(join(dist, 'ledger', f), join(dir, 'dist', 'ledger', f));
     writeFileSync(join(dir, 'dist', 'genai-prices.json'), JSON.stringify({ ...file, version: '0.0.1' }));
     expect(priceWith(join(dir, 'dist'))).toEqual({ ...built, library: true });
+    // The right version, a damaged or edited shape: not read half-way, the library answers.
+    const damaged = [
+      {
+        ...file,
+        providers: [
+          {
+            id: 'anthropic',
+            model_match: { starts_with: 'claude' },
+            models: [{ id: 'claude', match: { starts_with: 'claude' } }],
+          },
+        ],
+      },
+      { ...file, providers: [{ id: 'anthropic', models: 'none' }] },
+      {
+        ...file,
+        providers: [{ id: 'anthropic', models: [{ id: 'x', match: {}, prices: [{ constraint: null }] }] }],
+      },
+      { ...file, providers: [null] },
+    ];
+    for (const shape of damaged) {
+      writeFileSync(join(dir, 'dist', 'genai-prices.json'), JSON.stringify(shape));
+      expect(priceWith(join(dir, 'dist'))).toEqual({ ...built, library: true });
+    }
+    writeFileSync(join(dir, 'dist', 'genai-prices.json'), '{"name":');
+    expect(priceWith(join(dir, 'dist'))).toEqual({ ...built, library: true });
     rmSync(join(dir, 'dist', 'genai-prices.json'));
     expect(priceWith(join(dir, 'dist'))).toEqual({ ...built, library: true });
   });
