@@ -63,45 +63,6 @@ function stringAt(buf: Buffer, from: number, end: number): string | undefined {
 const stringAfter = (buf: Buffer, at: number, key: Buffer, end: number): string | undefined =>
   at < 0 ? undefined : stringAt(buf, at + key.length, end);
 
-/**
- * The last few values read of a field that repeats (a file's session id, a history's few models),
- * with their bytes: a value read again is the same string, not a new one decoded and kept (a record
- * of a dense history is mostly these strings). What `stringAt` gives, exactly: a kept value holds
- * neither a quote nor a backslash, and it matches only when a quote follows its bytes.
- */
-class Recent {
-  private readonly bytes: Buffer[] = [];
-  private readonly values: string[] = [];
-
-  constructor(private readonly size: number) {}
-
-  /** The string value after the key found at `at` (-1: none), as `stringAfter` reads it. */
-  after(buf: Buffer, at: number, key: Buffer, end: number): string | undefined {
-    if (at < 0) return undefined;
-    const from = at + key.length;
-    for (let k = 0; k < this.values.length; k++) {
-      const known = this.bytes[k] as Buffer;
-      const n = known.length;
-      if (from + n >= end || buf[from + n] !== 0x22) continue;
-      let i = 0;
-      while (i < n && buf[from + i] === known[i]) i++;
-      if (i === n) return this.values[k];
-    }
-    const value = stringAt(buf, from, end);
-    if (value !== undefined) {
-      this.values.unshift(value);
-      this.bytes.unshift(Buffer.from(value, 'latin1'));
-      if (this.values.length > this.size) {
-        this.values.pop();
-        this.bytes.pop();
-      }
-    }
-    return value;
-  }
-}
-const recentSessions = new Recent(2);
-const recentModels = new Recent(4);
-
 /** Does `buf` hold `needle` at `at`? */
 function holds(buf: Buffer, at: number, needle: Buffer): boolean {
   if (at + needle.length > buf.length) return false;
@@ -291,9 +252,9 @@ function firstRecord(
   }
   return [
     key,
-    recentSessions.after(buf, indexIn(buf, SESSION_ID, start, end), SESSION_ID, end) ?? '',
+    stringAfter(buf, indexIn(buf, SESSION_ID, start, end), SESSION_ID, end) ?? '',
     timestamp,
-    recentModels.after(buf, indexIn(buf, MODEL, Math.max(m, start), end), MODEL, end) ?? '',
+    stringAfter(buf, indexIn(buf, MODEL, Math.max(m, start), end), MODEL, end) ?? '',
     input,
     output,
     cacheRead,

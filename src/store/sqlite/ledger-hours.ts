@@ -101,23 +101,14 @@ const sameKey = (a: HourRow, b: HourRow): boolean =>
   a.basis === b.basis &&
   a.turn_id === b.turn_id;
 
-/** Buckets compared with a row before its key is made (an import's models alternate from row to row). */
-const RECENT_BUCKETS = 4;
-
-/** Rows counted into their buckets (hour and keys); a row of a recent row's bucket is not looked up. */
+/** Rows counted into their buckets (hour and keys); a row of the last row's bucket is not looked up. */
 class Buckets {
   readonly map = new Map<string, Bucket>();
-  /** The buckets used last, most recent first. */
-  private recent: Bucket[] = [];
-
-  private findRecent(r: HourRow): Bucket | undefined {
-    for (const b of this.recent) if (sameKey(b.key, r)) return b;
-    return undefined;
-  }
+  private last: Bucket | undefined;
 
   add(r: HourRow): void {
-    let b = this.findRecent(r);
-    if (!b) {
+    let b = this.last;
+    if (!b || !sameKey(b.key, r)) {
       const id = `${r.hour}\u0000${r.engine}\u0000${r.model}\u0000${r.payer}\u0000${r.basis}\u0000${r.turn_id}`;
       b = this.map.get(id);
       if (!b) {
@@ -135,8 +126,7 @@ class Buckets {
         };
         this.map.set(id, b);
       }
-      this.recent.unshift(b);
-      if (this.recent.length > RECENT_BUCKETS) this.recent.pop();
+      this.last = b;
     }
     b.rows += 1;
     b.input += r.input;
@@ -152,7 +142,7 @@ class Buckets {
 
   clear(): void {
     this.map.clear();
-    this.recent = [];
+    this.last = undefined;
   }
 }
 
