@@ -51,8 +51,7 @@ export async function usageScanCommand(
   const summary = await scanTranscripts(
     { ledger: app.ledger, cursors: app.scanCursors, sessions: app.sessions },
     dirs,
-    // A process of its own: a first scan may hold the write lock a few seconds (see beginImport).
-    { workers: options.workers, bulk: true, onProgress: (done, total) => progress.update(done, total) },
+    { workers: options.workers, onProgress: (done, total) => progress.update(done, total) },
   ).finally(() => progress.end());
   for (const warning of summary.warnings.slice(0, 20)) app.logger.warn('usage scan', { warning });
   // Rows of earlier scans whose model had no price then get one now if the price data knows it.

@@ -50,11 +50,6 @@ export async function scanTranscripts(
     /** Tuning (tests): below this many bytes to read, no worker threads; pieces handed over. */
     threadThresholdBytes?: number;
     pieceBytes?: number;
-    /**
-     * Into an empty ledger, let the store hold the write lock a few seconds to write faster (see
-     * LedgerStore.beginImport): `usage scan`, a process of its own; never the daemon's watcher.
-     */
-    bulk?: boolean;
   } = {},
 ): Promise<ScanSummary> {
   const started = Date.now();
@@ -70,7 +65,7 @@ export async function scanTranscripts(
       ? 0
       : Math.max(1, Math.min(options.workers ?? availableParallelism(), jobs.length));
   const summary = emptySummary(dirs, files.length, threads);
-  const writes = await deps.ledger.store.beginImport({ commitEveryMs: COMMIT_EVERY_MS, bulk: options.bulk });
+  const writes = await deps.ledger.store.beginImport({ commitEveryMs: COMMIT_EVERY_MS });
   const imported = new TranscriptImport(writes, (w) => deps.ledger.pricer(w), sessions, jobs, summary);
   // Pieces are written one after another, in the order they come (a worker's arrive as messages).
   let queue: Promise<void> = Promise.resolve();

@@ -173,14 +173,8 @@ export interface LedgerStore {
    * leave out (the unmetered drives grouped by engine, runner and reason, the latest first).
    */
   report(filter: { since: Date; until: Date; by: GroupBy }): Promise<UsageReport>;
-  /**
-   * Begin a transcript import (see LedgerImport). `bulk`: into a ledger found empty, the store may
-   * hold the write lock for a few seconds (not `commitEveryMs`) to write faster — for a process of
-   * its own (`usage scan`), never for a writer that shares its thread with other writers (the
-   * daemon). The caller then keeps the keys of its `add` rows distinct over the whole import: a
-   * repeated one may fail the import (nothing of it kept) instead of being skipped.
-   */
-  beginImport(options: { commitEveryMs: number; bulk?: boolean }): Promise<LedgerImport>;
+  /** Begin a transcript import (see LedgerImport). */
+  beginImport(options: { commitEveryMs: number }): Promise<LedgerImport>;
   /**
    * Rows recorded without a price (a model the price table did not know then), priced now where
    * `price` can — cost, basis and price key together; rows it still cannot price stay unknown.

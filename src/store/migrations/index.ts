@@ -9,7 +9,6 @@ import { cacheWrite1h } from './v18-cache-write-1h.js';
 import { unpricedIndex } from './v19-unpriced-index.js';
 import { usageHours } from './v20-usage-hours.js';
 import { activeSessionsByAge } from './v21-active-sessions-by-age.js';
-import { ledgerSourceKey } from './v22-ledger-source-key.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -365,5 +364,4 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   unpricedIndex,
   usageHours,
   activeSessionsByAge,
-  ledgerSourceKey,
 ];

@@ -81,14 +81,11 @@ interface Shared {
   payerKind: string;
   payerId: string | null;
   partial: boolean;
-  /** Without ON CONFLICT: for rows whose key is known to be free (a bulk import, see ledger-bulk.ts). */
-  plain: boolean;
   statement: Statement;
 }
 
-const sameShared = (s: Shared, e: LedgerEntry, p: RowPrice, plain: boolean): boolean =>
+const sameShared = (s: Shared, e: LedgerEntry, p: RowPrice): boolean =>
   s.e.model === e.model &&
-  s.plain === plain &&
   s.priceKey === p.priceKey &&
   s.basis === p.basis &&
   s.e.sessionId === e.sessionId &&
@@ -126,8 +123,6 @@ function hourRow(e: LedgerEntry, p: RowPrice, hour: string): HourRow {
 export class LedgerWriter {
   private readonly insertNew: Statement;
   private readonly correct: Statement;
-  /** INSERT without ON CONFLICT (prepared when first used: a bulk import, while the key's index is gone). */
-  private insertPlain: Statement | undefined;
   private substr: Statement | undefined;
   /** The shared columns' statements of the current write, by their literals (see INSERT_SHARED). */
   private readonly shared = new Map<string, Shared>();
@@ -155,27 +150,23 @@ export class LedgerWriter {
    * counted into `tally`; a taken (meter, source id) goes to CORRECT_ROW. `bulk` (an import, many rows
    * a write): the shared columns as literals (see INSERT_SHARED), and each row checked against the
    * ledger's CHECK constraints here (the import turns SQLite's own check off: see SqliteLedgerImport).
-   * `free` (a bulk import): whether a row's key is known to be free — then it is inserted without
-   * ON CONFLICT (the key's index may be gone meanwhile: see ledger-bulk.ts); asked before each row.
    */
   write(
     entries: Iterable<LedgerEntry>,
     price: Pricer,
     recordedAt: string,
     tally: HourTally,
-    options: { turns?: Set<number> | undefined; bulk?: boolean; free?: (e: LedgerEntry) => boolean } = {},
+    options: { turns?: Set<number> | undefined; bulk?: boolean } = {},
   ): number {
-    const { turns, bulk = false, free } = options;
+    const { turns, bulk = false } = options;
     let written = 0;
     for (const e of entries) {
       const p = price(e);
       if (turns && e.turnId !== null) turns.add(e.turnId);
       if (bulk && (!PAYER_KINDS.has(e.payer.kind) || !COST_BASES.has(p.basis)))
         throw new Error(`a ledger row of payer kind ${e.payer.kind} and cost basis ${p.basis} is refused`);
-      const plain = free?.(e) === true;
-      let inserted = bulk ? this.insertShared(e, p, recordedAt, plain) : -1;
-      if (inserted < 0)
-        inserted = plain ? this.insertPlainBound(e, p, recordedAt) : this.insertBound(e, p, recordedAt);
+      let inserted = bulk ? this.insertShared(e, p, recordedAt) : -1;
+      if (inserted < 0) inserted = this.insertBound(e, p, recordedAt);
       if (inserted > 0) tally.add(hourRow(e, p, this.hourOf(e.at)));
       // A row changed here: the ledger's update trigger marks its hour, computed again at flush.
       else written += this.correct.run(...correctParams(e, p, recordedAt)).changes;
@@ -188,9 +179,9 @@ export class LedgerWriter {
    * INSERT_NEW: positional parameters, in the statement's order, without an array (binding an object
    * per row cost a sixth of a large import). Returns the rows inserted (0: its key is taken).
    */
-  private insertBound(e: LedgerEntry, p: RowPrice, recordedAt: string, statement = this.insertNew): number {
+  private insertBound(e: LedgerEntry, p: RowPrice, recordedAt: string): number {
     const u = e.usage;
-    return statement.run(
+    return this.insertNew.run(
       e.meter,
       e.sourceId,
       e.at,
@@ -220,14 +211,8 @@ export class LedgerWriter {
    * The row through the statement of its shared columns: the rows inserted (0: its key is taken), or
    * -1 when its shared columns cannot be literals (INSERT_NEW writes it).
    */
-  /** A row whose key is known to be free, bound (its shared columns cannot be literals). */
-  private insertPlainBound(e: LedgerEntry, p: RowPrice, recordedAt: string): number {
-    this.insertPlain ??= this.db.prepare(INSERT);
-    return this.insertBound(e, p, recordedAt, this.insertPlain);
-  }
-
-  private insertShared(e: LedgerEntry, p: RowPrice, recordedAt: string, plain: boolean): number {
-    const statement = this.sharedStatement(e, p, recordedAt, plain);
+  private insertShared(e: LedgerEntry, p: RowPrice, recordedAt: string): number {
+    const statement = this.sharedStatement(e, p, recordedAt);
     if (!statement) return -1;
     const u = e.usage;
     return statement.run(
@@ -243,18 +228,13 @@ export class LedgerWriter {
     ).changes;
   }
 
-  private sharedStatement(
-    e: LedgerEntry,
-    p: RowPrice,
-    recordedAt: string,
-    plain: boolean,
-  ): Statement | undefined {
+  private sharedStatement(e: LedgerEntry, p: RowPrice, recordedAt: string): Statement | undefined {
     if (this.sharedAt !== recordedAt) {
       this.shared.clear();
       this.recent = [];
       this.sharedAt = recordedAt;
     }
-    for (const r of this.recent) if (sameShared(r, e, p, plain)) return r.statement;
+    for (const r of this.recent) if (sameShared(r, e, p)) return r.statement;
     const values = [
       e.meter,
       e.sessionId,
@@ -271,11 +251,11 @@ export class LedgerWriter {
       e.partial ? 1 : 0,
     ].map(literal);
     if (values.includes(undefined)) return undefined;
-    const key = `${plain ? 'plain ' : ''}${values.join(', ')}`;
+    const key = values.join(', ');
     let found = this.shared.get(key);
     if (!found) {
       if (this.shared.size >= MAX_SHARED_STATEMENTS) return undefined;
-      const sql = `${INSERT_SHARED}${values.join(', ')})${plain ? '' : ' ON CONFLICT (meter, source_id) DO NOTHING'}`;
+      const sql = `${INSERT_SHARED}${key}) ON CONFLICT (meter, source_id) DO NOTHING`;
       found = {
         e: { ...e },
         basis: p.basis,
@@ -283,7 +263,6 @@ export class LedgerWriter {
         payerKind: e.payer.kind,
         payerId: e.payer.id,
         partial: e.partial === true,
-        plain,
         statement: this.db.prepare(sql),
       };
       this.shared.set(key, found);

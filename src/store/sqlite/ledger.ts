@@ -12,7 +12,6 @@ import type {
   UsageReport,
 } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
-import { BulkWindow } from './ledger-bulk.js';
 import { sessionCosts } from './ledger-costs.js';
 import { HourTally } from './ledger-hours.js';
 import { LedgerWriter } from './ledger-insert.js';
@@ -133,8 +132,8 @@ export class SqliteLedgerStore implements LedgerStore {
     return this.db.transaction(() => usageReport(this.db, filter))();
   }
 
-  async beginImport(options: { commitEveryMs: number; bulk?: boolean }): Promise<LedgerImport> {
-    return new SqliteLedgerImport(this.db, this.writer, options, () => this.now());
+  async beginImport(options: { commitEveryMs: number }): Promise<LedgerImport> {
+    return new SqliteLedgerImport(this.db, this.writer, options.commitEveryMs, () => this.now());
   }
 
   async repriceUnknown(price: Pricer): Promise<number> {
@@ -258,24 +257,13 @@ class SqliteLedgerImport implements LedgerImport {
   private ended = false;
   private rows = 0;
   private cacheKib = IMPORT_CACHE_KIB.min;
-  private readonly everyMs: number;
-  /** Into an empty ledger (asked for, and found so in the first write): see ledger-bulk.ts. */
-  private bulk: 'maybe' | 'no' | BulkWindow;
-  /** Whether a new row goes in without ON CONFLICT: while the bulk window is open (see ledger-bulk.ts). */
-  private readonly free = (): boolean => {
-    if (typeof this.bulk === 'string') return false;
-    this.bulk.rows += 1;
-    return true;
-  };
 
   constructor(
     private readonly db: Db,
     private readonly writer: LedgerWriter,
-    options: { commitEveryMs: number; bulk?: boolean },
+    private readonly everyMs: number,
     private readonly now: () => string,
   ) {
-    this.everyMs = options.commitEveryMs;
-    this.bulk = options.bulk === true ? 'maybe' : 'no';
     this.started = now();
     this.unimport = db.prepare(
       `DELETE FROM usage_ledger WHERE meter = 'transcript' AND source_id = ? AND turn_id IS NULL
@@ -308,16 +296,12 @@ class SqliteLedgerImport implements LedgerImport {
     if (!this.db.inTransaction) {
       this.db.exec('BEGIN IMMEDIATE');
       this.since = Date.now();
-      if (this.bulk === 'maybe') this.bulk = BulkWindow.open(this.db) ?? 'no';
     }
     const recordedAt = this.now();
     const run = () => {
       const tally = new HourTally(this.db);
-      const free = typeof this.bulk === 'string' ? undefined : this.free;
-      const added = this.writer.write(piece.add, price, recordedAt, tally, { bulk: true, free });
-      // A correction or a removal looks its row up by key: the window closes first.
-      this.writer.write(this.keyed(piece.correct), price, recordedAt, tally, { bulk: true });
-      if (piece.remove.length > 0) this.closeBulk();
+      const added = this.writer.write(piece.add, price, recordedAt, tally, { bulk: true });
+      this.writer.write(piece.correct, price, recordedAt, tally, { bulk: true });
       this.grow(added);
       let removedOwn = 0;
       for (const sourceId of piece.remove) {
@@ -338,35 +322,12 @@ class SqliteLedgerImport implements LedgerImport {
     }
   }
 
-  /** The entries, the bulk window closed before the first (they look their rows up by key). */
-  private *keyed(entries: Iterable<LedgerEntry>): Generator<LedgerEntry> {
-    for (const e of entries) {
-      this.closeBulk();
-      yield e;
-    }
-  }
-
-  /** The bulk window's indexes built again (in this transaction); rows go the usual way from now on. */
-  private closeBulk(): void {
-    if (typeof this.bulk === 'string') return;
-    const window = this.bulk;
-    this.bulk = 'no';
-    window.close();
-  }
-
   async commit(now: boolean): Promise<void> {
-    if (!this.db.inTransaction) return;
-    // The bulk window holds the lock until it is due (bounded: see ledger-bulk.ts), then commits.
-    if (typeof this.bulk !== 'string') {
-      if (!this.bulk.due) return;
-      this.closeBulk();
-    } else if (!now && Date.now() - this.since < this.everyMs) return;
-    this.db.exec('COMMIT');
+    if (this.db.inTransaction && (now || Date.now() - this.since >= this.everyMs)) this.db.exec('COMMIT');
   }
 
   async finish(): Promise<void> {
     try {
-      this.closeBulk();
       if (this.db.inTransaction) this.db.exec('COMMIT');
     } finally {
       await this.abort();
@@ -376,8 +337,6 @@ class SqliteLedgerImport implements LedgerImport {
   async abort(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
-    // Rolled back with the rest: the window's indexes are as they were.
-    if (typeof this.bulk !== 'string') this.bulk = 'no';
     if (this.db.inTransaction) this.db.exec('ROLLBACK');
     this.db.pragma(`cache_size = ${this.restore.cacheSize}`);
     this.db.pragma(`synchronous = ${this.restore.synchronous}`);
