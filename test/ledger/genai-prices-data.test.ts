@@ -16,6 +16,7 @@ import { checkDataset } from '../../scripts/build-prices.js';
 import type { Usage } from '../../src/core/events.js';
 import { DATASET, GenaiCatalog, libraryFinder } from '../../src/ledger/genai-prices.js';
 import { type CompactDataset, compactProviders, findModel } from '../../src/ledger/genai-prices-data.js';
+import { usage } from '../helpers/usage.js';
 
 // The price dataset as JSON (dist/genai-prices.json, written by scripts/build-prices.ts) prices
 // exactly as the library does, and the built code reads it instead of requiring the library.
@@ -31,15 +32,6 @@ async function compact(): Promise<{
   const providers = (await lib.waitForUpdate()) ?? [];
   return { providers, data: { ...DATASET, providers: compactProviders(providers) } };
 }
-
-const usage = (partial: Partial<Usage>): Usage => ({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheCreationTokens: 0,
-  reasoningTokens: 0,
-  ...partial,
-});
 
 describe('the compact price dataset', () => {
   it("finds every dataset id (and variants) as the library's calcPrice does; a changed entry is refused", async () => {

@@ -12,6 +12,7 @@ import { listPriceCost, type ModelPrice, priceTable } from '../../src/ledger/pri
 import { recordOf } from '../../src/ledger/scan-file.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
+import { usage } from '../helpers/usage.js';
 
 // Issue 16's models (Anthropic's three of today, a current Codex model, a current Gemini model), the
 // 1-hour cache writes of Claude's transcripts and responses, and ids the dataset would price as
@@ -20,15 +21,6 @@ import { SqliteLedgerStore } from '../../src/store/sqlite/ledger.js';
 type Lib = typeof import('@pydantic/genai-prices');
 const lib = createRequire(import.meta.url)('@pydantic/genai-prices') as Lib;
 const AT = '2026-11-20T10:00:00.000Z';
-
-const usage = (partial: Partial<Usage>): Usage => ({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheCreationTokens: 0,
-  reasoningTokens: 0,
-  ...partial,
-});
 
 /** The library's own price of one request (its kinds nest: input includes the cache, 1h is part of writes). */
 function theirs(model: string, u: Usage): number {

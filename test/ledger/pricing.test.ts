@@ -11,15 +11,7 @@ import {
   pricesFromConfig,
   priceTable,
 } from '../../src/ledger/pricing.js';
-
-const usage = (partial: Partial<Usage>): Usage => ({
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheCreationTokens: 0,
-  reasoningTokens: 0,
-  ...partial,
-});
+import { usage } from '../helpers/usage.js';
 
 const sonnet: ModelPrice = {
   input: 3,

@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Usage } from '../../../src/core/events.js';
 import { type Db, openDb } from '../../../src/store/db.js';
 import { listingQuery } from '../../../src/store/sqlite/session-list.js';
 import { SqliteSessionStore } from '../../../src/store/sqlite/sessions.js';
+import { usage } from '../../helpers/usage.js';
 
 let dir: string;
 let db: Db;
@@ -26,6 +28,20 @@ const plan = (filter: Parameters<typeof listingQuery>[0]): string[] => {
     (r) => r.detail,
   );
 };
+
+/** A turn ended: succeeded with `usage` (null: none reported), or failed. */
+const finish = (turnId: number, outcome: { usage?: Usage | null; failed?: boolean } = {}) =>
+  store.finishTurn(turnId, {
+    status: outcome.failed ? 'failed' : 'succeeded',
+    endReason: outcome.failed ? 'error' : 'result',
+    endedAt: new Date().toISOString(),
+    exitCode: outcome.failed ? 1 : 0,
+    exitSignal: null,
+    model: null,
+    usage: outcome.usage ?? null,
+    costUsd: null,
+    error: outcome.failed ? 'x' : null,
+  });
 
 async function session(n: number) {
   return store.create({
@@ -57,18 +73,7 @@ describe('sessions list’s query', () => {
         promptBytes: 1,
         meter: 'transcript',
       });
-      if (s === b)
-        await store.finishTurn(turn.id, {
-          status: 'succeeded',
-          endReason: 'result',
-          endedAt: new Date().toISOString(),
-          exitCode: 0,
-          exitSignal: null,
-          model: null,
-          usage: null,
-          costUsd: null,
-          error: null,
-        });
+      if (s === b) await finish(turn.id);
     }
     await store.close(a.id, 'done');
     const active = await store.listings({ status: 'active' });
@@ -94,13 +99,7 @@ describe('a listing’s figures', () => {
   it('last turn is the highest seq’s start (whatever the clocks said), running when any turn runs, tokens summed', async () => {
     const s = await session(1);
     const idle = await session(2);
-    const usage = {
-      inputTokens: 10,
-      outputTokens: 5,
-      cacheReadTokens: 100,
-      cacheCreationTokens: 0,
-      reasoningTokens: 0,
-    };
+    const used = usage({ inputTokens: 10, outputTokens: 5, cacheReadTokens: 100 });
     const turns = [];
     for (let i = 0; i < 3; i++) {
       const t = await store.beginTurn(s.id, {
@@ -110,18 +109,7 @@ describe('a listing’s figures', () => {
       });
       turns.push(t);
       // The first two end with usage; the third runs.
-      if (i < 2)
-        await store.finishTurn(t.id, {
-          status: 'succeeded',
-          endReason: 'result',
-          endedAt: new Date().toISOString(),
-          exitCode: 0,
-          exitSignal: null,
-          model: null,
-          usage,
-          costUsd: null,
-          error: null,
-        });
+      if (i < 2) await finish(t.id, { usage: used });
     }
     // A clock set back between turns: the last turn (seq 3) started "before" the first.
     const at = ['2026-05-01T10:00:00.000Z', '2026-05-01T12:00:00.000Z', '2026-05-01T09:00:00.000Z'];
@@ -140,17 +128,7 @@ describe('a listing’s figures', () => {
     // The same figures as the records and their summaries give (`sessions list --json`).
     const summaries = await store.turnsOfSessions([s.id]);
     expect(summaries.get(s.id)?.at(-1)?.startedAt).toBe(listing?.lastTurnAt);
-    await store.finishTurn(turns[2]?.id as number, {
-      status: 'failed',
-      endReason: 'error',
-      endedAt: new Date().toISOString(),
-      exitCode: 1,
-      exitSignal: null,
-      model: null,
-      usage: null,
-      costUsd: null,
-      error: 'x',
-    });
+    await finish(turns[2]?.id as number, { failed: true });
     expect((await store.listings({ workItem: 'github:octo/widgets#1' }))[0]).toMatchObject({
       running: false,
       lastTurnAt: at[2],
