@@ -7,8 +7,6 @@ export interface Io {
   err: (text: string) => void;
   cwd: string;
   env: Readonly<Record<string, string | undefined>>;
-  /** Whether stdout is a terminal (colours, progress). */
-  isTty: boolean;
   /**
    * A status line on stderr rewritten in place (`null` erases it): present only when stderr is a
    * terminal. Our own words and figures only — it is written past the control-character filter.
@@ -106,9 +104,8 @@ export const processIo = (options: { direct?: boolean } = {}): Io => {
     cwd: process.cwd(),
     env: process.env,
   };
-  // Asked when used, not at every start: Node makes process.stdout and process.stderr on first use.
+  // Asked when a scan shows progress, not at every start: Node makes process.stderr on first use.
   return Object.defineProperties(io, {
-    isTty: { enumerable: true, get: () => Boolean(process.stdout.isTTY) },
     status: { enumerable: true, get: () => (process.stderr.isTTY ? statusLine : undefined) },
   }) as Io;
 };

@@ -39,7 +39,7 @@ afterEach(() => {
 
 function capture(): { io: Io; out: () => string } {
   let text = '';
-  const io: Io = { out: (t) => (text += t), err: (t) => (text += t), cwd: dir, env: {}, isTty: false };
+  const io: Io = { out: (t) => (text += t), err: (t) => (text += t), cwd: dir, env: {} };
   return { io, out: () => text };
 }
 

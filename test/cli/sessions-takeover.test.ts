@@ -57,7 +57,6 @@ describe('the-loop sessions takeover / handback (real registry)', () => {
         USER: 'carol',
         ...env,
       },
-      isTty: false,
     };
     const code = await main(['node', 'the-loop', '--data-dir', dataDir, ...args], io);
     return { code, stdout, stderr };

@@ -165,7 +165,7 @@ describe('the CLI writes stdout and stderr without making their streams', () => 
 describe('io wrappers keep the status line lazy', () => {
   let reads = 0;
   const base = (): Io => {
-    const io: Io = { out: () => {}, err: () => {}, cwd: '/', env: {}, isTty: false };
+    const io: Io = { out: () => {}, err: () => {}, cwd: '/', env: {} };
     return Object.defineProperty(io, 'status', {
       enumerable: true,
       get: () => {
