@@ -9,7 +9,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
-    // A private state home for the whole run (test/helpers/global-state-home.ts).
-    globalSetup: ['test/helpers/global-state-home.ts'],
+    // A private state home for the whole run (test/helpers/global-state-home.ts), and a private
+    // PostgreSQL cluster (test/helpers/global-postgres.ts).
+    globalSetup: ['test/helpers/global-state-home.ts', 'test/helpers/global-postgres.ts'],
   },
 });

@@ -2,7 +2,7 @@
  * The rules of issue 13 over one scan of `src/`:
  * - no folder imports another in a cycle;
  * - a centre file imports only centre files, `src/core/`, `zod`, `node:crypto` and `node:path`;
- * - no SQL text, no `better-sqlite3` and no `src/store/db.ts` outside the store (the composition root
+ * - no SQL text, no `better-sqlite3`/`pg` and no `src/store/db.ts`/`postgres/pg.ts` outside the store (the composition root
  *   may open the database);
  * - only the composition root builds the database, stores, servers, dispatcher, runners (root.ts);
  * - a centre file reaches no I/O global (`process`, `fetch`, `require`, `globalThis`, … : scope.ts);
@@ -95,12 +95,13 @@ export function storeViolations(scan: Scan): Violation[] {
   const out: Violation[] = [];
   for (const ref of scan.imports) {
     if (mayOpenStore(ref.from)) continue;
-    if (ref.module === 'better-sqlite3' || ref.module?.startsWith('better-sqlite3/')) {
+    const driver = ['better-sqlite3', 'pg'].find((m) => ref.module === m || ref.module?.startsWith(`${m}/`));
+    if (driver) {
       out.push({
         rule: 'store-access',
-        message: `${describeImport(ref)}: better-sqlite3 outside src/store/`,
+        message: `${describeImport(ref)}: ${driver} outside src/store/`,
       });
-    } else if (ref.target === 'src/store/db.ts') {
+    } else if (ref.target === 'src/store/db.ts' || ref.target === 'src/store/postgres/pg.ts') {
       out.push({
         rule: 'store-access',
         message: `${describeImport(ref)}: the database (Db) outside src/store/`,

@@ -5,8 +5,9 @@
  *
  * A call is `openDb(…)` / `startHttpServer(…)` or `new Dispatcher(…)` …, also through a namespace
  * (`db.openDb(…)`, `new runners.Tmux(…)`); a definition (`export function openDb`, `class Tmux`) is
- * not a call. One exception: under `src/store/` a store may build its own parts (`new Sqlite…(`: the
- * ledger's import transaction, `SqliteLedgerImport`); the store never opens a database itself.
+ * not a call. One exception: under `src/store/` a store may build its own parts (`new Sqlite…(`,
+ * `new Pg…(`: the ledger's import transaction, `SqliteLedgerImport`); the store never opens a
+ * database itself.
  */
 import type { Violation } from './checks.js';
 
@@ -24,6 +25,7 @@ export interface RootCall {
 
 const FACTORIES: Readonly<Record<string, string>> = {
   openDb: 'a database',
+  openPg: 'a database',
   startHttpServer: 'an HTTP server',
 };
 
@@ -39,7 +41,8 @@ const CLASSES: Readonly<Record<string, string>> = {
 export function rootOnly(name: string, isNew: boolean): string | null {
   if (!isNew) return Object.hasOwn(FACTORIES, name) ? (FACTORIES[name] as string) : null;
   if (Object.hasOwn(CLASSES, name)) return CLASSES[name] as string;
-  return /^Sqlite[A-Z]\w*$/.test(name) ? 'a SQLite store' : null;
+  if (/^Sqlite[A-Z]\w*$/.test(name)) return 'a SQLite store';
+  return /^Pg[A-Z]\w*$/.test(name) ? 'a PostgreSQL store' : null;
 }
 
 /** A name only the root may call, with `new` or without. */
@@ -52,9 +55,9 @@ export function isRootFile(path: string): boolean {
   return /^src\/main(?:-[^/]+)?\.ts$/.test(path);
 }
 
-/** A store building its own parts (`new Sqlite…(` under `src/store/`). */
+/** A store building its own parts (`new Sqlite…(` / `new Pg…(` under `src/store/`). */
 const storeOwnPart = (hit: RootCall) =>
-  hit.file.startsWith('src/store/') && hit.call.startsWith('new ') && hit.origin.startsWith('Sqlite');
+  hit.file.startsWith('src/store/') && hit.call.startsWith('new ') && /^(Sqlite|Pg)/.test(hit.origin);
 
 export function rootViolations(calls: readonly RootCall[]): Violation[] {
   return calls

@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkDataset } from '../../scripts/build-prices.js';
-import type { Usage } from '../../src/core/events.js';
 import { DATASET, GenaiCatalog, libraryFinder } from '../../src/ledger/genai-prices.js';
 import { type CompactDataset, compactProviders, findModel } from '../../src/ledger/genai-prices-data.js';
 import { usage } from '../helpers/usage.js';

@@ -26,6 +26,11 @@ export interface Migration {
   rebuildsTables?: boolean;
   /** Run after `sql`, in the same transaction: fills what SQL alone cannot (v20's rollup). */
   fill?: (db: Db) => void;
+  /**
+   * The same change for a PostgreSQL store. Required from version 22 on (PostgreSQL stores start
+   * from a baseline at 21: store/postgres/baseline.ts); a test checks every later migration has it.
+   */
+  postgres?: string;
 }
 
 export const MIGRATIONS: Migration[] = [

@@ -1,0 +1,101 @@
+/**
+ * Opening a PostgreSQL store: connect, then bring its schema to the latest version of the one
+ * migration list (migrations/index.ts), under an advisory lock so hosts starting together apply
+ * each migration once.
+ */
+import { LoopError } from '../../core/errors.js';
+import { MIGRATIONS, type Migration } from '../migrations/index.js';
+import { POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION } from './baseline.js';
+import { Pg, type PgOptions, storeUnavailable } from './pg.js';
+
+/** The advisory lock key every host takes while it migrates (an arbitrary constant: "loopmg" in ASCII). */
+const MIGRATE_LOCK = 0x6c6f6f706d67;
+
+export interface MigrateReport {
+  /** The schema version found (0: an empty database). */
+  from: number;
+  to: number;
+  /** The versions this call applied (none when another host had, or nothing was pending). */
+  applied: number[];
+}
+
+/** The newest version the list knows. */
+export const latestVersion = (migrations: readonly Migration[] = MIGRATIONS): number =>
+  migrations.reduce((max, m) => Math.max(max, m.version), POSTGRES_BASELINE_VERSION);
+
+/**
+ * Apply what is pending, in one transaction (PostgreSQL's DDL is transactional: a failed migration
+ * leaves the schema as it was). Refuses a database newer than this the-loop.
+ */
+export async function migratePg(
+  db: Pg,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<MigrateReport> {
+  const latest = latestVersion(migrations);
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+    const found = await client.query('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
+    const from = Number(found.rows[0]?.v ?? 0);
+    if (from > latest) {
+      throw new LoopError(
+        'store-failed',
+        `the PostgreSQL store has schema version ${from}, newer than this the-loop knows (${latest})`,
+        {
+          hint: 'Upgrade the-loop on this host: every host sharing a store must run the same version or newer.',
+        },
+      );
+    }
+    const applied: number[] = [];
+    const record = (version: number, name: string) =>
+      client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        version,
+        name,
+        new Date().toISOString(),
+      ]);
+    if (from === 0) {
+      await client.query(POSTGRES_BASELINE);
+      await record(POSTGRES_BASELINE_VERSION, 'postgres-baseline');
+      applied.push(POSTGRES_BASELINE_VERSION);
+    }
+    const pending = [...migrations]
+      .sort((a, b) => a.version - b.version)
+      .filter((m) => m.version > Math.max(from, POSTGRES_BASELINE_VERSION));
+    for (const m of pending) {
+      if (m.postgres === undefined)
+        throw new LoopError('internal', `migration ${m.version} (${m.name}) has no PostgreSQL text`);
+      await client.query(m.postgres);
+      await record(m.version, m.name);
+      applied.push(m.version);
+    }
+    await client.query('COMMIT');
+    return { from, to: Math.max(from, latest), applied };
+  } catch (cause) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw cause;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Connect to the store at `url` and migrate it: the PostgreSQL counterpart of `openDb`. A database
+ * that cannot be reached or migrated is a LoopError naming it (never its password).
+ */
+export async function openPg(
+  url: string,
+  options: PgOptions & { migrations?: readonly Migration[] } = {},
+): Promise<Pg> {
+  const db = new Pg(url, options);
+  try {
+    await migratePg(db, options.migrations);
+  } catch (cause) {
+    await db.close().catch(() => {});
+    if (cause instanceof LoopError) throw cause;
+    throw storeUnavailable(url, cause);
+  }
+  return db;
+}

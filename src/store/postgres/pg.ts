@@ -1,0 +1,182 @@
+/**
+ * The PostgreSQL connection every PostgreSQL store shares: a pool (node-postgres), queries as
+ * prepared statements (a name per text, prepared once per connection), and transactions that are
+ * run again when PostgreSQL aborts them for a serialization failure or a deadlock. Integers come
+ * back as numbers (BIGINT columns hold ids, token counts and byte sizes, all far below 2^53).
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { LoopError } from '../../core/errors.js';
+
+/** What a query may be given: values bound to $1, $2…, never spliced into the text. */
+export type Values = readonly unknown[];
+
+/** Anything that runs a query: the pool, or the connection of a transaction. */
+export interface Queryable {
+  /** The rows of one statement. */
+  rows<R>(text: string, values?: Values): Promise<R[]>;
+  /** The first row, or undefined. */
+  row<R>(text: string, values?: Values): Promise<R | undefined>;
+  /** How many rows a write changed. */
+  run(text: string, values?: Values): Promise<number>;
+}
+
+export interface PgOptions {
+  /** Connections at most (default 10). */
+  max?: number;
+  /** Names this process in pg_stat_activity (default `the-loop`). */
+  applicationName?: string;
+  /** How long a new connection may take (default 5 s) before the call fails. */
+  connectTimeoutMs?: number;
+  /** Any one statement (default 30 s). */
+  statementTimeoutMs?: number;
+}
+
+export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
+
+/** SQLSTATEs after which a whole transaction is simply run again. */
+const RETRY = new Set(['40001', '40P01']);
+const MAX_ATTEMPTS = 8;
+
+const INT8 = 20;
+const NUMERIC = 1700;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8 || oid === NUMERIC) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  }) as typeof pg.types.getTypeParser,
+};
+
+/** Statement names by text: the same text is prepared once per connection under the same name. */
+const names = new Map<string, string>();
+function nameOf(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `q${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/** The URL without its password (for messages). */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(an unparseable database URL)';
+  }
+}
+
+/** What failed, said plainly: an unreachable server, a refused login, or PostgreSQL's own message. */
+export function describePgError(cause: unknown): string {
+  const e = cause as { code?: string; message?: string; errors?: unknown[] };
+  if (Array.isArray(e.errors) && e.errors.length > 0) return describePgError(e.errors[0]);
+  const message = e.message ?? String(cause);
+  return e.code ? `${message} (${e.code})` : message;
+}
+
+class Runner implements Queryable {
+  constructor(private readonly client: pg.Pool | pg.PoolClient) {}
+
+  async rows<R>(text: string, values: Values = []): Promise<R[]> {
+    const result = await this.client.query({ name: nameOf(text), text, values: values as unknown[] });
+    return result.rows as R[];
+  }
+
+  async row<R>(text: string, values: Values = []): Promise<R | undefined> {
+    return (await this.rows<R>(text, values))[0];
+  }
+
+  async run(text: string, values: Values = []): Promise<number> {
+    const result = await this.client.query({ name: nameOf(text), text, values: values as unknown[] });
+    return result.rowCount ?? 0;
+  }
+}
+
+export class Pg implements Queryable {
+  readonly pool: pg.Pool;
+  private readonly runner: Runner;
+  private closed = false;
+
+  constructor(
+    readonly url: string,
+    options: PgOptions = {},
+  ) {
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: options.max ?? 10,
+      application_name: options.applicationName ?? 'the-loop',
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      statement_timeout: options.statementTimeoutMs ?? 30_000,
+      idleTimeoutMillis: 30_000,
+      types,
+    });
+    // An idle connection the server dropped is an error event on the pool; the next query gets a new one.
+    this.pool.on('error', () => {});
+    this.runner = new Runner(this.pool);
+  }
+
+  rows<R>(text: string, values?: Values): Promise<R[]> {
+    return this.runner.rows<R>(text, values);
+  }
+
+  row<R>(text: string, values?: Values): Promise<R | undefined> {
+    return this.runner.row<R>(text, values);
+  }
+
+  run(text: string, values?: Values): Promise<number> {
+    return this.runner.run(text, values);
+  }
+
+  /**
+   * One transaction on one connection: committed when `body` returns, rolled back when it throws;
+   * run again (from the start, `body` called anew) when PostgreSQL aborts it for a serialization
+   * failure or a deadlock. `body` must therefore do nothing but queries it can repeat.
+   */
+  async tx<T>(body: (q: Queryable) => Promise<T>, isolation: Isolation = 'read committed'): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query(`BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`);
+        const result = await body(new Runner(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (cause) {
+        await client.query('ROLLBACK').catch((e: Error) => {
+          broken = e;
+        });
+        const code = (cause as { code?: string }).code;
+        if (!(code && RETRY.has(code) && attempt < MAX_ATTEMPTS)) throw cause;
+        await new Promise((go) => setTimeout(go, Math.random() * 5 * attempt));
+      } finally {
+        // A connection whose rollback failed is not handed out again.
+        client.release(broken);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  get open(): boolean {
+    return !this.closed;
+  }
+}
+
+/** A LoopError for a database that cannot be reached or used, naming it without its password. */
+export function storeUnavailable(url: string, cause: unknown): LoopError {
+  return new LoopError(
+    'store-failed',
+    `cannot use the PostgreSQL store at ${redactUrl(url)}: ${describePgError(cause)}`,
+    {
+      cause,
+      hint: 'Check that PostgreSQL is running and that store.url (THE_LOOP_DATABASE_URL) names a database this user may use.',
+    },
+  );
+}

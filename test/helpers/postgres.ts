@@ -1,0 +1,147 @@
+/**
+ * A private PostgreSQL cluster for the tests and benchmarks: Debian's `postgresql` binaries, a data
+ * directory and socket under the system temp dir, a free TCP port on 127.0.0.1, trust
+ * authentication for its one role (`loop`), removed when stopped. As root (CI), the server runs as
+ * the `postgres` user: PostgreSQL refuses to run as root.
+ *
+ * The test run starts one (test/helpers/global-postgres.ts) and hands its URL to every test process
+ * in THE_LOOP_TEST_PG_URL; `freshDatabase()` gives a test its own database, a copy of a migrated
+ * template.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+export const TEMPLATE_DB = 'loop_template';
+
+export interface Cluster {
+  /** `postgres://loop@127.0.0.1:<port>/<database>` */
+  url(database: string): string;
+  port: number;
+  dir: string;
+  stop(): void;
+}
+
+/** The directory holding initdb and pg_ctl (PostgreSQL 15 on Debian), or undefined. */
+export function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'pg_ctl')))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? join(root, versions[0], 'bin') : undefined;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a PostgreSQL binary (as `postgres` when this process is root); its output on failure. */
+function asOwner(bin: string, args: string[]): void {
+  const root = process.getuid?.() === 0;
+  const [file, argv] = root ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  const result = spawnSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (result.status !== 0)
+    throw new Error(`${bin} ${args[0] ?? ''} failed (${result.status}): ${result.stderr || result.stdout}`);
+}
+
+/**
+ * Start a cluster. `durable: false` (tests) turns fsync off: a test never survives a power cut, and
+ * a commit is then a memory write. Benchmarks keep PostgreSQL's durable defaults.
+ */
+export async function startCluster(options: { durable?: boolean } = {}): Promise<Cluster> {
+  const bin = postgresBin();
+  if (!bin)
+    throw new Error('PostgreSQL is not installed (/usr/lib/postgresql/*/bin): apt-get install postgresql');
+  const dir = mkdtempSync(join(tmpdir(), 'the-loop-pg-'));
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownSync(dir, uid, gid);
+  }
+  const data = join(dir, 'data');
+  const port = await freePort();
+  asOwner(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-A',
+    'trust',
+    '-U',
+    'loop',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+  ]);
+  const settings = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c max_connections=400',
+    ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
+  ];
+  asOwner(join(bin, 'pg_ctl'), ['-D', data, '-o', settings.join(' '), '-l', join(dir, 'log'), '-w', 'start']);
+  let stopped = false;
+  return {
+    url: (database) => `postgres://loop@127.0.0.1:${port}/${database}`,
+    port,
+    dir,
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      try {
+        asOwner(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** The test run's cluster (global setup), as a URL with no database; throws why there is none. */
+export function testCluster(): string {
+  const url = process.env.THE_LOOP_TEST_PG_URL;
+  if (!url)
+    throw new Error(
+      `no PostgreSQL for the tests: ${process.env.THE_LOOP_TEST_PG_ERROR ?? 'THE_LOOP_TEST_PG_URL is not set'}`,
+    );
+  return url;
+}
+
+/** A new database of the run's cluster, migrated (a copy of the template); `drop` removes it. */
+export async function freshDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const base = testCluster();
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${base}postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: `${base}${name}`,
+    name,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: `${base}postgres` });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
