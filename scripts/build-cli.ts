@@ -41,11 +41,12 @@ export const READ_BUNDLE = join(ROOT, 'dist', 'cli-read.cjs');
 /**
  * Loaded from node_modules when used: node-pty (native, loaded by import() when a pty is opened),
  * the price library (when dist/genai-prices.json, read in its place, is missing), and the daemon's large
- * dependencies no other command loads (graphql for the gateway, ws for the console): left in, they
+ * dependencies no other command loads (graphql for the gateway, ws for the console, pg for a
+ * PostgreSQL store): left in, they
  * would make every command read and deserialize them. better-sqlite3's JavaScript is bundled; its
  * addon is named by src/store/db.ts.
  */
-const EXTERNAL = ['node-pty', '@pydantic/genai-prices', 'graphql', 'ws', '@modelcontextprotocol/sdk'];
+const EXTERNAL = ['node-pty', '@pydantic/genai-prices', 'graphql', 'ws', '@modelcontextprotocol/sdk', 'pg'];
 
 /**
  * Bundled apart, each into dist/<file> with its own code cache (bin/cli-load.js VENDOR): zod and the

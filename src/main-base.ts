@@ -1,25 +1,20 @@
-import { join } from 'node:path';
 import type { ActStore } from './acts/audit.js';
 import { prepareDataDir } from './config/data-dir.js';
 import { loadConfigCached } from './config/load-cache.js';
 import type { LoadedConfig } from './config/load-types.js';
+import type { BudgetStore } from './core/ports/budgets.js';
+import type { DriveAuditStore } from './core/ports/drives.js';
 import type { Inbox } from './core/ports/inbox.js';
+import type { ScanCursorStore } from './core/ports/ledger.js';
+import type { TokenStore } from './core/ports/tokens.js';
 import { scrubberFor } from './guard/scrubber.js';
 import { Ledger } from './ledger/ledger.js';
 import { pricesFromConfig, priceTable } from './ledger/pricing.js';
 import { createLogger, fileSink, type Logger, type SecretScrubber } from './log/logger.js';
-import { type Db, openDb } from './store/db.js';
-import { SqliteActStore } from './store/sqlite/acts.js';
-import { SqliteBudgets } from './store/sqlite/budgets.js';
-import { SqliteDriveAudit } from './store/sqlite/drive-audit.js';
-import { SqliteInbox } from './store/sqlite/inbox.js';
-import { SqliteLedgerStore } from './store/sqlite/ledger.js';
-import { SqliteScanCursors } from './store/sqlite/scan-files.js';
-import { SqliteSessionStore } from './store/sqlite/sessions.js';
-import { SqliteTokenStore } from './store/sqlite/tokens.js';
+import { openStores, type RegistryStore, type Stores } from './main-store.js';
 
 /**
- * What every command opens: the config, the log (scrubbed), the registry database and its stores
+ * What every command opens: the config, the log (scrubbed), the store (SQLite or PostgreSQL) and its ports
  * (sessions, ledger, acts, budgets, scan cursors, tokens) — and nothing of the runners, the
  * dispatcher or the server, so the commands that only read or fill the ledger (`usage`, `usage
  * scan`, `acts`) start without loading them. `createApp` builds on it (part of the composition root,
@@ -29,17 +24,19 @@ export interface Base {
   loaded: LoadedConfig;
   logger: Logger;
   scrubber: SecretScrubber;
-  db: Db;
+  /** The store the ports below are over (main-store.ts). */
+  stores: Stores;
   /** The registry's sessions and turns (createApp wraps it: an ended session's tokens are revoked). */
-  sessions: SqliteSessionStore;
+  sessions: RegistryStore;
   ledger: Ledger;
   acts: ActStore;
-  budgets: SqliteBudgets;
-  scanCursors: SqliteScanCursors;
+  budgets: BudgetStore;
+  scanCursors: ScanCursorStore;
   /** The gateway's capability tokens (hashes). */
-  tokenStore: SqliteTokenStore;
+  tokenStore: TokenStore;
   /** The terminal connector's audit (`the-loop mcp`): every call, its payload as a digest. */
-  drives: SqliteDriveAudit;
+  drives: DriveAuditStore;
+  /** Release the store and the log (the store's connections close in the background). */
   dispose(): void;
 }
 
@@ -50,10 +47,10 @@ export interface AppOptions {
   dataDir?: string | undefined;
 }
 
-export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
+export { registryPath } from './main-store.js';
 
-/** The inbox over the base's database: for the commands that read it without the whole app. */
-export const openInbox = (base: Base): Inbox => new SqliteInbox(base.db, { scrub: base.scrubber.scrub });
+/** The inbox over the base's store: for the commands that read it without the whole app. */
+export const openInbox = (base: Base): Inbox => base.stores.inbox({ scrub: base.scrubber.scrub });
 
 export async function openBase(options: AppOptions): Promise<Base> {
   // Through the validated-config cache: a command on an unchanged config loads no schema.
@@ -68,22 +65,28 @@ export async function openBase(options: AppOptions): Promise<Base> {
     scrub: scrubber.scrub,
     fields: { pid: process.pid },
   });
-  const db = openDb(registryPath(loaded.dataDir));
-  const ledger = new Ledger(new SqliteLedgerStore(db), priceTable(pricesFromConfig(loaded.config.pricing)));
+  let stores: Stores;
+  try {
+    stores = await openStores(loaded, scrubber.scrub);
+  } catch (error) {
+    logSink.close?.();
+    throw error;
+  }
+  const ledger = new Ledger(stores.ledger, priceTable(pricesFromConfig(loaded.config.pricing)));
   return {
     loaded,
     logger,
     scrubber,
-    db,
-    sessions: new SqliteSessionStore(db, { scrub: scrubber.scrub }),
+    stores,
+    sessions: stores.sessions,
     ledger,
-    acts: new SqliteActStore(db, { scrub: scrubber.scrub }),
-    budgets: new SqliteBudgets(db),
-    scanCursors: new SqliteScanCursors(db),
-    tokenStore: new SqliteTokenStore(db),
-    drives: new SqliteDriveAudit(db, { scrub: scrubber.scrub }),
+    acts: stores.acts,
+    budgets: stores.budgets,
+    scanCursors: stores.scanCursors,
+    tokenStore: stores.tokens,
+    drives: stores.drives,
     dispose: () => {
-      if (db.open) db.close();
+      stores.close().catch((error: unknown) => logger.warn('store: close failed', { error: String(error) }));
       logSink.close?.();
     },
   };

@@ -5,10 +5,7 @@ import { pricesFromConfig, priceTable } from './ledger/pricing.js';
 import { transcriptDirCandidates } from './ledger/scan-jobs.js';
 import { TranscriptWatcher, type WatchStatus } from './ledger/watch.js';
 import { watchRoots } from './ledger/watch-plan.js';
-import { type AppOptions, type Base, registryPath } from './main-base.js';
-import { type Db, openDb } from './store/db.js';
-import { SqliteLedgerStore } from './store/sqlite/ledger.js';
-import { SqliteScanCursors } from './store/sqlite/scan-files.js';
+import type { AppOptions, Base } from './main-base.js';
 
 /**
  * The daemon's transcript watcher, wired (part of the composition root): the trees it watches from
@@ -27,7 +24,7 @@ export type UsageWatchStatus = WatchStatus & { errors: string[] };
 
 export function createUsageWatch(base: Base, options: Pick<AppOptions, 'cwd' | 'env'>): UsageWatch {
   let watcher: TranscriptWatcher | undefined;
-  let db: Db | undefined;
+  let own: ReturnType<Base['stores']['watchStores']> | undefined;
   return {
     start() {
       const { loaded, logger } = base;
@@ -49,15 +46,12 @@ export function createUsageWatch(base: Base, options: Pick<AppOptions, 'cwd' | '
       // The sessions' homes are made on their first turn: watched from before, so none is missed.
       if (roots.some((r) => r.origin === 'sessions'))
         mkdirSync(join(loaded.dataDir, 'homes'), { recursive: true, mode: 0o700 });
-      db = openDb(registryPath(loaded.dataDir));
-      const ledger = new Ledger(
-        new SqliteLedgerStore(db),
-        priceTable(pricesFromConfig(loaded.config.pricing)),
-      );
+      own = base.stores.watchStores();
+      const ledger = new Ledger(own.ledger, priceTable(pricesFromConfig(loaded.config.pricing)));
       watcher = new TranscriptWatcher(
         {
           ledger,
-          cursors: new SqliteScanCursors(db),
+          cursors: own.cursors,
           sessions: base.sessions,
           logger: logger.child({ part: 'usage-watch' }),
         },
@@ -69,8 +63,8 @@ export function createUsageWatch(base: Base, options: Pick<AppOptions, 'cwd' | '
     async stop() {
       await watcher?.stop();
       watcher = undefined;
-      if (db?.open) db.close();
-      db = undefined;
+      own?.close();
+      own = undefined;
     },
   };
 }

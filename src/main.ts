@@ -4,6 +4,7 @@ import { type ActStore, auditTurn } from './acts/audit.js';
 import { readRefusals, sessionPolicyHook } from './acts/hook.js';
 import type { LoadedConfig } from './config/load.js';
 import { policyOf, repoOf } from './config/repos.js';
+import type { BudgetStore } from './core/ports/budgets.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
@@ -27,9 +28,6 @@ import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
-import type { Db } from './store/db.js';
-import type { SqliteBudgets } from './store/sqlite/budgets.js';
-import { SqliteInbox } from './store/sqlite/inbox.js';
 import { serverLimits } from './web/limits.js';
 import { type HttpServer, listenError, reply, startHttpServer } from './web/server.js';
 
@@ -41,12 +39,11 @@ export interface App {
   loaded: LoadedConfig;
   logger: Logger;
   scrubber: SecretScrubber;
-  db: Db;
   store: SessionStore;
   inbox: Inbox;
   ledger: Ledger;
   acts: ActStore;
-  budgets: SqliteBudgets;
+  budgets: BudgetStore;
   /** Turns found lost when this app started (their engines may still run). */
   lostTurns: LostTurn[];
   runners: Record<string, Runner>;
@@ -65,7 +62,7 @@ export { registryPath } from './main-base.js';
 
 export async function createApp(options: AppOptions): Promise<App> {
   const base = await openBase(options);
-  const { loaded, scrubber, logger, db, ledger, acts, budgets, sessions: registry } = base;
+  const { loaded, scrubber, logger, ledger, acts, budgets, sessions: registry } = base;
   const guard = createGuard({
     loaded,
     env: options.env,
@@ -82,7 +79,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ledger: ledger.store,
     logger,
   });
-  const inbox = new SqliteInbox(db, { scrub: scrubber.scrub, mayHold: scrubber.mayHold });
+  const inbox = base.stores.inbox({ scrub: scrubber.scrub, mayHold: scrubber.mayHold });
   const runners = createRunners(loaded, logger, {
     env: options.env,
     sessionStatus: async (id) => (await registry.get(id))?.status,
@@ -103,7 +100,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     loaded,
     logger,
     scrubber,
-    db,
     store,
     inbox,
     ledger,

@@ -7,6 +7,7 @@ import { intOption } from './options.js';
 import { type ProgramContext, programContext } from './program-context.js';
 import { addEventsCommands, addLedgerCommands } from './program-ledger.js';
 import { addSessionsCommands } from './program-sessions.js';
+import { addStoreCommands } from './store.js';
 
 const USAGE_CODES = new Set([
   'engine-unsupported',
@@ -48,6 +49,7 @@ const COMMAND_GROUPS: ReadonlyArray<
   [['serve'], (p, c) => addServeCommand(p, c)],
   [['console'], (p, c) => addConsoleCommand(p, c)],
   [['mcp'], (p, c) => addMcpCommands(p, c)],
+  [['store'], (p, c) => addStoreCommands(p, c)],
 ];
 
 /** The command an argv names (`node the-loop [global options] <command> …`), if it names one. */

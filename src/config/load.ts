@@ -28,11 +28,22 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path =
   });
 }
 
-/** Replace every `env:NAME` string by the variable's value; report unset ones by key path. */
-/** Config keys whose values are secrets: engine environments and the webhook secret. */
+/** The store URL's password (as written and decoded), a secret of its own: a message may name it alone. */
+function urlPassword(path: Path, value: string): string[] {
+  if (path[0] !== 'store') return [];
+  try {
+    const raw = new URL(value).password;
+    return [...new Set([raw, decodeURIComponent(raw)])].filter((p) => p.length >= 8);
+  } catch {
+    return [];
+  }
+}
+
+/** Config keys whose values are secrets: engine environments, the webhook secret, the store's URL. */
 export const isSecretPath = (path: Path): boolean =>
   (path[0] === 'engines' && path[2] === 'env') ||
   (path[0] === 'webhook' && path[1] === 'secret') ||
+  (path[0] === 'store' && path[1] === 'url') ||
   path[0] === 'credentials';
 
 /** Key paths of secret values written literally in the file (not `env:NAME`). */
@@ -43,7 +54,9 @@ export function literalSecretPaths(value: unknown, path: Path = []): string[] {
       // A credential is a string or { value, kind }: its kind is not a secret.
       (path[0] !== 'credentials' || path.length === 2 || path[2] === 'value') &&
       // An engine's variables hold URLs and switches too: only those named like a credential.
-      (path[0] !== 'engines' || /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(String(path[3])));
+      (path[0] !== 'engines' || /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i.test(String(path[3]))) &&
+      // A store URL without a password (peer or trust authentication) holds no secret.
+      (path[0] !== 'store' || urlPassword(path, value).length > 0 || /:[^/@]*@/.test(value));
     return secret && value !== '' && !value.startsWith('env:') ? [formatPath(path)] : [];
   }
   if (value && typeof value === 'object') {
@@ -77,7 +90,7 @@ export function resolveEnvRefs(
     }
     // Credentials and the webhook secret are secrets; a path or a model name read from the
     // environment is not (scrubbing it would blank out ordinary output).
-    if (isSecretPath(path)) secrets.push(resolved);
+    if (isSecretPath(path)) secrets.push(resolved, ...urlPassword(path, resolved));
     return resolved;
   }
   if (Array.isArray(value))

@@ -5,6 +5,7 @@ import { connectorSchema } from './connector-schema.js';
 import { consoleSchema } from './console-schema.js';
 import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
 import { serverSchema } from './server-schema.js';
+import { storeSchema } from './store-schema.js';
 import { usageSchema } from './usage-schema.js';
 
 /**
@@ -153,6 +154,7 @@ export const configSchema = z
       .describe(
         "Where state lives (SQLite registry, log, keys, worktrees). Relative to the config file. Default: the config file's directory, or $XDG_STATE_HOME/the-loop/<repo>-<digest> when that is inside a git work tree (state never belongs in a repository).",
       ),
+    store: storeSchema,
     log: z
       .object({
         level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),

@@ -60,6 +60,12 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
   return db;
 }
 
+/** The registry's schema version, and the newest the list knows. */
+export function schemaVersion(db: Db, migrations: readonly Migration[] = MIGRATIONS): { version: number; latest: number } {
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  return { version: row.v ?? 0, latest: migrations.reduce((max, m) => Math.max(max, m.version), 0) };
+}
+
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);

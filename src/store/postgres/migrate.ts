@@ -81,6 +81,14 @@ export async function migratePg(
   }
 }
 
+/** The schema version of a migrated store. */
+export async function schemaVersionPg(db: Pg): Promise<number> {
+  const row = await db.row<{ v: number }>(
+    'SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations',
+  );
+  return row?.v ?? 0;
+}
+
 /**
  * Connect to the store at `url` and migrate it: the PostgreSQL counterpart of `openDb`. A database
  * that cannot be reached or migrated is a LoopError naming it (never its password).

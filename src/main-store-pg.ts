@@ -1,0 +1,51 @@
+/**
+ * The PostgreSQL side of the store (main-store.ts), loaded only when `store.kind` is postgres.
+ */
+import type { ActStore } from './acts/audit.js';
+import type { StoreConfig } from './config/store-schema.js';
+import type { RegistryStore, Stores } from './main-store.js';
+import { PgActStore } from './store/postgres/acts.js';
+import { PgBudgets } from './store/postgres/budgets.js';
+import { PgDriveAudit } from './store/postgres/drive-audit.js';
+import { PgInbox } from './store/postgres/inbox.js';
+import { PgLedgerStore } from './store/postgres/ledger.js';
+import { copySqliteToPg } from './store/copy.js';
+import { openDb } from './store/db.js';
+import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
+import { redactUrl } from './store/postgres/pg.js';
+import { PgScanCursors } from './store/postgres/scan-files.js';
+import { PgSessionStore } from './store/postgres/sessions.js';
+import { PgTokenStore } from './store/postgres/tokens.js';
+
+export async function openPostgresStores(
+  store: Extract<StoreConfig, { kind: 'postgres' }>,
+  scrub: (text: string) => string,
+): Promise<Stores> {
+  const db = await openPg(store.url, { max: store.pool, applicationName: `the-loop ${process.pid}` });
+  const ledger = new PgLedgerStore(db);
+  const scanCursors = new PgScanCursors(db);
+  return {
+    kind: 'postgres',
+    where: redactUrl(db.url),
+    sessions: new PgSessionStore(db, { scrub }) as unknown as RegistryStore,
+    ledger,
+    acts: new PgActStore(db, { scrub }) as ActStore,
+    budgets: new PgBudgets(db),
+    scanCursors,
+    tokens: new PgTokenStore(db),
+    drives: new PgDriveAudit(db, { scrub }),
+    inbox: (masking) => new PgInbox(db, masking),
+    watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
+    schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
+    copyFromSqlite: async (path, options) => {
+      // Opening migrates an older registry to this version first (the copy needs the same columns).
+      const sqlite = openDb(path);
+      try {
+        return await copySqliteToPg(sqlite, db, options);
+      } finally {
+        sqlite.close();
+      }
+    },
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * The store every command opens (part of the composition root): SQLite (the default, a file in the
+ * data directory) or PostgreSQL (`store: { kind: postgres, url }`, shared by several hosts). Both
+ * give the same ports; nothing past this file knows which one it has.
+ */
+import { join } from 'node:path';
+import type { ActStore } from './acts/audit.js';
+import type { LoadedConfig } from './config/load-types.js';
+import type { BudgetStore } from './core/ports/budgets.js';
+import type { DriveAuditStore } from './core/ports/drives.js';
+import type { Inbox } from './core/ports/inbox.js';
+import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
+import type { SessionStore } from './core/ports/sessions.js';
+import type { TokenStore } from './core/ports/tokens.js';
+import type { CopyOptions, CopyReport } from './store/copy.js';
+import { openDb, schemaVersion } from './store/db.js';
+import { SqliteActStore } from './store/sqlite/acts.js';
+import { SqliteBudgets } from './store/sqlite/budgets.js';
+import { SqliteDriveAudit } from './store/sqlite/drive-audit.js';
+import { SqliteInbox } from './store/sqlite/inbox.js';
+import { SqliteLedgerStore } from './store/sqlite/ledger.js';
+import { SqliteScanCursors } from './store/sqlite/scan-files.js';
+import { SqliteSessionStore } from './store/sqlite/sessions.js';
+import { SqliteTokenStore } from './store/sqlite/tokens.js';
+
+/** The session store with what `sessions list` and the dispatcher's lock ask of it beside the port. */
+export type RegistryStore = SessionStore & Pick<SqliteSessionStore, 'listings' | 'anyTurnOrphaned'>;
+
+/** What the inbox masks: the scrubber's text pass and, for a payload's bytes, its quick check. */
+export interface InboxMasking {
+  scrub: (text: string) => string;
+  mayHold?: ((bytes: Uint8Array, text: string) => boolean) | undefined;
+}
+
+export interface Stores {
+  kind: 'sqlite' | 'postgres';
+  /** Where, for messages: the registry file, or the database URL without its password. */
+  where: string;
+  sessions: RegistryStore;
+  ledger: LedgerStore;
+  acts: ActStore;
+  budgets: BudgetStore;
+  scanCursors: ScanCursorStore;
+  tokens: TokenStore;
+  drives: DriveAuditStore;
+  /** The inbox over the same store. */
+  inbox(masking: InboxMasking): Inbox;
+  /**
+   * The ledger and cursors the transcript watcher writes through: on SQLite a connection of its
+   * own (an import's transaction never holds the daemon's), on PostgreSQL the same pool.
+   */
+  watchStores(): { ledger: LedgerStore; cursors: ScanCursorStore; close(): void };
+  /** The schema's version, and the newest this the-loop knows (equal once opened: opening migrates). */
+  schema(): Promise<{ version: number; latest: number }>;
+  /**
+   * PostgreSQL only: copy a SQLite registry (its path) into this store, which must be empty
+   * (`the-loop store copy`, store/copy.ts).
+   */
+  copyFromSqlite?(path: string, options: CopyOptions): Promise<CopyReport>;
+  /** Release the connection(s). Idempotent. */
+  close(): Promise<void>;
+}
+
+export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
+
+export async function openStores(loaded: LoadedConfig, scrub: (text: string) => string): Promise<Stores> {
+  const store = loaded.config.store;
+  // Loaded only when configured: the PostgreSQL client is not read by every command on SQLite.
+  if (store.kind === 'postgres') return (await import('./main-store-pg.js')).openPostgresStores(store, scrub);
+  return sqliteStores(registryPath(loaded.dataDir), scrub);
+}
+
+function sqliteStores(path: string, scrub: (text: string) => string): Stores {
+  const db = openDb(path);
+  return {
+    kind: 'sqlite',
+    where: path,
+    sessions: new SqliteSessionStore(db, { scrub }),
+    ledger: new SqliteLedgerStore(db),
+    acts: new SqliteActStore(db, { scrub }),
+    budgets: new SqliteBudgets(db),
+    scanCursors: new SqliteScanCursors(db),
+    tokens: new SqliteTokenStore(db),
+    drives: new SqliteDriveAudit(db, { scrub }),
+    inbox: (masking) => new SqliteInbox(db, masking),
+    watchStores: () => {
+      const own = openDb(path);
+      return {
+        ledger: new SqliteLedgerStore(own),
+        cursors: new SqliteScanCursors(own),
+        close: () => {
+          if (own.open) own.close();
+        },
+      };
+    },
+    schema: async () => schemaVersion(db),
+    close: async () => {
+      if (db.open) db.close();
+    },
+  };
+}

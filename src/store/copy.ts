@@ -1,0 +1,210 @@
+/**
+ * `the-loop store copy`: a SQLite registry into an empty PostgreSQL store, every table's rows with
+ * their ids, in one PostgreSQL transaction — a copy is whole or not at all, so a failed one is simply
+ * run again, and a store that already holds rows is refused (nothing is copied twice). The SQLite
+ * file is only read.
+ *
+ * Rows PostgreSQL would reject (a NUL character in text, which PostgreSQL's text cannot hold) are
+ * found before anything is written and reported by table and key; the copy then writes nothing
+ * unless told to leave them out.
+ */
+import type { Db } from './db.js';
+import type { Pg, Queryable } from './postgres/pg.js';
+
+/** The tables copied, parents before children (foreign keys), with the key that names a row. */
+export const COPIED_TABLES: ReadonlyArray<{ table: string; key: string; identity?: string }> = [
+  { table: 'sessions', key: 'id' },
+  { table: 'turns', key: 'id', identity: 'id' },
+  { table: 'turn_events', key: 'turn_id, seq' },
+  { table: 'deliveries', key: 'id', identity: 'seq' },
+  { table: 'usage_ledger', key: 'id', identity: 'id' },
+  { table: 'unmetered_drives', key: 'id', identity: 'id' },
+  { table: 'scan_files', key: 'path' },
+  { table: 'gateway_tokens', key: 'hash' },
+  { table: 'acts', key: 'id', identity: 'id' },
+  { table: 'connector_audit', key: 'id', identity: 'id' },
+];
+
+export interface RejectedRow {
+  table: string;
+  /** The row's key, as `column=value` pairs. */
+  key: string;
+  reason: string;
+}
+
+export interface CopyReport {
+  /** Rows copied, per table, in copy order. */
+  tables: Array<{ table: string; rows: number }>;
+  rows: number;
+  /** Rows PostgreSQL would reject: left out (`skipRejected`) or the reason nothing was written. */
+  rejected: RejectedRow[];
+  /** False when rejected rows stopped the copy (nothing was written). */
+  copied: boolean;
+}
+
+export interface CopyOptions {
+  /** Leave the rejected rows out and copy the rest (default: copy nothing, report them). */
+  skipRejected?: boolean;
+  /** Rows per INSERT (default 2000). */
+  batch?: number;
+  /** Called after each batch: the table and the rows of it copied so far. */
+  progress?: (table: string, done: number, total: number) => void;
+}
+
+type Row = Record<string, unknown>;
+
+/** Columns both stores have, with PostgreSQL's type of each. */
+async function commonColumns(
+  sqlite: Db,
+  pg: Queryable,
+  table: string,
+): Promise<Array<{ name: string; type: string }>> {
+  const own = new Set(
+    (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name),
+  );
+  const theirs = await pg.rows<{ column_name: string; udt_name: string }>(
+    `SELECT column_name, udt_name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`,
+    [table],
+  );
+  return theirs.filter((c) => own.has(c.column_name)).map((c) => ({ name: c.column_name, type: c.udt_name }));
+}
+
+const ARRAY_TYPE: Record<string, string> = {
+  text: 'text[]',
+  int8: 'bigint[]',
+  float8: 'float8[]',
+  bytea: 'bytea[]',
+};
+
+/** A SQLite value as the PostgreSQL column takes it. */
+function convert(value: unknown, type: string): unknown {
+  if (value === null || value === undefined) return null;
+  if (type === 'bytea') return typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+  if (type === 'text' && typeof value !== 'string')
+    return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+  if ((type === 'int8' || type === 'float8') && typeof value !== 'number') return String(value);
+  return value;
+}
+
+/** Roughly how many bytes a row sends (its text and bytes): a batch of large payloads is cut short. */
+const sizeOf = (row: Row): number =>
+  Object.values(row).reduce<number>(
+    (n, v) => n + (typeof v === 'string' || Buffer.isBuffer(v) ? v.length : 8),
+    0,
+  );
+
+/** Why PostgreSQL would refuse this row, or null. */
+function rejection(row: Row, columns: ReadonlyArray<{ name: string; type: string }>): string | null {
+  for (const { name, type } of columns) {
+    const value = row[name];
+    if (value === null || value === undefined) continue;
+    const text = typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : null;
+    if (type === 'text' && text?.includes('\u0000'))
+      return `${name} holds a NUL character (PostgreSQL's text cannot)`;
+    if (
+      type === 'int8' &&
+      !(typeof value === 'number' ? Number.isSafeInteger(value) : /^-?\d{1,15}$/.test(String(value)))
+    )
+      return `${name} holds ${JSON.stringify(String(value).slice(0, 40))}, not a whole number`;
+    if (
+      type === 'float8' &&
+      !(typeof value === 'number' || /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(String(value)))
+    )
+      return `${name} holds ${JSON.stringify(String(value).slice(0, 40))}, not a number`;
+  }
+  return null;
+}
+
+const keyOf = (row: Row, key: string) =>
+  key
+    .split(', ')
+    .map((k) => `${k}=${String(row[k])}`)
+    .join(' ');
+
+/** Every row of every copied table that PostgreSQL would reject. */
+export async function findRejected(sqlite: Db, pg: Queryable): Promise<RejectedRow[]> {
+  const out: RejectedRow[] = [];
+  for (const { table, key } of COPIED_TABLES) {
+    const columns = await commonColumns(sqlite, pg, table);
+    for (const row of sqlite.prepare(`SELECT * FROM ${table}`).iterate() as Iterable<Row>) {
+      const reason = rejection(row, columns);
+      if (reason) out.push({ table, key: keyOf(row, key), reason });
+    }
+  }
+  return out;
+}
+
+async function refuseNonEmpty(q: Queryable): Promise<void> {
+  for (const { table } of COPIED_TABLES) {
+    const row = await q.row<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${table}) AS any`);
+    if (row?.any)
+      throw new Error(
+        `the PostgreSQL store is not empty (${table} has rows): a copy goes into an empty store only`,
+      );
+  }
+}
+
+async function copyTable(
+  sqlite: Db,
+  q: Queryable,
+  spec: (typeof COPIED_TABLES)[number],
+  skip: ReadonlySet<string>,
+  options: CopyOptions,
+): Promise<number> {
+  const columns = await commonColumns(sqlite, q, spec.table);
+  const names = columns.map((c) => `"${c.name}"`).join(', ');
+  const unnest = columns.map((c, i) => `$${i + 1}::${ARRAY_TYPE[c.type] ?? 'text[]'}`).join(', ');
+  const insert = `INSERT INTO ${spec.table} (${names}) OVERRIDING SYSTEM VALUE SELECT * FROM unnest(${unnest})`;
+  const total = (sqlite.prepare(`SELECT COUNT(*) AS n FROM ${spec.table}`).get() as { n: number }).n;
+  const size = options.batch ?? 2000;
+  let batch: Row[] = [];
+  let bytes = 0;
+  let done = 0;
+  const flush = async () => {
+    if (batch.length === 0) return;
+    await q.run(
+      insert,
+      columns.map((c) => batch.map((row) => convert(row[c.name], c.type))),
+    );
+    done += batch.length;
+    batch = [];
+    bytes = 0;
+    options.progress?.(spec.table, done, total);
+  };
+  for (const row of sqlite.prepare(`SELECT * FROM ${spec.table} ORDER BY rowid`).iterate() as Iterable<Row>) {
+    if (skip.size > 0 && skip.has(`${spec.table} ${keyOf(row, spec.key)}`)) continue;
+    batch.push(row);
+    bytes += sizeOf(row);
+    if (batch.length >= size || bytes >= 32 * 1024 * 1024) await flush();
+  }
+  await flush();
+  if (spec.identity)
+    await q.run(
+      `SELECT setval(pg_get_serial_sequence('${spec.table}', '${spec.identity}'),
+         GREATEST((SELECT COALESCE(MAX(${spec.identity}), 0) FROM ${spec.table}), 1),
+         (SELECT COUNT(*) > 0 FROM ${spec.table}))`,
+    );
+  return done;
+}
+
+/** Copy `sqlite` (migrated to the same version) into the empty store `pg`. */
+export async function copySqliteToPg(sqlite: Db, pg: Pg, options: CopyOptions = {}): Promise<CopyReport> {
+  // Read in one SQLite transaction: a daemon writing meanwhile does not tear the copy.
+  sqlite.prepare('BEGIN').run();
+  try {
+    const rejected = await findRejected(sqlite, pg);
+    if (rejected.length > 0 && !options.skipRejected) return { tables: [], rows: 0, rejected, copied: false };
+    const skip = new Set(rejected.map((r) => `${r.table} ${r.key}`));
+    const tables = await pg.tx(async (q) => {
+      await refuseNonEmpty(q);
+      const out: CopyReport['tables'] = [];
+      for (const spec of COPIED_TABLES)
+        out.push({ table: spec.table, rows: await copyTable(sqlite, q, spec, skip, options) });
+      return out;
+    });
+    return { tables, rows: tables.reduce((n, t) => n + t.rows, 0), rejected, copied: true };
+  } finally {
+    sqlite.prepare('ROLLBACK').run();
+  }
+}
