@@ -4,13 +4,13 @@
 import type { ActStore } from './acts/audit.js';
 import type { StoreConfig } from './config/store-schema.js';
 import type { RegistryStore, Stores } from './main-store.js';
+import { copySqliteToPg } from './store/copy.js';
+import { openDb } from './store/db.js';
 import { PgActStore } from './store/postgres/acts.js';
 import { PgBudgets } from './store/postgres/budgets.js';
 import { PgDriveAudit } from './store/postgres/drive-audit.js';
 import { PgInbox } from './store/postgres/inbox.js';
 import { PgLedgerStore } from './store/postgres/ledger.js';
-import { copySqliteToPg } from './store/copy.js';
-import { openDb } from './store/db.js';
 import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
 import { redactUrl } from './store/postgres/pg.js';
 import { PgScanCursors } from './store/postgres/scan-files.js';

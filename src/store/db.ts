@@ -61,7 +61,10 @@ export function openDb(path: string, migrations: readonly Migration[] = MIGRATIO
 }
 
 /** The registry's schema version, and the newest the list knows. */
-export function schemaVersion(db: Db, migrations: readonly Migration[] = MIGRATIONS): { version: number; latest: number } {
+export function schemaVersion(
+  db: Db,
+  migrations: readonly Migration[] = MIGRATIONS,
+): { version: number; latest: number } {
   const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
   return { version: row.v ?? 0, latest: migrations.reduce((max, m) => Math.max(max, m.version), 0) };
 }

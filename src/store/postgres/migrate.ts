@@ -83,9 +83,7 @@ export async function migratePg(
 
 /** The schema version of a migrated store. */
 export async function schemaVersionPg(db: Pg): Promise<number> {
-  const row = await db.row<{ v: number }>(
-    'SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations',
-  );
+  const row = await db.row<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
   return row?.v ?? 0;
 }
 
