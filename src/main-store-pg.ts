@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL side of the store (main-store.ts), loaded only when `store.kind` is postgres.
  */
+import { hostname } from 'node:os';
 import type { ActStore } from './acts/audit.js';
 import type { StoreConfig } from './config/store-schema.js';
 import type { RegistryStore, Stores } from './main-store.js';
@@ -21,9 +22,10 @@ export async function openPostgresStores(
   store: Extract<StoreConfig, { kind: 'postgres' }>,
   scrub: (text: string) => string,
 ): Promise<Stores> {
-  const db = await openPg(store.url, { max: store.pool, applicationName: `the-loop ${process.pid}` });
+  const host = store.host ?? hostname();
+  const db = await openPg(store.url, { max: store.pool, applicationName: `the-loop ${host} ${process.pid}` });
   const ledger = new PgLedgerStore(db);
-  const scanCursors = new PgScanCursors(db);
+  const scanCursors = new PgScanCursors(db, { host });
   return {
     kind: 'postgres',
     where: redactUrl(db.url),
@@ -41,7 +43,7 @@ export async function openPostgresStores(
       // Opening migrates an older registry to this version first (the copy needs the same columns).
       const sqlite = openDb(path);
       try {
-        return await copySqliteToPg(sqlite, db, options);
+        return await copySqliteToPg(sqlite, db, { host, ...options });
       } finally {
         sqlite.close();
       }

@@ -2,9 +2,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LoopError } from '../core/errors.js';
+import type { CopyReport } from '../core/ports/copy.js';
 import { type Base, registryPath } from '../main-base.js';
-
-import type { CopyReport } from '../store/copy.js';
 import { formatInt, oneLine, table, toJson } from './format.js';
 import { EXIT, type Io } from './io.js';
 import type { ProgramContext } from './program-context.js';

@@ -36,6 +36,13 @@ export const storeSchema = z
           .max(200, 'at most 200 connections')
           .default(10)
           .describe('Connections this process keeps to the database at most.'),
+        host: z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'a host id: letters, digits, . _ - (at most 63)')
+          .optional()
+          .describe(
+            "This host's id among the hosts sharing the store (default: its hostname). Two hosts must never share one.",
+          ),
       })
       .strict(),
   ])

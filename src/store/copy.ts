@@ -8,6 +8,7 @@
  * found before anything is written and reported by table and key; the copy then writes nothing
  * unless told to leave them out.
  */
+import type { CopyOptions, CopyReport, RejectedRow } from '../core/ports/copy.js';
 import type { Db } from './db.js';
 import type { Pg, Queryable } from './postgres/pg.js';
 
@@ -24,32 +25,6 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; key: string; identity
   { table: 'acts', key: 'id', identity: 'id' },
   { table: 'connector_audit', key: 'id', identity: 'id' },
 ];
-
-export interface RejectedRow {
-  table: string;
-  /** The row's key, as `column=value` pairs. */
-  key: string;
-  reason: string;
-}
-
-export interface CopyReport {
-  /** Rows copied, per table, in copy order. */
-  tables: Array<{ table: string; rows: number }>;
-  rows: number;
-  /** Rows PostgreSQL would reject: left out (`skipRejected`) or the reason nothing was written. */
-  rejected: RejectedRow[];
-  /** False when rejected rows stopped the copy (nothing was written). */
-  copied: boolean;
-}
-
-export interface CopyOptions {
-  /** Leave the rejected rows out and copy the rest (default: copy nothing, report them). */
-  skipRejected?: boolean;
-  /** Rows per INSERT (default 2000). */
-  batch?: number;
-  /** Called after each batch: the table and the rows of it copied so far. */
-  progress?: (table: string, done: number, total: number) => void;
-}
 
 type Row = Record<string, unknown>;
 

@@ -156,12 +156,15 @@ CREATE TABLE unmetered_drives (
 );
 CREATE INDEX unmetered_drives_at ON unmetered_drives (at);
 
+-- Each host reads its own files: its cursors are its own (one path on two hosts is two files).
 CREATE TABLE scan_files (
-  path       TEXT PRIMARY KEY,
+  host       TEXT NOT NULL DEFAULT '',
+  path       TEXT NOT NULL,
   inode      BIGINT NOT NULL,
   size       BIGINT NOT NULL,
   "offset"   BIGINT NOT NULL,
-  scanned_at TEXT NOT NULL
+  scanned_at TEXT NOT NULL,
+  PRIMARY KEY (host, path)
 );
 
 CREATE TABLE gateway_tokens (

@@ -6,7 +6,7 @@
 import { LoopError } from '../../core/errors.js';
 import { MIGRATIONS, type Migration } from '../migrations/index.js';
 import { POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION } from './baseline.js';
-import { Pg, type PgOptions, storeUnavailable } from './pg.js';
+import { checkOut, Pg, type PgOptions, storeUnavailable } from './pg.js';
 
 /** The advisory lock key every host takes while it migrates (an arbitrary constant: "loopmg" in ASCII). */
 const MIGRATE_LOCK = 0x6c6f6f706d67;
@@ -32,9 +32,13 @@ export async function migratePg(
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<MigrateReport> {
   const latest = latestVersion(migrations);
-  const client = await db.pool.connect();
+  const { client, done } = await checkOut(db.pool);
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
+    // A host waits for another's migration however long it takes (the pool's statement timeout
+    // would cut the wait, and a long migration, short).
+    await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
@@ -74,10 +78,12 @@ export async function migratePg(
     await client.query('COMMIT');
     return { from, to: Math.max(from, latest), applied };
   } catch (cause) {
-    await client.query('ROLLBACK').catch(() => {});
+    await client.query('ROLLBACK').catch((e: Error) => {
+      broken = e;
+    });
     throw cause;
   } finally {
-    client.release();
+    done(broken);
   }
 }
 

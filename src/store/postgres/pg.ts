@@ -3,6 +3,11 @@
  * prepared statements (a name per text, prepared once per connection), and transactions that are
  * run again when PostgreSQL aborts them for a serialization failure or a deadlock. Integers come
  * back as numbers (BIGINT columns hold ids, token counts and byte sizes, all far below 2^53).
+ *
+ * Every host must run the same schema: a statement prepared before another host migrated a table it
+ * reads can fail ("cached plan must not change result type"); upgrade hosts together
+ * (docs/scale-out.md). Statements are prepared per connection, so the pool must talk to PostgreSQL
+ * itself or to a pooler in session mode (not PgBouncer's transaction mode).
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -26,9 +31,12 @@ export interface PgOptions {
   max?: number;
   /** Names this process in pg_stat_activity (default `the-loop`). */
   applicationName?: string;
-  /** How long a new connection may take (default 5 s) before the call fails. */
+  /**
+   * How long a call may wait for a connection (default 10 s): a new one to be made, or a busy pool
+   * to free one. Then the call fails (a store error: the webhook is answered 503, the turn waits).
+   */
   connectTimeoutMs?: number;
-  /** Any one statement (default 30 s). */
+  /** Any one statement, lock waits included (default 30 s); a migration waits without limit. */
   statementTimeoutMs?: number;
 }
 
@@ -40,12 +48,56 @@ const MAX_ATTEMPTS = 8;
 
 const INT8 = 20;
 const NUMERIC = 1700;
+const INT8_ARRAY = 1016;
+const NUMERIC_ARRAY = 1231;
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === INT8 || oid === NUMERIC) return (value: string) => Number(value);
+    if (oid === INT8_ARRAY || oid === NUMERIC_ARRAY) {
+      const parseArray = pg.types.getTypeParser(oid as never, format) as (
+        value: string,
+      ) => Array<string | null>;
+      return (value: string) => parseArray(value).map((v) => (v === null ? null : Number(v)));
+    }
     return pg.types.getTypeParser(oid, format);
   }) as typeof pg.types.getTypeParser,
 };
+
+/**
+ * A connection checked out of the pool has no error listener of the pool's: one the server drops
+ * while it is out (a failover, a terminated backend, a cut network) would emit an uncaught 'error'.
+ * Held while out; the failed query reports the error, and the connection is released as broken.
+ */
+export async function checkOut(
+  pool: pg.Pool,
+): Promise<{ client: pg.PoolClient; done(broken?: Error): void }> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost = error;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    done: (broken) => {
+      client.off('error', onError);
+      client.release(broken ?? lost);
+    },
+  };
+}
+
+/** A statement that failed because the connection or the server went away (not the statement's fault). */
+export function isConnectionLoss(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code ?? '';
+  const message = error instanceof Error ? error.message : '';
+  return (
+    /^(08|57P0[123])/.test(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(code) ||
+    /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+      message,
+    )
+  );
+}
 
 /** Statement names by text: the same text is prepared once per connection under the same name. */
 const names = new Map<string, string>();
@@ -108,7 +160,7 @@ export class Pg implements Queryable {
       connectionString: url,
       max: options.max ?? 10,
       application_name: options.applicationName ?? 'the-loop',
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       statement_timeout: options.statementTimeoutMs ?? 30_000,
       idleTimeoutMillis: 30_000,
       types,
@@ -133,11 +185,12 @@ export class Pg implements Queryable {
   /**
    * One transaction on one connection: committed when `body` returns, rolled back when it throws;
    * run again (from the start, `body` called anew) when PostgreSQL aborts it for a serialization
-   * failure or a deadlock. `body` must therefore do nothing but queries it can repeat.
+   * failure or a deadlock. `body` must therefore do nothing but queries it can repeat, and all of
+   * them through `q` (a query on the pool inside `body` would wait for a second connection).
    */
   async tx<T>(body: (q: Queryable) => Promise<T>, isolation: Isolation = 'read committed'): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
+      const { client, done } = await checkOut(this.pool);
       let broken: Error | undefined;
       try {
         await client.query(`BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}`);
@@ -150,10 +203,10 @@ export class Pg implements Queryable {
         });
         const code = (cause as { code?: string }).code;
         if (!(code && RETRY.has(code) && attempt < MAX_ATTEMPTS)) throw cause;
-        await new Promise((go) => setTimeout(go, Math.random() * 5 * attempt));
+        await new Promise((go) => setTimeout(go, Math.random() * 10 * 2 ** attempt));
       } finally {
         // A connection whose rollback failed is not handed out again.
-        client.release(broken);
+        done(broken);
       }
     }
   }
