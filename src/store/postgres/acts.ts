@@ -7,7 +7,7 @@ import type {
   ActTurn,
   NewAct,
 } from '../../core/ports/acts.js';
-import type { Pg, Queryable } from './pg.js';
+import type { Pg } from './pg.js';
 
 /**
  * The acts table on PostgreSQL: its only reader and writer, as store/sqlite/acts.ts. Every text an
@@ -106,20 +106,23 @@ export class PgActStore<Kind extends string = string, Detail = unknown> implemen
   async save(turn: ActTurn, acts: readonly NewAct<Kind, Detail>[], source: ActSource): Promise<void> {
     if (acts.length === 0) return;
     const values = this.values(turn, acts, source);
-    // Wire acts given their numbers still take the turn's lock, so saveWire never numbers one of
-    // its own after a MAX(seq) read while these are uncommitted (its insert would then be dropped).
-    if (source === 'wire') await this.db.tx(async (q) => locked(q, turn.id, () => q.run(INSERT, values)));
-    else await this.db.run(INSERT, values);
+    // In a transaction, so a deadlock (two hosts saving one turn's acts in different orders) is
+    // run again rather than failed. Wire acts given their numbers still take the turn's lock, so
+    // saveWire never numbers one after a MAX(seq) read while these are uncommitted (its insert
+    // would then be dropped as a repeat).
+    await this.db.tx(async (q) => {
+      if (source === 'wire') await q.run(LOCK_TURN, [turn.id]);
+      await q.run(INSERT, values);
+    });
   }
 
   async saveWire(turn: ActTurn, act: Omit<NewAct<Kind, Detail>, 'seq'>): Promise<void> {
-    await this.db.tx(async (q) =>
-      locked(q, turn.id, async () => {
-        const next = await q.row<{ seq: number }>(NEXT_WIRE_SEQ, [turn.id]);
-        const numbered = { ...act, seq: next?.seq ?? 1 } as NewAct<Kind, Detail>;
-        await q.run(INSERT, this.values(turn, [numbered], 'wire'));
-      }),
-    );
+    await this.db.tx(async (q) => {
+      await q.run(LOCK_TURN, [turn.id]);
+      const next = await q.row<{ seq: number }>(NEXT_WIRE_SEQ, [turn.id]);
+      const numbered = { ...act, seq: next?.seq ?? 1 } as NewAct<Kind, Detail>;
+      await q.run(INSERT, this.values(turn, [numbered], 'wire'));
+    });
   }
 
   async list(filter: ActFilter<Kind> = {}): Promise<ActRecord<Kind, Detail>[]> {
@@ -170,10 +173,4 @@ export class PgActStore<Kind extends string = string, Detail = unknown> implemen
       at: r.at,
     };
   }
-}
-
-/** `body` under the lock on the turn's row (held to the end of the transaction `q` runs). */
-async function locked<T>(q: Queryable, turnId: number, body: () => Promise<T>): Promise<T> {
-  await q.run(LOCK_TURN, [turnId]);
-  return body();
 }
