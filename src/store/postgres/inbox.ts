@@ -1,4 +1,228 @@
-import type { Inbox } from '../../core/ports/inbox.js';
-import { notBuilt } from './not-built.js';
+import { LoopError } from '../../core/errors.js';
+import type {
+  AcceptOutcome,
+  ArrivingDelivery,
+  Claim,
+  ClaimWrites,
+  DeliveryFilter,
+  DeliveryRecord,
+  Inbox,
+  NewDelivery,
+  PruneOptions,
+  PruneReport,
+  RoutedDelivery,
+  RoutedTurn,
+} from '../../core/ports/inbox.js';
+import { bodyText, COLUMNS, type Masking, parsePlan, type Row, toRecord } from '../sqlite/inbox-rows.js';
+import { insertDelivery, lockAndFindStored, lockIds, pgText, routedColumns } from './inbox-accept.js';
+import { applyClaimWrites } from './inbox-claims.js';
+import { pruneBatch } from './inbox-prune.js';
+import type { Pg, Queryable } from './pg.js';
 
-export const PgInbox = notBuilt<Inbox>('inbox');
+/**
+ * The inbox on PostgreSQL (the `deliveries` table: its only reader and writer), for several hosts
+ * sharing one database. The body is BYTEA (bytes as they came, or a text body's UTF-8), the plan
+ * JSON text, both scrubbed exactly as SQLite's inbox does (its pure row helpers are shared).
+ *
+ * Across hosts: arrivals are stored and routed once per id (inbox-accept.ts), claims serialized per
+ * work item (inbox-claims.ts); every other write is one guarded UPDATE (the row's lock, then its
+ * WHERE checked again on the row as committed), so two hosts at once each change a row only when
+ * it is still in the state the write expects.
+ */
+export class PgInbox implements Inbox {
+  constructor(
+    private readonly db: Pg,
+    private readonly options: Masking & { now?: () => Date } = {},
+  ) {}
+
+  private now(): string {
+    return (this.options.now?.() ?? new Date()).toISOString();
+  }
+
+  private scrub = (text: string): string => this.options.scrub?.(text) ?? text;
+
+  async acceptMany(deliveries: readonly NewDelivery[]): Promise<AcceptOutcome[]> {
+    if (deliveries.length === 0) return [];
+    // One clock reading for the transaction: its deliveries are received (committed) together.
+    const at = this.now();
+    return this.db.tx(async (q) => {
+      await lockIds(
+        q,
+        deliveries.map((d) => d.id),
+      );
+      const outcomes: AcceptOutcome[] = [];
+      for (const d of deliveries) {
+        outcomes.push((await insertDelivery(q, d, at, this.options)) ? 'accepted' : 'duplicate');
+      }
+      return outcomes;
+    });
+  }
+
+  async accept(delivery: NewDelivery): Promise<AcceptOutcome> {
+    return (await this.acceptMany([delivery]))[0] as AcceptOutcome;
+  }
+
+  async acceptArriving(
+    deliveries: readonly ArrivingDelivery[],
+  ): Promise<Array<RoutedDelivery | 'duplicate'>> {
+    if (deliveries.length === 0) return [];
+    const at = this.now();
+    // Each route asked once even when the transaction is run again (after a deadlock).
+    const routes = new Map<number, RoutedDelivery>();
+    const routeOf = (d: ArrivingDelivery, i: number): RoutedDelivery => {
+      let routed = routes.get(i);
+      if (routed === undefined) {
+        routed = d.route();
+        routes.set(i, routed);
+      }
+      return routed;
+    };
+    return this.db.tx(async (q) => {
+      const known = await lockAndFindStored(
+        q,
+        deliveries.map((d) => d.id),
+      );
+      const out: Array<RoutedDelivery | 'duplicate'> = [];
+      for (const [i, d] of deliveries.entries()) {
+        // Stored before, or earlier in this batch: not routed (again).
+        if (known.has(d.id)) {
+          out.push('duplicate');
+          continue;
+        }
+        known.add(d.id);
+        const { route: _route, ...rest } = d;
+        const routed = routeOf(d, i);
+        out.push((await insertDelivery(q, { ...rest, routed }, at, this.options)) ? routed : 'duplicate');
+      }
+      return out;
+    });
+  }
+
+  async get(id: string): Promise<DeliveryRecord | undefined> {
+    return read(this.db, id);
+  }
+
+  async body(id: string): Promise<string | undefined> {
+    const row = await this.db.row<{ body: Buffer; pruned_at: string | null }>(
+      'SELECT body, pruned_at FROM deliveries WHERE id = $1',
+      [id],
+    );
+    // A pruned row holds no bytes (the column is NOT NULL): never hand that out as if it were the payload.
+    return row && row.pruned_at === null ? bodyText(row.body) : undefined;
+  }
+
+  async readBody(id: string): Promise<string> {
+    const body = await this.body(id);
+    if (body !== undefined) return body;
+    const d = await read(this.db, id);
+    if (!d) throw new LoopError('usage', `no delivery ${id}`, { hint: 'See `the-loop events list`.' });
+    throw new LoopError(
+      'delivery-pruned',
+      `the body of delivery ${id} was pruned at ${d.prunedAt} (inbox.retainDays); it cannot be routed or run again`,
+      { hint: `\`the-loop events show ${id}\` still shows its metadata and outcome.` },
+    );
+  }
+
+  async plan(id: string): Promise<RoutedTurn | undefined> {
+    const row = await this.db.row<Pick<Row, 'route' | 'work_item'> & { plan: string | null }>(
+      'SELECT route, work_item, plan FROM deliveries WHERE id = $1',
+      [id],
+    );
+    if (!row || row.plan === null || row.work_item === null) return undefined;
+    if (row.route !== 'start' && row.route !== 'deliver') return undefined;
+    return parsePlan(row.route, row.work_item, row.plan);
+  }
+
+  async list(filter: DeliveryFilter = {}): Promise<DeliveryRecord[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    // The text varies only in its shape (which filters): the values are bound.
+    if (filter.status) {
+      args.push(filter.status);
+      where.push(`status = $${args.length}`);
+    }
+    if (filter.workItem) {
+      args.push(filter.workItem);
+      where.push(`work_item = $${args.length}`);
+    }
+    args.push(filter.limit ?? 100);
+    const sql = `SELECT ${COLUMNS} FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT $${args.length}`;
+    return (await this.db.rows<Row>(sql, args)).map(toRecord);
+  }
+
+  async pending(): Promise<DeliveryRecord[]> {
+    const rows = await this.db.rows<Row>(
+      `SELECT ${COLUMNS} FROM deliveries WHERE status IN ('queued', 'running') ORDER BY seq`,
+    );
+    return rows.map(toRecord);
+  }
+
+  async setRoute(id: string, routed: RoutedDelivery): Promise<void> {
+    const r = routedColumns(routed, this.options);
+    await this.db.run(
+      `UPDATE deliveries SET route = $1, work_item = $2, reason = $3, plan = $4, status = COALESCE($5::text, status),
+        updated_at = $6 WHERE id = $7`,
+      [routed.action, r.workItem, r.reason, r.plan, r.status, this.now(), id],
+    );
+  }
+
+  async applyClaims(writes: ClaimWrites): Promise<Claim[]> {
+    return this.db.tx((q) => applyClaimWrites(q, writes, this.now(), this.scrub));
+  }
+
+  async finish(
+    id: string,
+    result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },
+  ): Promise<void> {
+    const error = result.error === null ? null : pgText(this.scrub(result.error));
+    await this.db.run(
+      'UPDATE deliveries SET status = $1, turn_id = COALESCE($2::bigint, turn_id), error = $3, updated_at = $4 WHERE id = $5',
+      [result.status, result.turnId, error, this.now(), id],
+    );
+  }
+
+  async retry(id: string): Promise<DeliveryRecord> {
+    const d = await read(this.db, id);
+    if (!d) throw new LoopError('usage', `no delivery ${id}`, { hint: 'See `the-loop events list`.' });
+    if (d.status !== 'failed') {
+      throw new LoopError('usage', `delivery ${id} is ${d.status}; only failed deliveries can be retried`);
+    }
+    // Guarded: retention (or a retry on another host) may have changed it since it was read. Its seq
+    // is kept: it goes back to its original place in arrival order.
+    const retried = await this.db.row<Row>(
+      `UPDATE deliveries SET status = 'queued', error = NULL, updated_at = $1
+        WHERE id = $2 AND status = 'failed' AND pruned_at IS NULL RETURNING ${COLUMNS}`,
+      [this.now(), id],
+    );
+    if (retried) return toRecord(retried);
+    const after = (await read(this.db, id)) as DeliveryRecord;
+    if (after.prunedAt !== null) {
+      throw new LoopError(
+        'delivery-pruned',
+        `delivery ${id} cannot be retried: its body was pruned at ${after.prunedAt} (inbox.retainDays)`,
+        { hint: 'Its payload is gone; trigger the work again on GitHub.' },
+      );
+    }
+    throw new LoopError('usage', `delivery ${id} is ${after.status}; only failed deliveries can be retried`);
+  }
+
+  async requeue(id: string): Promise<void> {
+    await this.db.run(
+      "UPDATE deliveries SET status = 'queued', updated_at = $1 WHERE id = $2 AND status = 'running'",
+      [this.now(), id],
+    );
+  }
+
+  async prune(options: PruneOptions): Promise<PruneReport> {
+    const dryRun = options.dryRun ?? false;
+    const now = options.now ?? this.options.now?.() ?? new Date();
+    const pass = (q: Queryable) => pruneBatch(q, { ...options, now, dryRun });
+    // A dry run only reads: no transaction for it.
+    return dryRun ? pass(this.db) : this.db.tx(pass);
+  }
+}
+
+async function read(q: Queryable, id: string): Promise<DeliveryRecord | undefined> {
+  const row = await q.row<Row>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1`, [id]);
+  return row && toRecord(row);
+}
