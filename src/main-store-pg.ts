@@ -2,9 +2,8 @@
  * The PostgreSQL side of the store (main-store.ts), loaded only when `store.kind` is postgres.
  */
 import { hostname } from 'node:os';
-import type { ActStore } from './acts/audit.js';
 import type { StoreConfig } from './config/store-schema.js';
-import type { RegistryStore, Stores } from './main-store.js';
+import type { Stores } from './main-store.js';
 import { copySqliteToPg } from './store/copy.js';
 import { openDb } from './store/db.js';
 import { PgActStore } from './store/postgres/acts.js';
@@ -29,9 +28,9 @@ export async function openPostgresStores(
   return {
     kind: 'postgres',
     where: redactUrl(db.url),
-    sessions: new PgSessionStore(db, { scrub }) as unknown as RegistryStore,
+    sessions: new PgSessionStore(db, { scrub }),
     ledger,
-    acts: new PgActStore(db, { scrub }) as ActStore,
+    acts: new PgActStore(db, { scrub }),
     budgets: new PgBudgets(db),
     scanCursors,
     tokens: new PgTokenStore(db),
