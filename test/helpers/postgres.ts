@@ -73,6 +73,9 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
   }
   const data = join(dir, 'data');
   const port = await freePort();
+  // The databases' default collation is ICU's en-US, as on a typical server (not byte order): a query
+  // that needs SQLite's byte order must say so (COLLATE "C"), or the tests see the difference.
+  const locale = ['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US'];
   asOwner(join(bin, 'initdb'), [
     '-D',
     data,
@@ -83,7 +86,7 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
     '--no-sync',
     '-E',
     'UTF8',
-    '--locale=C.UTF-8',
+    ...locale,
   ]);
   const settings = [
     `-p ${port}`,

@@ -44,6 +44,7 @@ export class PgScanCursors implements ScanCursorStore {
           last.map((c) => c.size),
           last.map((c) => c.offset),
           at,
+          this.host,
         ],
       ),
     );
