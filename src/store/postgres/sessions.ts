@@ -1,4 +1,387 @@
-import type { SessionStore } from '../../core/ports/sessions.js';
-import { notBuilt } from './not-built.js';
+import { randomUUID } from 'node:crypto';
+import type { CredentialKind } from '../../core/credential.js';
+import { LoopError } from '../../core/errors.js';
+import type { TurnEvent, Usage } from '../../core/events.js';
+import type {
+  BudgetRaise,
+  EventWindow,
+  Meter,
+  NewSession,
+  SessionHold,
+  SessionRecord,
+  SessionStatus,
+  SessionStore,
+  SessionTakeover,
+  SessionWaiting,
+  StoredEvent,
+  TurnEnd,
+  TurnGuard,
+  TurnRecord,
+} from '../../core/ports/sessions.js';
+import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
+import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
+import type { SessionLister, SessionListing } from '../../sessions/summary.js';
+import { type SessionRow, type TurnRow, toSession, toTurn } from '../sqlite/session-rows.js';
+import type { Pg, Queryable } from './pg.js';
+import { endTakeover, writeTakeover } from './session-console.js';
+import { listQuery, type SessionFilter, sessionListings } from './session-list.js';
+import {
+  appendTurnEvent,
+  isUniqueViolation,
+  markTurnLost,
+  orphanTurns,
+  ownerGone,
+  readEventWindow,
+  readTurnEvents,
+  recoverLost,
+  runningOwners,
+  turnAt,
+  turnsOfSessions,
+  writeTurnEnd,
+} from './turns.js';
 
-export const PgSessionStore = notBuilt<SessionStore>('sessions');
+export interface TurnInput {
+  promptDigest: string;
+  promptBytes: number;
+  meter: Meter;
+  deliveryId?: string | undefined;
+  guard?: TurnGuard | undefined;
+}
+
+const sessionBusy = (workItem: string, cause: unknown) =>
+  new LoopError('session-busy', `${workItem} already has an active session`, { cause });
+
+const turnBusy = (detail: string, cause?: unknown) =>
+  new LoopError('session-busy', `${detail} of this session is still running`, {
+    hint: 'Turns of one session run one at a time; wait for it to end.',
+    ...(cause === undefined ? {} : { cause }),
+  });
+
+/**
+ * The session registry on PostgreSQL: the owner of `sessions`, `turns` and `turn_events` (the turn
+ * side's SQL in turns.ts, the console's in session-console.ts, `sessions list`'s in
+ * session-list.ts). Every string that came from an engine passes through `scrub` before it is
+ * stored. Several hosts may call at once: each read-then-write locks the row it read (or is one
+ * statement), and the unique indexes `sessions_one_active` and `turns_one_running` back the rules.
+ */
+export class PgSessionStore implements SessionStore, SessionLister {
+  constructor(
+    private readonly db: Pg,
+    private readonly options: { scrub: (text: string) => string; now?: () => Date; ownerPid?: number },
+  ) {}
+
+  private now(): string {
+    return (this.options.now?.() ?? new Date()).toISOString();
+  }
+
+  async findActive(workItem: string): Promise<SessionRecord | undefined> {
+    const row = await this.db.row<SessionRow>(
+      "SELECT * FROM sessions WHERE work_item = $1 AND status = 'active'",
+      [workItemKey(workItem)],
+    );
+    return row && toSession(row);
+  }
+
+  async get(id: string): Promise<SessionRecord | undefined> {
+    const row = await this.db.row<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id]);
+    return row && toSession(row);
+  }
+
+  async list(filter: SessionFilter = {}): Promise<SessionRecord[]> {
+    const { sql, args } = listQuery(filter);
+    return (await this.db.rows<SessionRow>(sql, args)).map(toSession);
+  }
+
+  /** What `sessions list` prints of the sessions `list` returns, in one query (session-list.ts). */
+  async listings(filter: SessionFilter = {}): Promise<SessionListing[]> {
+    return sessionListings(this.db, filter);
+  }
+
+  async slugFor(workItem: string): Promise<string> {
+    const key = workItemKey(workItem);
+    const own = await this.db.rows<{ work_item: string; slug: string }>(
+      'SELECT work_item, slug FROM sessions WHERE work_item = $1 ORDER BY created_at DESC, created_seq DESC',
+      [key],
+    );
+    const slugs = [...new Set([...own.map((r) => r.slug), workItemSlug(parseWorkItem(key))])];
+    const others = await this.db.rows<{ work_item: string; slug: string }>(
+      'SELECT work_item, slug FROM sessions WHERE work_item <> $1 AND slug = ANY($2::text[])',
+      [key, slugs],
+    );
+    const uses: SlugUse[] = [...own, ...others].map((r) => ({ workItem: r.work_item, slug: r.slug }));
+    return planSlug(key, uses);
+  }
+
+  async create(input: NewSession): Promise<SessionRecord> {
+    const id = randomUUID();
+    const at = this.now();
+    const workItem = workItemKey(input.workItem);
+    try {
+      const row = await this.db.tx(async (q) => {
+        // Two work items never end up sharing one slug: whoever checks a slug holds its lock until
+        // commit, so a second creator with the same slug checks after the first's row is visible.
+        await q.run("SELECT pg_advisory_xact_lock(hashtextextended('the-loop/session-slug/' || $1, 0))", [
+          input.slug,
+        ]);
+        const holder = await q.row<{ work_item: string }>(
+          'SELECT work_item FROM sessions WHERE slug = $1 AND work_item <> $2 LIMIT 1',
+          [input.slug, workItem],
+        );
+        if (holder) throw slugCollision(input.slug, workItem, holder.work_item);
+        return q.row<SessionRow>(
+          `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
+             credential_kind, credential_env, payer_id, tmux_target, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9, $10, $11, $12, $12) RETURNING *`,
+          [
+            id,
+            workItem,
+            input.slug,
+            input.engine,
+            input.runner,
+            input.engineSessionId,
+            input.cwd,
+            input.credentialKind,
+            input.credentialEnv,
+            input.payerId ?? null,
+            input.tmuxTarget ?? null,
+            at,
+          ],
+        );
+      });
+      return toSession(row as SessionRow);
+    } catch (error) {
+      if (isUniqueViolation(error, 'sessions_one_active')) throw sessionBusy(workItem, error);
+      throw error;
+    }
+  }
+
+  /** One update of a session's columns (`set` uses $1…, then updated_at and id follow); missing → session-missing. */
+  private async touch(id: string, set: string, ...values: unknown[]): Promise<void> {
+    const n = values.length;
+    const changed = await this.db.run(
+      `UPDATE sessions SET ${set}, updated_at = $${n + 1} WHERE id = $${n + 2}`,
+      [...values, this.now(), id],
+    );
+    if (changed === 0) throw new LoopError('session-missing', `no session ${id}`);
+  }
+
+  async markEngineSessionStarted(id: string, engineSessionId: string): Promise<void> {
+    await this.touch(id, 'engine_session_id = $1, engine_session_started = 1', engineSessionId);
+  }
+
+  async setUsageBaseline(id: string, usage: Usage): Promise<void> {
+    await this.touch(id, 'usage_baseline = $1', JSON.stringify(usage));
+  }
+
+  async setCredential(
+    id: string,
+    kind: CredentialKind | null,
+    env: string | null,
+    payerId: string | null = null,
+  ): Promise<void> {
+    await this.touch(id, 'credential_kind = $1, credential_env = $2, payer_id = $3', kind, env, payerId);
+  }
+
+  async close(id: string, reason: string): Promise<SessionRecord> {
+    return this.end(id, 'closed', reason);
+  }
+
+  async markGone(id: string, status: 'lost' | 'ended', reason: string): Promise<SessionRecord> {
+    return this.end(id, status, reason);
+  }
+
+  /** End an active session (one no longer active stays as it was), returning it as it is. */
+  private async end(id: string, status: 'closed' | 'lost' | 'ended', reason: string): Promise<SessionRecord> {
+    const at = this.now();
+    const ended = await this.db.row<SessionRow>(
+      `UPDATE sessions SET status = $1, closed_at = $2, close_reason = $3, updated_at = $2
+        WHERE id = $4 AND status = 'active' RETURNING *`,
+      [status, at, reason, id],
+    );
+    const session = ended ? toSession(ended) : await this.get(id);
+    if (!session) throw new LoopError('session-missing', `no session ${id}`);
+    return session;
+  }
+
+  async setHold(id: string, hold: SessionHold | null): Promise<void> {
+    await this.touch(id, 'hold = $1', hold ? JSON.stringify(hold) : null);
+  }
+
+  async setTakeover(id: string, takeover: SessionTakeover | null): Promise<SessionRecord> {
+    return writeTakeover(this.db, id, takeover, this.now());
+  }
+
+  async endTakeover(id: string, held: Pick<SessionTakeover, 'by' | 'since'>): Promise<boolean> {
+    return endTakeover(this.db, id, held, this.now());
+  }
+
+  async raiseBudget(id: string, raise: BudgetRaise): Promise<SessionRecord> {
+    // Read and written with the row locked: a raise made at the same moment by another host waits,
+    // then adds to this one, never overwrites it.
+    return this.db.tx(async (q) => {
+      const row = await q.row<SessionRow>('SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [id]);
+      if (!row) throw new LoopError('session-missing', `no session ${id}`);
+      const next: BudgetRaise = { ...toSession(row).budgetRaise };
+      for (const [k, v] of Object.entries(raise) as Array<[keyof BudgetRaise, number]>)
+        next[k] = (next[k] ?? 0) + v;
+      const written = await q.row<SessionRow>(
+        'UPDATE sessions SET budget_raise = $1, updated_at = $2 WHERE id = $3 RETURNING *',
+        [JSON.stringify(next), this.now(), id],
+      );
+      return toSession(written as SessionRow);
+    });
+  }
+
+  async adoptTurn(turnId: number): Promise<void> {
+    await this.db.run("UPDATE turns SET owner_pid = $1 WHERE id = $2 AND status = 'running'", [
+      process.pid,
+      turnId,
+    ]);
+  }
+
+  async clearEvents(turnId: number): Promise<void> {
+    await this.db.run('DELETE FROM turn_events WHERE turn_id = $1', [turnId]);
+  }
+
+  async beginTurn(sessionId: string, input: TurnInput): Promise<TurnRecord> {
+    try {
+      const row = await this.db.tx((q) => this.insertTurn(q, sessionId, input));
+      return toTurn(row);
+    } catch (error) {
+      // The session's lock makes this unlikely; the index is what guarantees it.
+      if (isUniqueViolation(error, 'turns_one_running')) throw turnBusy('another turn', error);
+      throw error;
+    }
+  }
+
+  /**
+   * The session's row is locked first: two hosts beginning a turn of it at once take turns, and the
+   * second sees the first's running turn (and its seq) once it has the lock.
+   */
+  private async insertTurn(q: Queryable, sessionId: string, input: TurnInput): Promise<TurnRow> {
+    const session = await q.row<{ status: SessionStatus }>(
+      'SELECT status FROM sessions WHERE id = $1 FOR UPDATE',
+      [sessionId],
+    );
+    const running = await q.row<{ id: number }>(
+      "SELECT id FROM turns WHERE session_id = $1 AND status = 'running'",
+      [sessionId],
+    );
+    if (running) throw turnBusy(`turn ${running.id}`);
+    if (!session) throw new LoopError('session-missing', `no session ${sessionId}`);
+    if (session.status !== 'active')
+      throw new LoopError('session-closed', `session ${sessionId} is ${session.status}`);
+    const at = this.now();
+    const row = await q.row<TurnRow>(
+      `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid,
+         delivery_id, guard)
+       SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, 'running', $4, $5, $6, $7, $8 FROM turns WHERE session_id = $1
+       RETURNING *`,
+      [
+        sessionId,
+        input.promptDigest,
+        input.promptBytes,
+        at,
+        input.meter,
+        this.options.ownerPid ?? process.pid,
+        input.deliveryId ?? null,
+        input.guard ? JSON.stringify(input.guard) : null,
+      ],
+    );
+    await q.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', [at, sessionId]);
+    return row as TurnRow;
+  }
+
+  async currentTurn(sessionId: string): Promise<TurnRecord | undefined> {
+    const row = await this.db.row<TurnRow>(
+      "SELECT * FROM turns WHERE session_id = $1 ORDER BY (status = 'running') DESC, seq DESC LIMIT 1",
+      [sessionId],
+    );
+    return row ? toTurn(row) : undefined;
+  }
+
+  async setWaiting(id: string, waiting: SessionWaiting | null): Promise<void> {
+    await this.db.run('UPDATE sessions SET waiting = $1, updated_at = $2 WHERE id = $3', [
+      waiting ? this.options.scrub(JSON.stringify(waiting)) : null,
+      this.now(),
+      id,
+    ]);
+  }
+
+  async setTurnPid(turnId: number, pid: number): Promise<void> {
+    await this.db.run('UPDATE turns SET pid = $1 WHERE id = $2', [pid, turnId]);
+  }
+
+  async appendEvent(turnId: number, event: TurnEvent): Promise<void> {
+    await appendTurnEvent(this.db, turnId, this.now(), event, this.options.scrub(JSON.stringify(event)));
+  }
+
+  async finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord> {
+    return writeTurnEnd(this.db, turnId, end, this.options.scrub);
+  }
+
+  async turnsForDelivery(deliveryId: string): Promise<TurnRecord[]> {
+    const rows = await this.db.rows<TurnRow>('SELECT * FROM turns WHERE delivery_id = $1 ORDER BY id', [
+      deliveryId,
+    ]);
+    return rows.map(toTurn);
+  }
+
+  async turns(sessionId: string): Promise<TurnRecord[]> {
+    const rows = await this.db.rows<TurnRow>('SELECT * FROM turns WHERE session_id = $1 ORDER BY seq', [
+      sessionId,
+    ]);
+    return rows.map(toTurn);
+  }
+
+  async turnsOfSessions(sessionIds: readonly string[]): Promise<Map<string, TurnRecord[]>> {
+    return turnsOfSessions(this.db, sessionIds);
+  }
+
+  async events(turnId: number, window?: EventWindow): Promise<StoredEvent[]> {
+    return window ? readEventWindow(this.db, turnId, window) : readTurnEvents(this.db, turnId);
+  }
+
+  async recoverLostTurns(
+    isAlive: (pid: number) => boolean,
+    onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
+    options: { skipRunners?: readonly string[] } = {},
+  ): Promise<number> {
+    return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? []);
+  }
+
+  /**
+   * Whether recovering lost turns could find one: a turn recorded running whose owner process is
+   * gone. With none a reader has nothing to recover, and need not load the runners.
+   */
+  async anyTurnOrphaned(isAlive: (pid: number) => boolean): Promise<boolean> {
+    return (await runningOwners(this.db)).some((owner) => ownerGone(owner, isAlive));
+  }
+
+  async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {
+    return turnAt(this.db, sessionId, at);
+  }
+
+  async engineSessions(): Promise<
+    Array<SessionRecord & { engineSessionId: string; lastMeter: Meter | null }>
+  > {
+    const rows = await this.db.rows<SessionRow & { engine_session_id: string; last_meter: Meter | null }>(
+      `SELECT s.*, (SELECT meter FROM turns t WHERE t.session_id = s.id ORDER BY t.id DESC LIMIT 1) AS last_meter
+         FROM sessions s WHERE s.engine_session_id IS NOT NULL ORDER BY s.created_seq`,
+    );
+    return rows.map((r) => ({
+      ...toSession(r),
+      engineSessionId: r.engine_session_id,
+      lastMeter: r.last_meter,
+    }));
+  }
+
+  async orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): Promise<TurnRecord[]> {
+    return orphanTurns(this.db, isAlive, runners);
+  }
+
+  async markTurnLost(turnId: number, error: string): Promise<void> {
+    const at = this.now();
+    await this.db.tx((q) => markTurnLost(q, turnId, at, error));
+  }
+}
