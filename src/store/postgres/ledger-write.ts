@@ -159,8 +159,16 @@ function insertValues(rows: readonly RowIn[], recordedAt: string): unknown[] {
 }
 
 /**
- * A taken key's row corrected (SQLite's CORRECT_ROW): its rows locked in key order first, then
- * changed where the copy has a larger output, a turn the row lacks, or a price it lacks. Under READ
+ * Whether a copy changes its row: a larger output, a turn the row lacks, a price it lacks. Each only
+ * grows (output), or is set once (turn, price): a row a concurrent writer changed after this
+ * statement's snapshot may stop needing the change (rechecked on the row as committed), never start.
+ */
+const CHANGES = `(x.output > l.output_tokens OR (l.turn_id IS NULL AND x.turn_id IS NOT NULL)
+    OR (l.cost_usd IS NULL AND x.cost IS NOT NULL))`;
+
+/**
+ * A taken key's row corrected (SQLite's CORRECT_ROW): the rows a copy changes (CHANGES) locked in key
+ * order first (a copy that changes nothing locks nothing), then changed. Under READ
  * COMMITTED a row another writer changed meanwhile is read again as committed before it is changed.
  */
 const CORRECT = `WITH x AS (
@@ -170,6 +178,7 @@ const CORRECT = `WITH x AS (
   locked AS (
     SELECT l.id, x.session_id, x.work_item, x.turn_id, x.output, x.cost, x.basis, x.price_key, x.unit
     FROM usage_ledger l JOIN x ON l.meter = x.meter AND l.source_id = x.source_id
+    WHERE ${CHANGES}
     ORDER BY l.meter COLLATE "C", l.source_id COLLATE "C" FOR UPDATE OF l)
   UPDATE usage_ledger AS l SET
     output_tokens = GREATEST(l.output_tokens, x.output),
@@ -188,8 +197,7 @@ const CORRECT = `WITH x AS (
     session_id = COALESCE(l.session_id, x.session_id),
     work_item = COALESCE(l.work_item, x.work_item)
   FROM locked AS x
-  WHERE l.id = x.id AND (x.output > l.output_tokens OR (l.turn_id IS NULL AND x.turn_id IS NOT NULL)
-    OR (l.cost_usd IS NULL AND x.cost IS NOT NULL))`;
+  WHERE l.id = x.id AND ${CHANGES}`;
 
 function correctValues(rows: readonly RowIn[]): unknown[] {
   const col = <T>(f: (r: RowIn) => T): T[] => rows.map(f);
