@@ -48,7 +48,7 @@ export interface RowIn {
 export const ROWS_PER_STATEMENT = 5000;
 
 /** PostgreSQL's text holds no NUL (SQLite's does): one is written as U+FFFD, the same every time. */
-function text<T extends string | null | undefined>(value: T): T {
+export function text<T extends string | null | undefined>(value: T): T {
   return (
     typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value
   ) as T;

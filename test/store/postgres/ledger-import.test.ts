@@ -145,5 +145,13 @@ describe('PostgreSQL ledger, two hosts', () => {
     expect(await ledger.add([odd], perOutput)).toBe(1);
     expect(await ledger.add([odd], perOutput)).toBe(0);
     expect((await ledger.report({ ...ALL, by: 'model' })).groups.map((g) => g.key)).toEqual(['mo\uFFFDdel']);
+    const run = await ledger.beginImport({ commitEveryMs: 60_000 });
+    await run.write({ add: [entry('id\u0000two')], correct: [], remove: [] }, perOutput);
+    expect(await run.write({ add: [], correct: [], remove: ['id\u0000two'] }, perOutput)).toEqual({
+      added: 0,
+      removedOwn: 1,
+    });
+    await run.finish();
+    expect((await ledger.report(ALL)).total.rows).toBe(1);
   });
 });
