@@ -92,11 +92,11 @@ export class PgLedgerImport implements LedgerImport {
     return this.serial(async () => {
       // A piece that arrives after the import ended (a worker's, as a failed scan stops) writes nothing.
       if (this.ended) throw new Error('the transcript import has ended');
-      // Priced and copied first (the iterables may hand one object again), in order.
-      const add: RowIn[] = rowsOf(piece.add, price);
-      const correct: RowIn[] = rowsOf(piece.correct, price);
       const recordedAt = this.now();
       try {
+        // Priced and copied first (the iterables may hand one object again), in order.
+        const add: RowIn[] = rowsOf(piece.add, price);
+        const correct: RowIn[] = rowsOf(piece.correct, price);
         const q = await this.open();
         const added = await writeRows(q, add, recordedAt);
         await writeRows(q, correct, recordedAt);
@@ -107,7 +107,8 @@ export class PgLedgerImport implements LedgerImport {
         }
         return { added, removedOwn };
       } catch (error) {
-        // The transaction is aborted: what it held is dropped, and the import ends.
+        // A piece that fails (a row refused, a pricer or a connection that failed) drops what is
+        // not committed, and the import ends.
         await this.end();
         throw error;
       }
