@@ -8,7 +8,7 @@ import type { TurnEvent } from '../../core/events.js';
 import type { StoredEvent, TurnEnd, TurnRecord } from '../../core/ports/sessions.js';
 import { type TurnRow, toTurn } from '../sqlite/session-rows.js';
 import { insertUnmeteredDrive } from './ledger-shared.js';
-import type { Queryable } from './pg.js';
+import type { Pg, Queryable } from './pg.js';
 
 /** Turns begun since `since` (ISO) by one session, or by every session of one work item: the budgets' count. */
 export async function countTurns(
@@ -163,7 +163,7 @@ export async function runningOwners(q: Queryable): Promise<(number | null)[]> {
  * `onLost`. Returns how many this call marked (a turn another host marked first is not counted).
  */
 export async function recoverLost(
-  db: { tx: <T>(body: (q: Queryable) => Promise<T>) => Promise<T> } & Queryable,
+  db: Pg,
   at: string,
   isAlive: (pid: number) => boolean,
   onLost: ((turn: { id: number; pid: number | null; startedAt: string }) => void) | undefined,
