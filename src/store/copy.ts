@@ -8,6 +8,7 @@
  * found before anything is written and reported by table and key; the copy then writes nothing
  * unless told to leave them out.
  */
+import { LoopError } from '../core/errors.js';
 import type { CopyOptions, CopyReport, RejectedRow } from '../core/ports/copy.js';
 import type { Db } from './db.js';
 import type { Pg, Queryable } from './postgres/pg.js';
@@ -114,8 +115,12 @@ async function refuseNonEmpty(q: Queryable): Promise<void> {
   for (const { table } of COPIED_TABLES) {
     const row = await q.row<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${table}) AS any`);
     if (row?.any)
-      throw new Error(
+      throw new LoopError(
+        'usage',
         `the PostgreSQL store is not empty (${table} has rows): a copy goes into an empty store only`,
+        {
+          hint: 'Nothing was copied. Copy into a new database, or empty this one first (a second copy would count everything twice).',
+        },
       );
   }
 }

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { LedgerEntry } from '../../src/core/ports/ledger.js';
+import type { LedgerEntry, RowPrice } from '../../src/core/ports/ledger.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteActStore } from '../../src/store/sqlite/acts.js';
 import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
@@ -93,16 +93,16 @@ async function seed(db: Db): Promise<void> {
       payer: i % 2 ? { kind: 'api-key', id: 'ANTHROPIC_API_KEY' } : { kind: 'subscription', id: null },
     });
   }
-  const price = (e: LedgerEntry) =>
+  const price = (e: LedgerEntry): RowPrice =>
     e.model === 'made-up-model'
-      ? null
+      ? { costUsd: null, basis: null, priceKey: null, outputUnit: null }
       : {
           costUsd: e.usage.outputTokens * 1e-5 + e.usage.inputTokens * 3e-6,
-          basis: 'list-price' as const,
+          basis: 'list-price',
           priceKey: e.model,
           outputUnit: 1e-5,
         };
-  await ledger.add(rows, price as never);
+  await ledger.add(rows, price);
   const first = ids[0] as (typeof ids)[number];
   await acts.save(
     {
@@ -221,7 +221,7 @@ describe('store copy: a SQLite registry into PostgreSQL', () => {
 
   it('a second copy is refused, and nothing is copied twice', async () => {
     const again = await cli(pgConfig, 'store', 'copy', '--from', registry);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/not empty/);
     expect(again.stderr + again.stdout).not.toContain(PASSWORD);
     const list = await cli(pgConfig, 'sessions', 'list', '--all', '--json');
