@@ -6,6 +6,13 @@
  * A lease names its holder by host id and incarnation (a number the host gets anew at each start),
  * and carries an epoch that grows each time the lease changes hands. A write a host makes for a work
  * item carries the epoch it holds; a write with a stale epoch changes nothing (fencing).
+ *
+ * A lease is held, or ended. It ends when its holder lets go (`release`, `leave`) or when it expired
+ * and was reaped (`reapExpired`: its holder died, and recovery settles what it left). Only an ended
+ * lease can be taken by another host, so a dead holder's work is always reported for recovery
+ * before anyone else takes it. An expired lease that is not yet reaped still belongs to its holder:
+ * no one else may take it, its writes are fenced (`holds` is false), and its next heartbeat renews it
+ * (a holder that was only late loses nothing; the grace of `reapExpired` is how late it may be).
  */
 
 export type HostStatus = 'up' | 'draining' | 'down';
@@ -42,8 +49,10 @@ export interface Lease {
   expiresAt: string;
   /** Being moved: the holder finishes its running turn, claims nothing new, then lets go. */
   draining: boolean;
-  /** Moved to this host once drained (`sessions move --to`). */
+  /** Moved to this host once drained (`sessions move --to`); only it may take the lease once ended. */
   movingTo: string | null;
+  /** Let go (released, or reaped after it expired): another host may take it. */
+  ended: boolean;
 }
 
 /** A work item whose holder died (its lease expired): what recovery must settle on it. */
@@ -55,13 +64,18 @@ export interface Abandoned {
 }
 
 export interface HostStore {
-  /** Register (or re-register) this host; returns its new incarnation. Status `up`. */
+  /**
+   * Register (or re-register) this host; returns its new incarnation. Status `up`. The leases of an
+   * earlier incarnation of the same id are expired at once (that start is over): reaped after the
+   * grace, they are recovered like any dead host's.
+   */
   register(host: HostInfo): Promise<number>;
   /**
    * One heartbeat: the host's row, and every lease it holds renewed to `leaseSeconds` from now, in
    * one statement. Returns the leases it still holds (a lease taken from it is not renewed), or
-   * null when its registration is gone or superseded (another start of the same id): then it holds
-   * nothing and must stop.
+   * null when its registration is gone, superseded (another start of the same id) or marked down
+   * (`markDown`, `leave`): then it holds nothing and must stop (and register anew to go on). Renews
+   * its expired leases too as long as they are not reaped.
    */
   heartbeat(hostId: string, incarnation: number, leaseSeconds: number): Promise<Lease[] | null>;
   /** Every host, with its heartbeat age and leases (by the database's clock). */
@@ -69,8 +83,11 @@ export interface HostStore {
   /** The current lease of a work item, expired or not; undefined when none. */
   lease(workItem: string): Promise<Lease | undefined>;
   /**
-   * Take the lease of a work item for this host when no one holds it (no lease, or an expired one):
-   * the epoch grows by one. Returns the lease taken, or undefined when another host holds it.
+   * Take the lease of a work item for this host when no one holds it (no lease yet, or an ended one):
+   * the epoch grows by one, in one statement (of two hosts at once, exactly one wins). An ended
+   * lease being moved goes only to its target (unless the target is no longer up). Returns the lease
+   * taken, or undefined when another host holds it, its holder's lease expired but is not reaped
+   * yet, or this host's registration is not current and up.
    */
   acquire(
     workItem: string,
@@ -78,11 +95,18 @@ export interface HostStore {
     incarnation: number,
     leaseSeconds: number,
   ): Promise<Lease | undefined>;
-  /** Let go of a lease this host holds at this epoch (nothing left to run, or drained). */
+  /**
+   * Let go of a lease this host holds at this epoch (nothing left to run, or drained). A lease being
+   * moved goes straight to its target when that host is up: its holder becomes the target, with the
+   * epoch + 1 and as long a lease as was last renewed (the target sees it in its next heartbeat);
+   * otherwise it ends. False when this host does not hold it at this epoch.
+   */
   release(workItem: string, hostId: string, epoch: number): Promise<boolean>;
   /**
    * Start moving a work item to another host: its lease is marked draining (the holder finishes and
-   * lets go, and the target takes it with the next epoch). False when the target is unknown or down.
+   * lets go, and the target takes it with the next epoch). An ended lease is reserved for the
+   * target. False when the target is unknown or not up, when no host ever held the work item, or
+   * when the target holds it already.
    */
   move(workItem: string, toHost: string): Promise<boolean>;
   /** Whether `epoch` is still the current, unexpired lease of `hostId` on `workItem`. */
@@ -94,6 +118,6 @@ export interface HostStore {
   reapExpired(graceSeconds: number): Promise<Abandoned[]>;
   /** Mark hosts silent for longer than `silentSeconds` as down. Returns their ids. */
   markDown(silentSeconds: number): Promise<string[]>;
-  /** This host leaves (shutdown): its leases released, its status down. */
+  /** This host leaves (shutdown): its leases released (moved ones handed over), its status down. */
   leave(hostId: string, incarnation: number): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { cacheWrite1h } from './v18-cache-write-1h.js';
 import { unpricedIndex } from './v19-unpriced-index.js';
 import { usageHours } from './v20-usage-hours.js';
 import { activeSessionsByAge } from './v21-active-sessions-by-age.js';
+import { hostsLeases } from './v22-hosts-leases.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -369,4 +370,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   unpricedIndex,
   usageHours,
   activeSessionsByAge,
+  hostsLeases,
 ];
