@@ -121,3 +121,14 @@ export interface HostStore {
   /** This host leaves (shutdown): its leases released (moved ones handed over), its status down. */
   leave(hostId: string, incarnation: number): Promise<void>;
 }
+
+/**
+ * What a PostgreSQL store fences a host's writes with: this host's id, and the epoch of each lease it
+ * holds now (undefined: it holds none on that work item). Kept by the host's lease keeper
+ * (heartbeats, acquisitions, releases); read by the stores at each write. A write for a work item
+ * whose epoch is stale or absent changes nothing.
+ */
+export interface Fence {
+  readonly host: string;
+  epochOf(workItem: string): number | undefined;
+}
