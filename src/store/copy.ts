@@ -98,14 +98,39 @@ const keyOf = (row: Row, key: string) =>
     .map((k) => `${k}=${String(row[k])}`)
     .join(' ');
 
-/** Every row of every copied table that PostgreSQL would reject. */
+/**
+ * A row that cannot be copied because a row it references is left out (its foreign key would
+ * break): a turn of a left-out session, an event or act of a left-out turn or session, a token of a
+ * left-out session.
+ */
+function orphaned(
+  table: string,
+  row: Row,
+  left: { sessions: Set<unknown>; turns: Set<unknown> },
+): string | null {
+  if (
+    left.sessions.size > 0 &&
+    ['turns', 'acts', 'gateway_tokens'].includes(table) &&
+    left.sessions.has(row.session_id)
+  )
+    return `its session (${String(row.session_id)}) is left out`;
+  if (left.turns.size > 0 && ['turn_events', 'acts'].includes(table) && left.turns.has(row.turn_id))
+    return `its turn (${String(row.turn_id)}) is left out`;
+  return null;
+}
+
+/** Every row of every copied table that PostgreSQL would reject, or that references one. */
 export async function findRejected(sqlite: Db, pg: Queryable): Promise<RejectedRow[]> {
   const out: RejectedRow[] = [];
+  const left = { sessions: new Set<unknown>(), turns: new Set<unknown>() };
   for (const { table, key } of COPIED_TABLES) {
     const columns = await commonColumns(sqlite, pg, table);
     for (const row of sqlite.prepare(`SELECT * FROM ${table}`).iterate() as Iterable<Row>) {
-      const reason = rejection(row, columns);
-      if (reason) out.push({ table, key: keyOf(row, key), reason });
+      const reason = rejection(row, columns) ?? orphaned(table, row, left);
+      if (!reason) continue;
+      out.push({ table, key: keyOf(row, key), reason });
+      if (table === 'sessions') left.sessions.add(row.id);
+      if (table === 'turns') left.turns.add(row.id);
     }
   }
   return out;

@@ -253,6 +253,7 @@ describe('store copy: rows PostgreSQL would reject', () => {
   const registry = join(project.dir, 'old.db');
   const config = join(project.dir, 'postgres.yaml');
   let database: Awaited<ReturnType<typeof freshDatabase>>;
+  let badTurn = 0;
 
   beforeAll(async () => {
     database = await freshDatabase();
@@ -278,8 +279,15 @@ describe('store copy: rows PostgreSQL would reject', () => {
       credentialKind: null,
       credentialEnv: null,
     });
+    // The bad session has a turn: it cannot be copied without its session either.
+    const turn = await sessions.beginTurn(bad.id, {
+      promptDigest: 'sha256:x',
+      promptBytes: 1,
+      meter: 'none',
+    });
     await sessions.close(good.id, 'done');
     await sessions.close(bad.id, 'reason with a \u0000 inside');
+    badTurn = turn.id;
     db.close();
     writeFileSync(
       config,
@@ -304,13 +312,15 @@ describe('store copy: rows PostgreSQL would reject', () => {
   it('names them and writes nothing; --skip-rejected copies the rest', async () => {
     const refused = await cli('store', 'copy', '--from', registry);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/nothing copied: 1 row\(s\) PostgreSQL would reject/);
+    expect(refused.stderr).toMatch(/nothing copied: 2 row\(s\) PostgreSQL would reject/);
     expect(refused.stderr).toMatch(/sessions id=[0-9a-f-]+: close_reason holds a NUL character/);
+    expect(refused.stderr).toContain(`turns id=${badTurn}: its session (`);
     const none = await cli('sessions', 'list', '--all', '--json');
     expect(JSON.parse(none.stdout)).toEqual([]);
     const rest = await cli('store', 'copy', '--from', registry, '--skip-rejected', '--json');
     expect(rest.code, rest.stderr).toBe(0);
     expect(JSON.parse(rest.stdout)).toMatchObject({ copied: true, rows: 1 });
+    expect((JSON.parse(rest.stdout) as { rejected: unknown[] }).rejected).toHaveLength(2);
     const one = await cli('sessions', 'list', '--all', '--json');
     expect((JSON.parse(one.stdout) as Array<{ workItem: string }>).map((s) => s.workItem)).toEqual([
       'github:octo/a#1',
