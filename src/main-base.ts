@@ -45,6 +45,8 @@ export interface AppOptions {
   env: Readonly<Record<string, string | undefined>>;
   configPath?: string | undefined;
   dataDir?: string | undefined;
+  /** Migrate a PostgreSQL store to this version (the daemon, `store migrate`); SQLite always is. */
+  migrateStore?: boolean | undefined;
 }
 
 export { registryPath } from './main-store.js';
@@ -67,7 +69,7 @@ export async function openBase(options: AppOptions): Promise<Base> {
   });
   let stores: Stores;
   try {
-    stores = await openStores(loaded, scrubber.scrub);
+    stores = await openStores(loaded, scrubber.scrub, { migrate: options.migrateStore });
   } catch (error) {
     logSink.close?.();
     throw error;

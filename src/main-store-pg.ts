@@ -20,9 +20,14 @@ import { PgTokenStore } from './store/postgres/tokens.js';
 export async function openPostgresStores(
   store: Extract<StoreConfig, { kind: 'postgres' }>,
   scrub: (text: string) => string,
+  migrate: boolean,
 ): Promise<Stores> {
   const host = store.host ?? hostname();
-  const db = await openPg(store.url, { max: store.pool, applicationName: `the-loop ${host} ${process.pid}` });
+  const db = await openPg(store.url, {
+    max: store.pool,
+    applicationName: `the-loop ${host} ${process.pid}`,
+    migrate,
+  });
   const ledger = new PgLedgerStore(db);
   const scanCursors = new PgScanCursors(db, { host });
   return {

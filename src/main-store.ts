@@ -63,10 +63,20 @@ export interface Stores {
 
 export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
 
-export async function openStores(loaded: LoadedConfig, scrub: (text: string) => string): Promise<Stores> {
+/**
+ * Open the configured store. SQLite is migrated on opening (a file of one host); PostgreSQL only when
+ * `migrate` says so (a daemon starting, `store migrate`): otherwise an older schema is an error
+ * naming the command that migrates it.
+ */
+export async function openStores(
+  loaded: LoadedConfig,
+  scrub: (text: string) => string,
+  options: { migrate?: boolean | undefined } = {},
+): Promise<Stores> {
   const store = loaded.config.store;
   // Loaded only when configured: the PostgreSQL client is not read by every command on SQLite.
-  if (store.kind === 'postgres') return (await import('./main-store-pg.js')).openPostgresStores(store, scrub);
+  if (store.kind === 'postgres')
+    return (await import('./main-store-pg.js')).openPostgresStores(store, scrub, options.migrate === true);
   return sqliteStores(registryPath(loaded.dataDir), scrub);
 }
 

@@ -21,7 +21,8 @@ type ServeOptions = AppOptions & {
  */
 export async function serveCommand(io: Io, options: ServeOptions): Promise<number> {
   writeStarterIfNone(io, options);
-  const app = await createApp(options);
+  // The daemon brings a shared store to its version; reading commands only check it.
+  const app = await createApp({ ...options, migrateStore: true });
   io.useScrubber?.(app.scrubber.scrub);
   for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {

@@ -81,6 +81,23 @@ describe('PostgreSQL migrations', () => {
     expect(tables.rows[0]).toEqual({ half: null, sessions: null });
   });
 
+  it('a command that does not migrate refuses an empty or older store, naming the command that does', async () => {
+    const { url } = await emptyDatabase();
+    const empty = await openPg(url, { max: 1, migrate: false }).catch((e: unknown) => e);
+    expect(String((empty as Error).message)).toBe('the PostgreSQL store has no schema yet');
+    expect((empty as { hint?: string }).hint).toMatch(/the-loop store migrate/);
+    const older = MIGRATIONS.filter((m) => m.version <= 21);
+    await (await openPg(url, { max: 1, migrations: older })).close();
+    const behind = await openPg(url, { max: 1, migrate: false }).catch((e: unknown) => e);
+    expect(String((behind as Error).message)).toBe(
+      `the PostgreSQL store has schema version 21; this the-loop needs ${latestVersion()}`,
+    );
+    // Nothing was migrated by the refusing opens; the explicit one does it.
+    expect(await versions(url)).toEqual([21]);
+    await (await openPg(url, { max: 1 })).close();
+    await (await openPg(url, { max: 1, migrate: false })).close();
+  });
+
   it('an unreachable server is a clear error without the password', async () => {
     const port = await freePort();
     const error = await openPg(`postgres://loop:s3cret-pw-123@127.0.0.1:${port}/x`, {
