@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import type { StoreConfig } from './config/store-schema.js';
 import type { Stores } from './main-store.js';
 import { copySqliteToPg } from './store/copy.js';
-import { openDb } from './store/db.js';
+import { openDbReadOnly } from './store/db.js';
 import { PgActStore } from './store/postgres/acts.js';
 import { PgBudgets } from './store/postgres/budgets.js';
 import { PgDriveAudit } from './store/postgres/drive-audit.js';
@@ -44,8 +44,8 @@ export async function openPostgresStores(
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {
-      // Opening migrates an older registry to this version first (the copy needs the same columns).
-      const sqlite = openDb(path);
+      // Read-only: the file is not touched (an older one is refused, not upgraded in place).
+      const sqlite = openDbReadOnly(path);
       try {
         return await copySqliteToPg(sqlite, db, { host, ...options });
       } finally {
