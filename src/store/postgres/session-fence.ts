@@ -28,14 +28,16 @@ export const fenceHolds = (workItem: string, host: string, epoch: string): strin
   `(${host}::text IS NULL OR ${fencedBy(workItem, host, epoch, { lock: true })})`;
 
 /**
- * A turn row's own fence (`t` is the alias of `turns` in the write): no host recorded, or the host
- * it records still holds the lease of its session's work item at the epoch it records (share-
- * locked, as `fencedBy` does).
+ * A turn row's own fence (`t` is the alias of `turns` in the write, `host` the placeholder of the
+ * writing host, bound null without a fence): no host recorded, or the host it records is the
+ * writer and still holds the lease of its session's work item at the epoch it records (share-
+ * locked, as `fencedBy` does). A host never writes to another host's turn.
  */
-export const turnFenceHolds = (t: string): string =>
-  `(${t}.host_id IS NULL OR EXISTS (SELECT 1 FROM leases l JOIN sessions fs ON fs.work_item = l.work_item
-     WHERE fs.id = ${t}.session_id AND l.host_id = ${t}.host_id AND l.epoch = ${t}.epoch
-       AND NOT l.ended AND l.expires_at > now() FOR SHARE OF l))`;
+export const turnFenceHolds = (t: string, host: string): string =>
+  `(${t}.host_id IS NULL OR ((${host}::text IS NULL OR ${t}.host_id = ${host}::text) AND EXISTS (
+     SELECT 1 FROM leases l JOIN sessions fs ON fs.work_item = l.work_item
+      WHERE fs.id = ${t}.session_id AND l.host_id = ${t}.host_id AND l.epoch = ${t}.epoch
+        AND NOT l.ended AND l.expires_at > now() FOR SHARE OF l)))`;
 
 /**
  * The host scope of recovery (`host` a placeholder): with a fence, only the turns this host ran, or

@@ -273,15 +273,16 @@ export class PgSessionStore implements SessionStore, SessionLister {
   }
 
   async setTurnPid(turnId: number, pid: number): Promise<void> {
-    await setTurnPid(this.db, turnId, pid);
+    await setTurnPid(this.db, turnId, pid, this.host);
   }
 
   async appendEvent(turnId: number, event: TurnEvent): Promise<void> {
-    await appendTurnEvent(this.db, turnId, this.now(), event, this.options.scrub(JSON.stringify(event)));
+    const data = this.options.scrub(JSON.stringify(event));
+    await appendTurnEvent(this.db, turnId, this.now(), event, data, this.host);
   }
 
   async finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord> {
-    return writeTurnEnd(this.db, turnId, end, this.options.scrub);
+    return writeTurnEnd(this.db, turnId, end, this.options.scrub, this.host);
   }
 
   async turnsForDelivery(deliveryId: string): Promise<TurnRecord[]> {

@@ -44,14 +44,24 @@ export function isUniqueViolation(error: unknown, index?: string): boolean {
 }
 
 /**
- * A turn write's condition (turn id $1): not a turn whose recorded lease is stale (session-fence.ts).
- * A turn that does not exist is not stale: its write fails as it always did.
+ * A turn write's condition (turn id $1, writing host $5): not a turn whose recorded lease is stale,
+ * nor another host's (session-fence.ts). A turn that does not exist is neither: its write fails as
+ * it always did.
  */
-const STALE_TURN = `NOT EXISTS (SELECT 1 FROM turns ft WHERE ft.id = $1 AND NOT ${turnFenceHolds('ft')})`;
+const STALE_TURN = `NOT EXISTS (SELECT 1 FROM turns ft WHERE ft.id = $1 AND NOT ${turnFenceHolds('ft', '$5')})`;
 
-/** Record the engine's pid, unless the turn's lease is stale (then nothing changes). */
-export async function setTurnPid(q: Queryable, turnId: number, pid: number): Promise<void> {
-  await q.run(`UPDATE turns SET pid = $2 WHERE id = $1 AND ${turnFenceHolds('turns')}`, [turnId, pid]);
+/** Record the engine's pid, unless the turn is fenced (session-fence.ts; then nothing changes). */
+export async function setTurnPid(
+  q: Queryable,
+  turnId: number,
+  pid: number,
+  host: string | null = null,
+): Promise<void> {
+  await q.run(`UPDATE turns SET pid = $2 WHERE id = $1 AND ${turnFenceHolds('turns', '$3')}`, [
+    turnId,
+    pid,
+    host,
+  ]);
 }
 
 /**
@@ -66,6 +76,7 @@ export async function appendTurnEvent(
   at: string,
   event: TurnEvent,
   data: string,
+  host: string | null = null,
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -73,7 +84,7 @@ export async function appendTurnEvent(
         `INSERT INTO turn_events (turn_id, seq, at, type, data)
            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM turn_events WHERE turn_id = $1
            HAVING ${STALE_TURN}`,
-        [turnId, at, event.type, data],
+        [turnId, at, event.type, data, host],
       );
       return;
     } catch (error) {
@@ -138,13 +149,14 @@ export async function writeTurnEnd(
   turnId: number,
   end: TurnEnd,
   scrub: (text: string) => string,
+  host: string | null = null,
 ): Promise<TurnRecord> {
   const u = end.usage;
   const row = await q.row<TurnRow>(
     `UPDATE turns SET status = $1, end_reason = $2, ended_at = $3, exit_code = $4, exit_signal = $5, model = $6,
        input_tokens = $7, output_tokens = $8, cache_read_tokens = $9, cache_creation_tokens = $10, reasoning_tokens = $11,
        cost_usd = $12, cost_basis = $13, error = $14, warnings = $15
-     WHERE id = $16 AND ${turnFenceHolds('turns')} RETURNING *`,
+     WHERE id = $16 AND ${turnFenceHolds('turns', '$17')} RETURNING *`,
     [
       end.status,
       end.endReason,
@@ -162,6 +174,7 @@ export async function writeTurnEnd(
       end.error === null ? null : scrub(end.error),
       end.warnings?.length ? scrub(JSON.stringify(end.warnings)) : null,
       turnId,
+      host,
     ],
   );
   if (row) return toTurn(row);
