@@ -25,6 +25,10 @@
  * Writers other than claimers (accept, retry, requeue, finish) only ever put a delivery after the
  * claim in a serial order (a retry committed after the claim's snapshot is a retry made after it),
  * which the line allows, as SQLite's one writer at a time does.
+ *
+ * On a fenced host (several hosts, issue 17), a claim is won only while the host holds the lease of
+ * the claim's work item at its epoch (`fencedBy`, the lease row share-locked to commit: a take-over
+ * waits for the claim, and a claim that waited for a take-over finds the new epoch and wins nothing).
  */
 import type { Fence } from '../../core/ports/hosts.js';
 import type { Claim, ClaimWrites } from '../../core/ports/inbox.js';

@@ -24,7 +24,7 @@ import { type SessionRow, type TurnRow, toSession, toTurn } from '../sqlite/sess
 import type { Pg } from './pg.js';
 import { insertSession, insertTurn, type TurnInput, turnBusy } from './session-begin.js';
 import { endTakeover, writeTakeover } from './session-console.js';
-import { fenceHolds, fenceValues } from './session-fence.js';
+import { fenceHolds, fenceValues, turnFenceHolds } from './session-fence.js';
 import { listQuery, type SessionFilter, sessionListings } from './session-list.js';
 import {
   appendTurnEvent,
@@ -53,6 +53,16 @@ const sessionBusy = (workItem: string, cause: unknown) =>
  * session-list.ts). Every string that came from an engine passes through `scrub` before it is
  * stored. Several hosts may call at once: each read-then-write locks the row it read (or is one
  * statement), and the unique indexes `sessions_one_active` and `turns_one_running` back the rules.
+ *
+ * With a `fence` (several hosts, session-fence.ts): `create` and `beginTurn` write only under this
+ * host's lease of the work item at its epoch, else throw `fenced` (nothing written); a turn records
+ * the host and epoch it was begun under, and its later writes (`finishTurn`, `setTurnPid`,
+ * `appendEvent`, `adoptTurn`, `clearEvents`) apply only from that host while that lease is current;
+ * the session columns a turn writes (`markEngineSessionStarted`, `setUsageBaseline`) only under this
+ * host's lease. A fenced write of a running turn changes nothing and throws nothing (`finishTurn`
+ * returns the turn as stored): the turn service goes on, and the lease's next owner settles it
+ * (abandon.ts). Recovery (`recoverLostTurns`, `orphanTurns`, `anyTurnOrphaned`) judges only this
+ * host's turns and those begun before hosts.
  */
 export class PgSessionStore implements SessionStore, SessionLister {
   constructor(
@@ -232,15 +242,21 @@ export class PgSessionStore implements SessionStore, SessionLister {
     });
   }
 
+  /** With a fence, only a turn this host began (or one begun before hosts) under a current lease. */
   async adoptTurn(turnId: number): Promise<void> {
-    await this.db.run("UPDATE turns SET owner_pid = $1 WHERE id = $2 AND status = 'running'", [
-      process.pid,
-      turnId,
-    ]);
+    await this.db.run(
+      `UPDATE turns SET owner_pid = $1 WHERE id = $2 AND status = 'running' AND ${turnFenceHolds('turns', '$3')}`,
+      [process.pid, turnId, this.host],
+    );
   }
 
+  /** With a fence, as `adoptTurn`: never another host's turn's events. */
   async clearEvents(turnId: number): Promise<void> {
-    await this.db.run('DELETE FROM turn_events WHERE turn_id = $1', [turnId]);
+    await this.db.run(
+      `DELETE FROM turn_events WHERE turn_id = $1
+          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = $1 AND NOT ${turnFenceHolds('t', '$2')})`,
+      [turnId, this.host],
+    );
   }
 
   async beginTurn(sessionId: string, input: TurnInput): Promise<TurnRecord> {

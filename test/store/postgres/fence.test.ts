@@ -134,6 +134,15 @@ describe('host-scoped recovery', () => {
     expect(await b.sessions.anyTurnOrphaned(dead)).toBe(false);
     expect(await turnRow(theirs.id)).toMatchObject({ status: 'running', host_id: 'a' });
     expect(await turnRow(before.id)).toMatchObject({ status: 'failed' });
+    // Nor adopted by it, nor its events forgotten by it.
+    await a.sessions.appendEvent(theirs.id, { type: 'diagnostic', message: 'kept' });
+    await b.sessions.adoptTurn(theirs.id);
+    await b.sessions.clearEvents(theirs.id);
+    const owner = await a.db.row<{ owner_pid: number }>('SELECT owner_pid FROM turns WHERE id = $1', [
+      theirs.id,
+    ]);
+    expect(owner?.owner_pid).toBe(900001);
+    expect(await eventCount(theirs.id)).toBe(1);
     // Its own host judges it; a store without a fence judges every turn, as on one host.
     expect((await a.sessions.orphanTurns(dead, ['process'])).map((t) => t.id)).toEqual([theirs.id]);
     expect(await oneHost.anyTurnOrphaned(dead)).toBe(true);
