@@ -45,6 +45,11 @@ export interface AppOptions {
   env: Readonly<Record<string, string | undefined>>;
   configPath?: string | undefined;
   dataDir?: string | undefined;
+  /**
+   * The daemon (`serve`): on PostgreSQL its session store and inbox are fenced by this host's lease
+   * keeper. Other commands write unfenced, as on SQLite.
+   */
+  daemon?: boolean | undefined;
 }
 
 export { registryPath } from './main-store.js';
@@ -67,7 +72,7 @@ export async function openBase(options: AppOptions): Promise<Base> {
   });
   let stores: Stores;
   try {
-    stores = await openStores(loaded, scrubber.scrub);
+    stores = await openStores(loaded, scrubber.scrub, { daemon: options.daemon });
   } catch (error) {
     logSink.close?.();
     throw error;

@@ -21,7 +21,8 @@ type ServeOptions = AppOptions & {
  */
 export async function serveCommand(io: Io, options: ServeOptions): Promise<number> {
   writeStarterIfNone(io, options);
-  const app = await createApp(options);
+  // The daemon: on PostgreSQL its writes are fenced by this host's leases.
+  const app = await createApp({ ...options, daemon: true });
   io.useScrubber?.(app.scrubber.scrub);
   for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {
