@@ -18,6 +18,8 @@ export interface KeeperSettings {
   host: string;
   leaseSeconds: number;
   heartbeatSeconds: number;
+  /** How long past its expiry a dead host's lease is reaped (default: leaseSeconds). */
+  graceSeconds?: number;
   /** Reap dead hosts' leases every this many heartbeats (default 3). */
   reapEvery?: number;
   /** Monotonic milliseconds (default `performance.now`): the self-fencing deadline only. */
@@ -181,11 +183,12 @@ export class LeaseKeeper implements Fence {
   /** Mark silent hosts down, end their expired leases, and settle what each left. */
   async reap(): Promise<Abandoned[]> {
     const { logger, interruptAbandoned } = this.wired();
-    const lease = this.settings.leaseSeconds;
+    const grace = this.settings.graceSeconds ?? this.settings.leaseSeconds;
     try {
-      const down = await this.hosts.markDown(lease);
+      // A host silent for longer than the lease is down (placement passes over it).
+      const down = await this.hosts.markDown(this.settings.leaseSeconds);
       if (down.length > 0) logger.warn('hosts marked down (silent past their lease)', { hosts: down });
-      const abandoned = await this.hosts.reapExpired(lease);
+      const abandoned = await this.hosts.reapExpired(grace);
       for (const a of abandoned) {
         logger.warn('work item abandoned by a dead host; interrupting its turn', { ...a });
         await interruptAbandoned(a).catch((error: unknown) =>
