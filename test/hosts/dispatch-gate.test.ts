@@ -10,6 +10,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Dispatcher } from '../../src/dispatch/dispatcher.js';
 import type { LeaseGate } from '../../src/dispatch/dispatcher-deps.js';
 import { nullLogger } from '../../src/log/logger.js';
+import { SHUTDOWN } from '../../src/runners/runner.js';
 import { type Db, openDb } from '../../src/store/db.js';
 import { SqliteInbox } from '../../src/store/sqlite/inbox.js';
 import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
@@ -126,4 +127,38 @@ it("leaves another host's running delivery to it on recovery", async () => {
   await dispatcher.idle();
   await dispatcher.stop(0);
   expect((await inbox.get('d1'))?.status).toBe('running');
+});
+
+it('aborts every running turn when the host is fenced (a tmux turn detaches on SHUTDOWN)', async () => {
+  await queue('d1', 'github:o/r#1');
+  const { g } = gate(['github:o/r#1']);
+  let reason: unknown;
+  let started!: () => void;
+  const running = new Promise<void>((go) => {
+    started = go;
+  });
+  const dispatcher = new Dispatcher({
+    inbox,
+    store,
+    runTurn: (request) =>
+      new Promise((_, fail) => {
+        started();
+        request.signal?.addEventListener('abort', () => {
+          reason = request.signal?.reason;
+          fail(new Error('aborted'));
+        });
+      }),
+    leases: g,
+    logger: nullLogger,
+    concurrency: 4,
+    closeGraceMs: 60_000,
+    pollMs: 60_000,
+  });
+  await dispatcher.start();
+  await running;
+  expect(dispatcher.runningCount()).toBe(1);
+  dispatcher.abortRunning();
+  await dispatcher.idle();
+  await dispatcher.stop(0);
+  expect(reason).toBe(SHUTDOWN);
 });
