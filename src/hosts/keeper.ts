@@ -62,6 +62,8 @@ export class LeaseKeeper implements Fence {
   private failing = false;
   private stopped = false;
   private readonly now: () => number;
+  /** What each delivery's session needs (a stored plan never changes): asked once per delivery. */
+  private readonly needs = new Map<string, PlacementNeeds>();
 
   constructor(
     private readonly hosts: HostStore,
@@ -222,7 +224,7 @@ export class LeaseKeeper implements Fence {
     const self = hosts.find((h) => h.id === this.host);
     for (const c of open) {
       const placed = placeWorkItem({
-        needs: await needsOf(c.deliveryId),
+        needs: await this.needsOf(c.deliveryId, needsOf),
         hosts,
         self: this.host,
         silentAfter: this.settings.leaseSeconds,
@@ -243,6 +245,15 @@ export class LeaseKeeper implements Fence {
       logger.info('work item leased', { workItem: c.workItem, host: this.host, epoch: lease.epoch });
     }
     return mine;
+  }
+
+  private async needsOf(deliveryId: string, ask: KeeperWiring['needsOf']): Promise<PlacementNeeds> {
+    const known = this.needs.get(deliveryId);
+    if (known) return known;
+    const needs = await ask(deliveryId);
+    if (this.needs.size >= 10_000) this.needs.clear();
+    this.needs.set(deliveryId, needs);
+    return needs;
   }
 
   /**
