@@ -63,6 +63,20 @@ const HOLD_SQL = `UPDATE deliveries SET held_reason = $1::text, updated_at = $2
 const IGNORE_SQL = `UPDATE deliveries SET route = 'ignore', reason = $1, held_reason = NULL, status = 'ignored',
   updated_at = $2 WHERE id = $3 AND status = 'queued'`;
 
+/**
+ * Lock the lines of these work items (as claims do) until the transaction ends. Arrivals take it
+ * before they insert: a delivery's `seq` is given when it is inserted but seen when it commits, so
+ * without it a later delivery committed first could be claimed while an earlier one of its work
+ * item is still in flight; with it, each line's seq order is its commit order.
+ */
+export async function lockLines(
+  q: Queryable,
+  workItems: ReadonlyArray<string | null | undefined>,
+): Promise<void> {
+  const items = [...new Set(workItems.filter((w): w is string => typeof w === 'string'))];
+  if (items.length > 0) await q.row(LOCK_LINES_SQL, [CLAIM_LOCKS, items, []]);
+}
+
 /** The pass's writes in one transaction (the caller's): the claims won, in the order asked. */
 export async function applyClaimWrites(
   q: Queryable,

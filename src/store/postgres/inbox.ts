@@ -16,7 +16,7 @@ import type {
 } from '../../core/ports/inbox.js';
 import { bodyText, COLUMNS, type Masking, parsePlan, type Row, toRecord } from '../sqlite/inbox-rows.js';
 import { insertDelivery, lockAndFindStored, lockIds, pgText, routedColumns } from './inbox-accept.js';
-import { applyClaimWrites } from './inbox-claims.js';
+import { applyClaimWrites, lockLines } from './inbox-claims.js';
 import { notifyInbox } from './inbox-notify.js';
 import { pruneBatch } from './inbox-prune.js';
 import type { Pg, Queryable } from './pg.js';
@@ -73,6 +73,10 @@ export class PgInbox implements Inbox {
         q,
         deliveries.map((d) => d.id),
       );
+      await lockLines(
+        q,
+        deliveries.map((d) => pgText(d.routed.workItem ?? null)),
+      );
       const outcomes: AcceptOutcome[] = [];
       const wake: Array<string | null> = [];
       for (const d of deliveries) {
@@ -109,17 +113,27 @@ export class PgInbox implements Inbox {
         q,
         deliveries.map((d) => d.id),
       );
+      // Routed first (the new ones only), then their lines locked, then inserted in batch order.
+      const fresh = new Map<number, RoutedDelivery>();
+      for (const [i, d] of deliveries.entries()) {
+        // Stored before, or earlier in this batch: not routed (again).
+        if (known.has(d.id)) continue;
+        known.add(d.id);
+        fresh.set(i, routeOf(d, i));
+      }
+      await lockLines(
+        q,
+        [...fresh.values()].map((r) => pgText(r.workItem ?? null)),
+      );
       const out: Array<RoutedDelivery | 'duplicate'> = [];
       const wake: Array<string | null> = [];
       for (const [i, d] of deliveries.entries()) {
-        // Stored before, or earlier in this batch: not routed (again).
-        if (known.has(d.id)) {
+        const routed = fresh.get(i);
+        if (routed === undefined) {
           out.push('duplicate');
           continue;
         }
-        known.add(d.id);
         const { route: _route, ...rest } = d;
-        const routed = routeOf(d, i);
         const stored = await insertDelivery(q, { ...rest, routed }, at, this.options);
         out.push(stored ? routed : 'duplicate');
         if (stored) wake.push(runnable({ ...rest, routed }));
