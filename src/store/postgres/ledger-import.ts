@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { ImportPiece, LedgerImport, Pricer } from '../../core/ports/ledger.js';
-import { type RowIn, rowsOf, text, writeRows } from './ledger-write.js';
+import { noNul } from '../text.js';
+import { type RowIn, rowsOf, writeRows } from './ledger-write.js';
 import type { Pg, Queryable, Values } from './pg.js';
 
 /** Statement names for this connection's prepared statements (prefixed: never another's name). */
@@ -102,7 +103,7 @@ export class PgLedgerImport implements LedgerImport {
         await writeRows(q, correct, recordedAt);
         let removedOwn = 0;
         if (piece.remove.length > 0) {
-          const removed = await q.rows<{ recorded_at: string }>(UNIMPORT, [piece.remove.map(text)]);
+          const removed = await q.rows<{ recorded_at: string }>(UNIMPORT, [piece.remove.map(noNul)]);
           removedOwn = removed.filter((r) => r.recorded_at >= this.started).length;
         }
         return { added, removedOwn };
