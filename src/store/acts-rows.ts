@@ -1,4 +1,4 @@
-import type { ActFilter, ActOutcome, ActRecord, ActSource, NewAct } from '../core/ports/acts.js';
+import type { ActFilter, ActOutcome, ActRecord, ActSource, ActTurn, NewAct } from '../core/ports/acts.js';
 import type { Condition } from './filters.js';
 
 /**
@@ -29,20 +29,26 @@ export interface ActRow {
   at: string;
 }
 
-/** An act's own columns as stored, in the tables' order (seq … breach). */
-export interface StoredAct {
-  seq: number;
-  toolUseId: string | null;
-  tool: string;
-  kind: string;
-  command: string;
-  detail: string;
-  evasion: string | null;
-  outcome: ActOutcome;
-  verdict: 'allow' | 'deny';
-  rule: string | null;
-  breach: number;
-}
+/** An act's own columns as stored (the row's, less the turn's and the id). */
+export type StoredAct = Omit<
+  ActRow,
+  'id' | 'turn_id' | 'turn_seq' | 'source' | 'session_id' | 'work_item' | 'engine' | 'runner' | 'at'
+>;
+
+/**
+ * The turn's columns of its acts' rows, in both INSERTs' order: turn_id, turn_seq, session_id,
+ * work_item, engine, runner, source, at.
+ */
+export const actTurnValues = (turn: ActTurn, source: ActSource): unknown[] => [
+  turn.id,
+  turn.seq,
+  turn.sessionId,
+  turn.workItem,
+  turn.engine,
+  turn.runner,
+  source,
+  turn.at,
+];
 
 /**
  * What an act stores: the tool's name bounded, the command and the detail (as JSON) scrubbed. `text`
@@ -55,7 +61,7 @@ export function storedAct<Kind extends string, Detail>(
 ): StoredAct {
   return {
     seq: a.seq,
-    toolUseId: a.toolUseId,
+    tool_use_id: a.toolUseId,
     tool: text(a.tool.slice(0, 200)),
     kind: a.kind,
     command: text(scrub(a.command)),

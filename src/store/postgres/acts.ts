@@ -3,6 +3,7 @@ import {
   ACTS_LIMIT,
   type ActRow,
   actConditions,
+  actTurnValues,
   type StoredAct,
   storedAct,
   toActRecord,
@@ -54,16 +55,9 @@ export class PgActStore<Kind extends string = string, Detail = unknown> implemen
     const stored = acts.map((a) => storedAct(a, this.options.scrub, noNul));
     const column = <T>(pick: (a: StoredAct) => T): T[] => stored.map(pick);
     return [
-      turn.id,
-      turn.seq,
-      turn.sessionId,
-      turn.workItem,
-      turn.engine,
-      turn.runner,
-      source,
-      turn.at,
+      ...actTurnValues(turn, source),
       column((a) => a.seq),
-      column((a) => a.toolUseId),
+      column((a) => a.tool_use_id),
       column((a) => a.tool),
       column((a) => a.kind),
       column((a) => a.command),

@@ -1,5 +1,12 @@
 import type { ActFilter, ActRecord, ActSource, ActStore, ActTurn, NewAct } from '../../core/ports/acts.js';
-import { ACTS_LIMIT, type ActRow, actConditions, storedAct, toActRecord } from '../acts-rows.js';
+import {
+  ACTS_LIMIT,
+  type ActRow,
+  actConditions,
+  actTurnValues,
+  storedAct,
+  toActRecord,
+} from '../acts-rows.js';
 import type { Db } from '../db.js';
 import { whereOf } from '../filters.js';
 
@@ -10,8 +17,8 @@ import { whereOf } from '../filters.js';
  * PostgreSQL store's too (store/acts-rows.ts).
  */
 
-const INSERT = `INSERT INTO acts (turn_id, turn_seq, session_id, work_item, engine, runner, source, seq, tool_use_id,
-     tool, kind, command, detail, evasion, outcome, verdict, rule, breach, at)
+const INSERT = `INSERT INTO acts (turn_id, turn_seq, session_id, work_item, engine, runner, source, at, seq,
+     tool_use_id, tool, kind, command, detail, evasion, outcome, verdict, rule, breach)
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
    ON CONFLICT (turn_id, source, seq) DO NOTHING`;
 
@@ -25,18 +32,13 @@ export class SqliteActStore<Kind extends string = string, Detail = unknown>
 
   private insert(turn: ActTurn, acts: readonly NewAct<Kind, Detail>[], source: ActSource): void {
     const insert = this.db.prepare(INSERT);
+    const columns = actTurnValues(turn, source);
     for (const act of acts) {
       const a = storedAct(act, this.options.scrub);
       insert.run(
-        turn.id,
-        turn.seq,
-        turn.sessionId,
-        turn.workItem,
-        turn.engine,
-        turn.runner,
-        source,
+        ...columns,
         a.seq,
-        a.toolUseId,
+        a.tool_use_id,
         a.tool,
         a.kind,
         a.command,
@@ -46,7 +48,6 @@ export class SqliteActStore<Kind extends string = string, Detail = unknown>
         a.verdict,
         a.rule,
         a.breach,
-        turn.at,
       );
     }
   }
