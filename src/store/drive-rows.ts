@@ -65,18 +65,14 @@ export function storedDrive(
   ];
 }
 
-/** A list's conditions, in the order both stores bind them. */
-export function driveConditions(filter: DriveFilter): Condition[] {
-  const out: Condition[] = [];
-  if (filter.since !== undefined) out.push({ column: 'at', op: '>=', value: filter.since });
-  if (filter.until !== undefined) out.push({ column: 'at', op: '<', value: filter.until });
-  if (filter.operator !== undefined) out.push({ column: 'operator', op: '=', value: filter.operator });
-  return out;
+/** A list's conditions, in the order both stores bind them, and its limit (a whole number from 0 to MAX_LIMIT). */
+export function driveList(filter: DriveFilter): { conditions: Condition[]; limit: number } {
+  const conditions: Condition[] = [];
+  if (filter.since !== undefined) conditions.push({ column: 'at', op: '>=', value: filter.since });
+  if (filter.until !== undefined) conditions.push({ column: 'at', op: '<', value: filter.until });
+  if (filter.operator !== undefined) conditions.push({ column: 'operator', op: '=', value: filter.operator });
+  return { conditions, limit: Math.min(MAX_LIMIT, Math.max(0, Math.floor(filter.limit))) };
 }
-
-/** A list's limit: a whole number from 0 to MAX_LIMIT. */
-export const driveLimit = (filter: DriveFilter): number =>
-  Math.min(MAX_LIMIT, Math.max(0, Math.floor(filter.limit)));
 
 export function toDriveRecord(r: DriveRow): DriveRecord & { id: number } {
   return {

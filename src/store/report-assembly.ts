@@ -49,7 +49,7 @@ export interface ReportRow {
   bases: string | null;
 }
 
-export const toGroup = (r: ReportRow): ReportGroup => ({
+const toGroup = (r: ReportRow): ReportGroup => ({
   key: r.key,
   rows: r.rows,
   turns: r.turns,
@@ -70,7 +70,10 @@ export const toGroup = (r: ReportRow): ReportGroup => ({
 export const countsTurns = (groups: readonly ReportRow[]): boolean => groups.some((g) => g.turns > 0);
 
 /** The total of the groups, added in their order (one pass over the rows); `turns` counted apart. */
-export function totalOf(groups: readonly ReportRow[], turns: number): ReportRow {
+export const reportTotal = (groups: readonly ReportRow[], turns: number): ReportGroup =>
+  toGroup(totalOf(groups, turns));
+
+function totalOf(groups: readonly ReportRow[], turns: number): ReportRow {
   const total: ReportRow = {
     key: 'total',
     rows: 0,

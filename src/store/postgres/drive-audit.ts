@@ -1,13 +1,5 @@
 import type { DriveAuditStore, DriveFilter, DriveRecord, OperatorDrives } from '../../core/ports/drives.js';
-import {
-  DRIVE,
-  DRIVE_COLUMNS,
-  type DriveRow,
-  driveConditions,
-  driveLimit,
-  storedDrive,
-  toDriveRecord,
-} from '../drive-rows.js';
+import { DRIVE, DRIVE_COLUMNS, type DriveRow, driveList, storedDrive, toDriveRecord } from '../drive-rows.js';
 import { whereOf } from '../filters.js';
 import { noNul } from '../text.js';
 import type { Pg } from './pg.js';
@@ -46,8 +38,9 @@ export class PgDriveAudit implements DriveAuditStore {
   }
 
   async list(filter: DriveFilter): Promise<Array<DriveRecord & { id: number }>> {
-    const { where, values } = whereOf(driveConditions(filter), (n) => `$${n}`);
-    values.push(driveLimit(filter));
+    const { conditions, limit } = driveList(filter);
+    const { where, values } = whereOf(conditions, (n) => `$${n}`);
+    values.push(limit);
     const rows = await this.db.rows<DriveRow>(
       `SELECT * FROM connector_audit ${where} ORDER BY at DESC, id DESC LIMIT $${values.length}`,
       values,

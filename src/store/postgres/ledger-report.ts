@@ -16,8 +16,7 @@ import {
   NO_MODEL,
   type ReportRow,
   reportOf,
-  toGroup,
-  totalOf,
+  reportTotal,
 } from '../report-assembly.js';
 import { costSum } from './ledger-shared.js';
 import type { Queryable } from './pg.js';
@@ -56,7 +55,7 @@ export async function usageReport(
         )
       )?.n ?? 0)
     : 0;
-  const total = toGroup(totalOf(rows, turns));
+  const total = reportTotal(rows, turns);
   const unmetered = await q.rows<UnmeteredGroup>(UNMETERED, [since, until]);
   // Models without a price: looked for only when there are unpriced rows.
   const unpricedModels =

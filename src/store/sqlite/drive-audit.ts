@@ -1,14 +1,6 @@
 import type { DriveAuditStore, DriveFilter, DriveRecord, OperatorDrives } from '../../core/ports/drives.js';
 import type { Db } from '../db.js';
-import {
-  DRIVE,
-  DRIVE_COLUMNS,
-  type DriveRow,
-  driveConditions,
-  driveLimit,
-  storedDrive,
-  toDriveRecord,
-} from '../drive-rows.js';
+import { DRIVE, DRIVE_COLUMNS, type DriveRow, driveList, storedDrive, toDriveRecord } from '../drive-rows.js';
 import { whereOf } from '../filters.js';
 
 /**
@@ -34,10 +26,11 @@ export class SqliteDriveAudit implements DriveAuditStore {
   }
 
   async list(filter: DriveFilter): Promise<Array<DriveRecord & { id: number }>> {
-    const { where, values } = whereOf(driveConditions(filter), () => '?');
+    const { conditions, limit } = driveList(filter);
+    const { where, values } = whereOf(conditions, () => '?');
     const rows = this.db
       .prepare(`SELECT * FROM connector_audit ${where} ORDER BY at DESC, id DESC LIMIT ?`)
-      .all(...values, driveLimit(filter)) as DriveRow[];
+      .all(...values, limit) as DriveRow[];
     return rows.map(toDriveRecord);
   }
 

@@ -1,14 +1,6 @@
 import type { GroupBy, UnmeteredGroup, UsageReport } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
-import {
-  countsTurns,
-  KEY_SQL,
-  NO_MODEL,
-  type ReportRow,
-  reportOf,
-  toGroup,
-  totalOf,
-} from '../report-assembly.js';
+import { countsTurns, KEY_SQL, NO_MODEL, type ReportRow, reportOf, reportTotal } from '../report-assembly.js';
 import { type HourSplit, rollupReport, usableSplit } from './ledger-report-hours.js';
 
 /**
@@ -91,7 +83,7 @@ export function usageReport(
     ? rollupReport(db, filter.by, KEY_SQL[filter.by], split)
     : ledgerReport(db, filter.by, since, until);
   const { rows } = parts;
-  const total = toGroup(totalOf(rows, countsTurns(rows) ? parts.turns() : 0));
+  const total = reportTotal(rows, countsTurns(rows) ? parts.turns() : 0);
   const unmetered = db
     .prepare(
       `SELECT engine, runner, reason, COUNT(*) AS count, MAX(at) AS last FROM unmetered_drives
