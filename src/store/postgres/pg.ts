@@ -120,7 +120,7 @@ export function describePgError(cause: unknown): string {
   return e.code ? `${message} (${e.code})` : message;
 }
 
-class Runner implements Queryable {
+export class Runner implements Queryable {
   constructor(private readonly client: pg.Pool | pg.PoolClient) {}
 
   async rows<R>(text: string, values: Values = []): Promise<R[]> {
