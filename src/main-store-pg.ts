@@ -65,6 +65,7 @@ export async function openPostgresStores(
     drives: new PgDriveAudit(db, { scrub }),
     inbox,
     hosts,
+    hostId: host,
     ...(keeper ? { keeper } : {}),
     // A dead host's work item: its running turns interrupted (never re-run), in one transaction.
     interruptAbandoned: async (abandoned) => {

@@ -61,6 +61,8 @@ export interface Stores {
   copyFromSqlite?(path: string, options: CopyOptions): Promise<CopyReport>;
   /** PostgreSQL only: the hosts sharing the store and their leases (`hosts list`, the keeper). */
   hosts?: HostStore;
+  /** PostgreSQL only: this host's id among them (`store.host`, else the hostname). */
+  hostId?: string;
   /**
    * PostgreSQL, the daemon only (`daemon: true`): this host's lease keeper, the fence its session
    * store and inbox check each write against (started by startDaemon, main-hosts.ts).
