@@ -71,6 +71,7 @@ export async function openPostgresStores(
     interruptAbandoned: async (abandoned) => {
       await abandon.interruptAbandoned(abandoned);
     },
+    reapAbandoned: (graceSeconds) => abandon.reapAndSettle(graceSeconds),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {
