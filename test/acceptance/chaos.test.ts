@@ -109,7 +109,9 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
       killed = await killMidTurn(client, b);
       log(`killed host-b mid-turn: turns ${killed.turnIds.join(', ')} on ${killed.workItems.join(', ')}`);
       await untilTurnsEnded(client, Math.floor(runnable * 0.45));
-      fenced = await cutMidTurn(client, c, link, LEASE_SECONDS * 2);
+      // Cut for longer than the lease and its grace (a lease expired for as long again is taken from
+      // its holder): another host takes host-c's work items while it is away.
+      fenced = await cutMidTurn(client, c, link, LEASE_SECONDS * 2.5);
       log(`host-c cut off and back: ${JSON.stringify(fenced)}`);
     }
     const result = await traffic.done;
@@ -143,9 +145,10 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
 });
 
 /**
- * The fenced host: every engine alive when it was cut off was gone before its lease ended (and
- * before the cut ended); the turns it was running then did not succeed (their engines were stopped)
- * and are not running.
+ * The fenced host: every engine alive when it was cut off was gone before its lease ended; the turns
+ * it was running then did not succeed (their engines were stopped), and one whose work item another
+ * host took meanwhile (a larger epoch) is the reaper's `interrupted`, its delivery failed: nothing
+ * host-c wrote with its stale epoch after it came back changed them.
  */
 function fencedVerdict(s: Awaited<ReturnType<typeof snapshot>>, fenced: Fenced): string[] {
   const wrong: string[] = [];
@@ -160,8 +163,17 @@ function fencedVerdict(s: Awaited<ReturnType<typeof snapshot>>, fenced: Fenced):
   });
   for (const id of fenced.turnIds) {
     const t = s.turns.find((x) => x.id === id);
-    if (!t || t.status === 'running' || t.status === 'succeeded')
+    if (!t || t.status === 'running' || t.status === 'succeeded') {
       wrong.push(`host-c's turn ${id} cut off mid-run is ${t?.status}/${t?.end_reason}`);
+      continue;
+    }
+    const lease = s.leases.find((l) => l.work_item === t.work_item);
+    const taken = lease !== undefined && t.epoch != null && lease.epoch > t.epoch;
+    const d = s.deliveries.find((x) => x.id === t.delivery_id);
+    if (taken && (t.end_reason !== 'interrupted' || d?.status !== 'failed'))
+      wrong.push(
+        `host-c's turn ${id} (work item taken over) is ${t.status}/${t.end_reason}, its delivery ${d?.status}`,
+      );
   }
   return wrong;
 }
