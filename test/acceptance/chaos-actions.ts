@@ -26,6 +26,14 @@ export async function turnsEnded(client: pg.Client): Promise<number> {
   return (r.rows[0] as { n: number }).n;
 }
 
+/** Deliveries stored and not yet run. */
+export async function backlog(client: pg.Client): Promise<number> {
+  const r = await client.query(
+    "SELECT count(*)::int AS n FROM deliveries WHERE status IN ('queued', 'running')",
+  );
+  return (r.rows[0] as { n: number }).n;
+}
+
 export const untilTurnsEnded = (client: pg.Client, n: number, timeoutMs = 120_000) =>
   until(`${n} turns ended`, async () => ((await turnsEnded(client)) >= n ? true : undefined), timeoutMs);
 

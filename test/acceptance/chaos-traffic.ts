@@ -141,7 +141,16 @@ async function post(url: string, d: PlannedDelivery, badSignature = false): Prom
 }
 
 /** The sender: play the plan through `url`; `progress()` while it runs, `done` when all are acknowledged. */
-export function playTraffic(url: string, plan: Plan, options: { paceMs: number; inFlight: number }) {
+export function playTraffic(
+  url: string,
+  plan: Plan,
+  options: {
+    paceMs: number;
+    inFlight: number;
+    /** Waited for before each new delivery (not a resend): keeps the backlog to what the hosts run. */
+    gate?: () => Promise<void>;
+  },
+) {
   const result: TrafficResult = {
     answers: new Map(),
     acknowledged: new Map(),
@@ -186,6 +195,7 @@ export function playTraffic(url: string, plan: Plan, options: { paceMs: number; 
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i] as Step;
       const next = steps[i + 1];
+      if (step.kind === 'send') await options.gate?.();
       if (
         step.kind === 'send' &&
         next?.kind === 'duplicate' &&

@@ -20,6 +20,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/postgres.js';
 import {
+  backlog,
   cutMidTurn,
   type Fenced,
   type Killed,
@@ -53,6 +54,7 @@ const FAULTS = process.env.THE_LOOP_CHAOS_FAULTS !== '0';
 const LEASE_SECONDS = 4;
 const STORE = multiHostSettings({ leaseSeconds: LEASE_SECONDS, heartbeatSeconds: 0.5, capacity: 8 });
 const TURN_SECONDS = 0.2;
+const BACKLOG = 150;
 
 describe('chaos: three daemons on one PostgreSQL behind one address', () => {
   let root: string;
@@ -99,7 +101,22 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
     const plan = makePlan({ seed: 17, total: SENDS, issues: 50, duplicateShare: 0.2, ignoredEvery: 20 });
     const runnable = plan.unique.filter((d) => d.runnable).length;
     const path = new URL(a.daemon.webhookUrl).pathname;
-    const traffic = playTraffic(`${proxy.url}${path}`, plan, { paceMs: 40, inFlight: 24 });
+    // GitHub sends as things happen, not all at once: a sender waits (up to 3 s) while more than
+    // BACKLOG deliveries wait to run (each dispatch pass reads the whole queue).
+    let waiting = 0;
+    const counting = setInterval(() => {
+      backlog(client).then(
+        (n) => {
+          waiting = n;
+        },
+        () => {},
+      );
+    }, 250);
+    const gate = async () => {
+      const until = Date.now() + 3000;
+      while (waiting > BACKLOG && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    };
+    const traffic = playTraffic(`${proxy.url}${path}`, plan, { paceMs: 20, inFlight: 24, gate });
     traffic.done.catch(() => {});
 
     let killed: Killed | undefined;
@@ -114,7 +131,7 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
       fenced = await cutMidTurn(client, c, link, LEASE_SECONDS * 2.5);
       log(`host-c cut off and back: ${JSON.stringify(fenced)}`);
     }
-    const result = await traffic.done;
+    const result = await traffic.done.finally(() => clearInterval(counting));
     log(
       `all ${result.sendsDone} sends acknowledged (${result.retries} resent after 5xx/no answer); handed ${proxy.handed.join('/')}`,
     );
