@@ -45,6 +45,13 @@ export interface AppOptions {
   env: Readonly<Record<string, string | undefined>>;
   configPath?: string | undefined;
   dataDir?: string | undefined;
+  /** Migrate a PostgreSQL store to this version (the daemon, `store migrate`); SQLite always is. */
+  migrateStore?: boolean | undefined;
+  /**
+   * The daemon (`serve`): on PostgreSQL its session store and inbox are fenced by this host's lease
+   * keeper. Other commands write unfenced, as on SQLite.
+   */
+  daemon?: boolean | undefined;
 }
 
 export { registryPath } from './main-store.js';
@@ -67,7 +74,10 @@ export async function openBase(options: AppOptions): Promise<Base> {
   });
   let stores: Stores;
   try {
-    stores = await openStores(loaded, scrubber.scrub);
+    stores = await openStores(loaded, scrubber.scrub, {
+      migrate: options.migrateStore,
+      daemon: options.daemon,
+    });
   } catch (error) {
     logSink.close?.();
     throw error;

@@ -3,12 +3,16 @@
  */
 import { hostname } from 'node:os';
 import type { StoreConfig } from './config/store-schema.js';
-import type { Stores } from './main-store.js';
+import type { Fence } from './core/ports/hosts.js';
+import { LeaseKeeper } from './hosts/keeper.js';
+import type { InboxMasking, Stores } from './main-store.js';
 import { copySqliteToPg } from './store/copy.js';
-import { openDb } from './store/db.js';
+import { openDbReadOnly } from './store/db.js';
+import { PgAbandon } from './store/postgres/abandon.js';
 import { PgActStore } from './store/postgres/acts.js';
 import { PgBudgets } from './store/postgres/budgets.js';
 import { PgDriveAudit } from './store/postgres/drive-audit.js';
+import { PgHostStore } from './store/postgres/hosts.js';
 import { PgInbox } from './store/postgres/inbox.js';
 import { PgLedgerStore } from './store/postgres/ledger.js';
 import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
@@ -17,30 +21,60 @@ import { PgScanCursors } from './store/postgres/scan-files.js';
 import { PgSessionStore } from './store/postgres/sessions.js';
 import { PgTokenStore } from './store/postgres/tokens.js';
 
+type PgStoreConfig = Extract<StoreConfig, { kind: 'postgres' }>;
+
+/** The settings of this host's lease keeper (the heartbeat: a fifth of the lease unless set). */
+export function keeperSettings(store: PgStoreConfig, host: string) {
+  return {
+    host,
+    leaseSeconds: store.leaseSeconds,
+    heartbeatSeconds: store.heartbeatSeconds ?? Math.max(0.5, store.leaseSeconds / 5),
+  };
+}
+
 export async function openPostgresStores(
-  store: Extract<StoreConfig, { kind: 'postgres' }>,
+  store: PgStoreConfig,
   scrub: (text: string) => string,
+  options: { daemon?: boolean; migrate?: boolean; concurrency?: number } = {},
 ): Promise<Stores> {
   const host = store.host ?? hostname();
-  const db = await openPg(store.url, { max: store.pool, applicationName: `the-loop ${host} ${process.pid}` });
+  const db = await openPg(store.url, {
+    max: store.pool,
+    applicationName: `the-loop ${host} ${process.pid}`,
+    migrate: options.migrate === true,
+  });
   const ledger = new PgLedgerStore(db);
   const scanCursors = new PgScanCursors(db, { host });
+  const hosts = new PgHostStore(db);
+  // The daemon's writes for a work item are fenced by the epoch of the lease it holds on it.
+  const keeper = options.daemon ? new LeaseKeeper(hosts, keeperSettings(store, host)) : undefined;
+  const fence: { fence?: Fence } = keeper ? { fence: keeper } : {};
+  const sessions = new PgSessionStore(db, { scrub, ...fence });
+  const abandon = new PgAbandon(db);
+  const inbox = (masking: InboxMasking) => new PgInbox(db, { ...masking, ...fence });
   return {
     kind: 'postgres',
     where: redactUrl(db.url),
-    sessions: new PgSessionStore(db, { scrub }),
+    url: db.url,
+    sessions,
     ledger,
     acts: new PgActStore(db, { scrub }),
     budgets: new PgBudgets(db),
     scanCursors,
     tokens: new PgTokenStore(db),
     drives: new PgDriveAudit(db, { scrub }),
-    inbox: (masking) => new PgInbox(db, masking),
+    inbox,
+    hosts,
+    ...(keeper ? { keeper } : {}),
+    // A dead host's work item: its running turns interrupted (never re-run), in one transaction.
+    interruptAbandoned: async (abandoned) => {
+      await abandon.interruptAbandoned(abandoned);
+    },
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {
-      // Opening migrates an older registry to this version first (the copy needs the same columns).
-      const sqlite = openDb(path);
+      // Read-only: the file is not touched (an older one is refused, not upgraded in place).
+      const sqlite = openDbReadOnly(path);
       try {
         return await copySqliteToPg(sqlite, db, { host, ...options });
       } finally {

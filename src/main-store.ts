@@ -9,10 +9,12 @@ import type { LoadedConfig } from './config/load-types.js';
 import type { BudgetStore } from './core/ports/budgets.js';
 import type { CopyOptions, CopyReport } from './core/ports/copy.js';
 import type { DriveAuditStore } from './core/ports/drives.js';
+import type { Abandoned, HostStore } from './core/ports/hosts.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import type { TokenStore } from './core/ports/tokens.js';
+import type { LeaseKeeper } from './hosts/keeper.js';
 import { openDb, schemaVersion } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -57,16 +59,41 @@ export interface Stores {
    * (`the-loop store copy`, store/copy.ts).
    */
   copyFromSqlite?(path: string, options: CopyOptions): Promise<CopyReport>;
+  /** PostgreSQL only: the hosts sharing the store and their leases (`hosts list`, the keeper). */
+  hosts?: HostStore;
+  /**
+   * PostgreSQL, the daemon only (`daemon: true`): this host's lease keeper, the fence its session
+   * store and inbox check each write against (started by startDaemon, main-hosts.ts).
+   */
+  keeper?: LeaseKeeper;
+  /** PostgreSQL, the daemon only: settle what a dead host left on a work item (the reaper's). */
+  interruptAbandoned?(abandoned: Abandoned): Promise<void>;
+  /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
+  url?: string;
   /** Release the connection(s). Idempotent. */
   close(): Promise<void>;
 }
 
 export const registryPath = (dataDir: string) => join(dataDir, 'the-loop.db');
 
-export async function openStores(loaded: LoadedConfig, scrub: (text: string) => string): Promise<Stores> {
+/**
+ * Open the configured store. SQLite is migrated on opening (a file of one host); PostgreSQL only when
+ * `migrate` says so (a daemon starting, `store migrate`): otherwise an older schema is an error
+ * naming the command that migrates it.
+ */
+export async function openStores(
+  loaded: LoadedConfig,
+  scrub: (text: string) => string,
+  options: { migrate?: boolean | undefined; daemon?: boolean | undefined } = {},
+): Promise<Stores> {
   const store = loaded.config.store;
   // Loaded only when configured: the PostgreSQL client is not read by every command on SQLite.
-  if (store.kind === 'postgres') return (await import('./main-store-pg.js')).openPostgresStores(store, scrub);
+  if (store.kind === 'postgres')
+    return (await import('./main-store-pg.js')).openPostgresStores(store, scrub, {
+      daemon: options.daemon === true,
+      migrate: options.migrate === true,
+      concurrency: loaded.config.dispatch.concurrency,
+    });
   return sqliteStores(registryPath(loaded.dataDir), scrub);
 }
 

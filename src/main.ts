@@ -22,7 +22,9 @@ import type { Logger, SecretScrubber } from './log/logger.js';
 import { type AppOptions, type Base, openBase } from './main-base.js';
 import type { ConsoleHandle } from './main-console.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
+import type { HostsHandle } from './main-hosts.js';
 import { createRunners } from './main-runners.js';
+import type { Stores } from './main-store.js';
 import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
@@ -54,6 +56,10 @@ export interface App {
   guard: Guard;
   /** Transcripts imported as they are written (started by the daemon only). */
   usageWatch: UsageWatch;
+  /** The store the ports are over (PostgreSQL: its hosts, and the daemon's lease keeper). */
+  stores: Stores;
+  /** What `startDaemon` was given to find installed binaries (the hosts' offer). */
+  options: AppOptions;
   dispose(): void;
 }
 
@@ -110,6 +116,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     turns,
     telemetry,
     usageWatch: createUsageWatch(base, options),
+    stores: base.stores,
+    options,
     dispose: base.dispose,
   };
 }
@@ -231,6 +239,8 @@ export function createDispatcher(app: App, extra: Partial<DispatcherDeps> = {}):
     pollMs: config.dispatch.pollSeconds * 1000,
     workspace: spaces.workspace,
     onClose: spaces.onClose,
+    // Several hosts (PostgreSQL, the daemon): only the work items this host holds.
+    leases: app.stores.keeper,
     ...extra,
   });
 }
@@ -262,6 +272,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
   let server: HttpServer;
   let consoleHandle: ConsoleHandle | undefined;
   let usage: UsageWatchStatus;
+  let hosts: HostsHandle | undefined;
   try {
     await recoverBeforeDispatch(app);
     server = await listenForWebhooks(app, dispatcher, secret);
@@ -271,6 +282,8 @@ export async function startDaemon(app: App): Promise<Daemon> {
     undo.push(() => app.telemetry.listenAt(undefined));
     await app.guard.gateway.start();
     undo.push(() => app.guard.gateway.stop());
+    hosts = await startHostsIfShared(app, dispatcher);
+    undo.push(() => hosts?.stop());
     // Loaded by the daemon only (the console's server and ws): `the-loop run` and the other
     // commands that create the app never load them.
     const { startConsole } = await import('./main-console.js');
@@ -306,6 +319,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
       // The dispatcher first: turns finishing in the grace period still export their telemetry
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);
+      await hosts?.stop();
       await consoleHandle?.stop();
       await server.close();
       await app.guard.gateway.stop();
@@ -314,6 +328,13 @@ export async function startDaemon(app: App): Promise<Daemon> {
       app.logger.info('daemon stopped');
     },
   };
+}
+
+/** PostgreSQL: this host's lease keeper and LISTEN connection (loaded only then). */
+async function startHostsIfShared(app: App, dispatcher: Dispatcher): Promise<HostsHandle | undefined> {
+  if (!app.stores.keeper) return undefined;
+  const { startHosts } = await import('./main-hosts.js');
+  return startHosts(app, dispatcher, app.options.env, app.options.cwd);
 }
 
 /** The daemon's HTTP server: webhook ingress, the OpenTelemetry receiver, /healthz. */

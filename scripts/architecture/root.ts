@@ -26,6 +26,7 @@ export interface RootCall {
 const FACTORIES: Readonly<Record<string, string>> = {
   openDb: 'a database',
   openPg: 'a database',
+  openDbReadOnly: 'a database',
   startHttpServer: 'an HTTP server',
 };
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { LoopError } from '../core/errors.js';
+import { addHostsCommands } from './hosts.js';
 import { EXIT, type Io, processIo, scrubbingIo, showingIo } from './io.js';
 import { addMcpReportCommands, addMcpServeOptions, type McpCommandOptions } from './mcp.js';
 import { intOption } from './options.js';
@@ -50,6 +51,7 @@ const COMMAND_GROUPS: ReadonlyArray<
   [['console'], (p, c) => addConsoleCommand(p, c)],
   [['mcp'], (p, c) => addMcpCommands(p, c)],
   [['store'], (p, c) => addStoreCommands(p, c)],
+  [['hosts'], (p, c) => addHostsCommands(p, c)],
 ];
 
 /** The command an argv names (`node the-loop [global options] <command> …`), if it names one. */

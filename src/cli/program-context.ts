@@ -15,7 +15,11 @@ interface ProgramContext {
   setExit: (code: number) => void;
   globals: (cmd: Command) => GlobalOptions;
   withApp: WithApp;
-  withBase: (cmd: Command, fn: (base: Base) => Promise<number> | number) => Promise<void>;
+  withBase: (
+    cmd: Command,
+    fn: (base: Base) => Promise<number> | number,
+    options?: { migrateStore?: boolean },
+  ) => Promise<void>;
 }
 
 /**
@@ -36,10 +40,16 @@ export function programContext(io: Io, setExit: (code: number) => void): Program
       app.dispose();
     }
   };
-  const withBase: ProgramContext['withBase'] = async (cmd, fn) => {
+  const withBase: ProgramContext['withBase'] = async (cmd, fn, options) => {
     const g = globals(cmd);
     const { openBase } = await import('../main-base.js');
-    const base = await openBase({ cwd: io.cwd, env: io.env, configPath: g.config, dataDir: g.dataDir });
+    const base = await openBase({
+      cwd: io.cwd,
+      env: io.env,
+      configPath: g.config,
+      dataDir: g.dataDir,
+      migrateStore: options?.migrateStore,
+    });
     io.useScrubber?.(base.scrubber.scrub);
     for (const warning of base.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
     try {
@@ -53,11 +63,14 @@ export function programContext(io: Io, setExit: (code: number) => void): Program
 
 /**
  * What a command that shows turns without the app does first, as the app does when it starts:
- * running turns of dead processes are marked lost. The runners (they say which turns to leave to
+ * running turns of dead processes are marked lost (on SQLite only). The runners (they say which turns to leave to
  * the daemon) are loaded only when a running turn's owner is gone — with none (no turn running, or
  * a live daemon owning them) there is nothing to recover.
  */
 export async function recoverForReaders(base: Base): Promise<void> {
+  // A shared store's turns may be other hosts': their daemons (and their leases) settle them, never
+  // a reading command judging by this machine's process table.
+  if (base.stores.kind === 'postgres') return;
   if (await base.sessions.anyTurnOrphaned(pidAlive))
     await (await import('../main-runners.js')).recoverForReaders(base);
 }

@@ -21,7 +21,9 @@ type ServeOptions = AppOptions & {
  */
 export async function serveCommand(io: Io, options: ServeOptions): Promise<number> {
   writeStarterIfNone(io, options);
-  const app = await createApp(options);
+  // The daemon brings a shared store to its version, and on PostgreSQL its writes are fenced by
+  // this host's leases; reading commands only check the version.
+  const app = await createApp({ ...options, migrateStore: true, daemon: true });
   io.useScrubber?.(app.scrubber.scrub);
   for (const warning of app.loaded.warnings) io.err(`the-loop: warning: ${warning}\n`);
   try {

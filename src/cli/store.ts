@@ -82,7 +82,9 @@ export function addStoreCommands(program: Command, { io, withBase }: ProgramCont
     .command('migrate')
     .description("bring the configured store's schema to this version (every command does on opening it)")
     .option('--json', 'JSON output')
-    .action(async (opts, cmd: Command) => withBase(cmd, (base) => storeMigrate(base, io, opts)));
+    .action(async (opts, cmd: Command) =>
+      withBase(cmd, (base) => storeMigrate(base, io, opts), { migrateStore: true }),
+    );
   store
     .command('copy')
     .description(

@@ -23,6 +23,7 @@ import type { ValidatedConfig } from './load.js';
 import type { LoadedConfig, LoadOptions } from './load-types.js';
 import { placePaths } from './place.js';
 import type { Config } from './schema.js';
+import { secretParts } from './secret-parts.js';
 
 /**
  * The validated-config cache: what validating a config file gave, kept so the next command that
@@ -199,7 +200,7 @@ function entryOf(entry: unknown, cache: ConfigCache, file: ConfigFile, env: Env)
   for (const name of entry.secretRefs) {
     const value = env[name];
     if (!value) return null;
-    secretValues.push(value);
+    secretValues.push(...secretParts(value));
   }
   for (const leaf of entry.leaves) {
     const value = env[leaf.name];
@@ -266,7 +267,7 @@ export function entryBytes(
 ): Buffer | null {
   if (v.literalSecrets.length > 0) return null;
   const secretRefs = v.envRefs.filter((r) => r.secret).map((r) => r.name);
-  const secrets = secretRefs.map((n) => env[n] ?? '');
+  const secrets = secretRefs.flatMap((n) => secretParts(env[n] ?? ''));
   // Too short to search the entry for, or a secret not read through env: (none should be).
   if (secrets.some((s) => s.length < 8) || v.secretValues.some((s) => !secrets.includes(s))) return null;
   const config = structuredClone(v.config);

@@ -9,6 +9,7 @@ import type { LoadedConfig, LoadOptions } from './load-types.js';
 import { placePaths } from './place.js';
 import { checkRepoKeys } from './repos.js';
 import { type Config, configSchema, type EngineOverride } from './schema.js';
+import { secretParts } from './secret-parts.js';
 
 export { DEFAULT_CONFIG_PATH } from './config-file.js';
 
@@ -28,16 +29,9 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path =
   });
 }
 
-/** The store URL's password (as written and decoded), a secret of its own: a message may name it alone. */
-function urlPassword(path: Path, value: string): string[] {
-  if (path[0] !== 'store') return [];
-  try {
-    const raw = new URL(value).password;
-    return [...new Set([raw, decodeURIComponent(raw)])].filter((p) => p.length >= 8);
-  } catch {
-    return [];
-  }
-}
+/** The store URL's password parts, when `path` is the store's URL (for the literal-secret check). */
+const urlPassword = (path: Path, value: string): string[] =>
+  path[0] === 'store' ? secretParts(value).slice(1) : [];
 
 /** Config keys whose values are secrets: engine environments, the webhook secret, the store's URL. */
 export const isSecretPath = (path: Path): boolean =>
@@ -90,7 +84,7 @@ export function resolveEnvRefs(
     }
     // Credentials and the webhook secret are secrets; a path or a model name read from the
     // environment is not (scrubbing it would blank out ordinary output).
-    if (isSecretPath(path)) secrets.push(resolved, ...urlPassword(path, resolved));
+    if (isSecretPath(path)) secrets.push(...secretParts(resolved));
     return resolved;
   }
   if (Array.isArray(value))

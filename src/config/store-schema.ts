@@ -43,8 +43,52 @@ export const storeSchema = z
           .describe(
             "This host's id among the hosts sharing the store (default: its hostname). Two hosts must never share one.",
           ),
+        labels: z
+          .array(
+            z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'a label: lower-case letters, digits, . _ -'),
+          )
+          .max(32, 'at most 32 labels')
+          .default([])
+          .describe(
+            'What this host offers beside what is detected (`tmux` is added when tmux is installed): a session goes only to a host with every label it needs.',
+          ),
+        capacity: z
+          .number()
+          .int('a whole number of work items')
+          .min(0, 'at least 0 (0: this host takes no new work item)')
+          .max(10_000, 'at most 10000')
+          .optional()
+          .describe(
+            'How many work items this host takes before placement prefers another (default: dispatch.concurrency). New work items go to the host with the fewest leases per unit of capacity.',
+          ),
+        address: z
+          .string()
+          .min(1, 'an ssh destination (user@host)')
+          .max(255, 'at most 255 characters')
+          .optional()
+          .describe(
+            'How a person reaches this host (an ssh destination), shown by `hosts list` and by `sessions attach` on another host (default: the host id).',
+          ),
+        leaseSeconds: z
+          .number()
+          .min(3, 'at least 3 seconds')
+          .max(600, 'at most 600 seconds')
+          .default(15)
+          .describe(
+            "How long a host's hold on a work item lasts without a heartbeat. A host that cannot renew for half of it stops claiming and stops its process-runner engines; a lease expired for as long again is taken from it and its running turn interrupted.",
+          ),
+        heartbeatSeconds: z
+          .number()
+          .min(0.5, 'at least 0.5 seconds')
+          .max(120, 'at most 120 seconds')
+          .optional()
+          .describe('How often this host renews its leases (default: leaseSeconds / 5).'),
       })
-      .strict(),
+      .strict()
+      .refine((s) => s.heartbeatSeconds === undefined || s.heartbeatSeconds < s.leaseSeconds / 2, {
+        message: 'heartbeatSeconds must be shorter than half of leaseSeconds (several heartbeats per lease)',
+        path: ['heartbeatSeconds'],
+      }),
   ])
   .prefault({ kind: 'sqlite' })
   .describe(

@@ -19,6 +19,8 @@ export type LoopErrorCode =
   | 'slug-collision'
   | 'delivery-pruned'
   | 'store-failed'
+  /** A host wrote for a work item whose lease it no longer holds (PostgreSQL, several hosts): nothing was written. */
+  | 'fenced'
   | 'usage'
   | 'internal';
 

@@ -7,6 +7,23 @@ import type { TurnRequest, TurnResult } from '../sessions/turn-service.js';
 
 export type { ManualBody } from './manual-plan.js';
 
+/**
+ * The leases of a host among several sharing a PostgreSQL store (the lease keeper, src/hosts/): a
+ * host dispatches only the work items it holds. Absent (SQLite, one host): every work item is this
+ * host's.
+ */
+export interface LeaseGate {
+  /**
+   * Of these work items (each with its first pending delivery), the ones this host holds now; the
+   * gate takes the lease of a work item no one holds when placement names this host.
+   */
+  owned(candidates: ReadonlyArray<{ workItem: string; deliveryId: string }>): Promise<ReadonlySet<string>>;
+  /** After a pass: what is pending and running here; the gate lets go of held work items with neither. */
+  settle(busy: { pending: ReadonlySet<string>; running: ReadonlySet<string> }): Promise<void>;
+  /** Whether this host holds the work item now (recovery settles only those). */
+  holds(workItem: string): boolean;
+}
+
 export interface DispatcherDeps {
   inbox: Inbox;
   store: SessionStore;
@@ -49,6 +66,8 @@ export interface DispatcherDeps {
   /** Observe turn events of running deliveries (`the-loop run` following its own). */
   onEvent?: TurnRequest['onEvent'];
   onSession?: TurnRequest['onSession'];
+  /** Several hosts: dispatch only the work items this host holds (undefined: all of them). */
+  leases?: LeaseGate | undefined;
   /** Only dispatch deliveries of this work item (a `the-loop run` with no daemon around)… */
   only?: string | undefined;
   /** …and none that arrived after this one (later ones are left for whoever dispatches next). */

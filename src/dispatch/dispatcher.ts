@@ -1,5 +1,5 @@
 import { describeError, LoopError } from '../core/errors.js';
-import type { Claim, RoutedTurn } from '../core/ports/inbox.js';
+import type { Claim, DeliveryRecord, RoutedTurn } from '../core/ports/inbox.js';
 import type { TurnRecord } from '../core/ports/sessions.js';
 import { SHUTDOWN } from '../runners/runner.js';
 import type { TurnResult } from '../sessions/turn-service.js';
@@ -50,6 +50,8 @@ export class Dispatcher {
     for (const d of await inbox.pending()) {
       if (d.status !== 'running') continue;
       if (this.deps.only && d.workItem !== this.deps.only) continue;
+      // Several hosts: another host's delivery is its own (a dead host's is settled by the reaper).
+      if (this.deps.leases && !(d.workItem && this.deps.leases.holds(d.workItem))) continue;
       const turns = await store.turnsForDelivery(d.id);
       // Judge by the newest attempt only: an older finished attempt says nothing about the last one.
       const last = turns.at(-1);
@@ -135,7 +137,7 @@ export class Dispatcher {
    */
   private async pass(): Promise<void> {
     const { inbox } = this.deps;
-    const pending = await routeUnrouted(this.deps, await inbox.pending());
+    const pending = await this.leased(await routeUnrouted(this.deps, await inbox.pending()));
     const base = { pending, running: [...this.running.keys()], only: this.deps.only, upTo: this.deps.upTo };
     // A held session (over budget…) gets nothing more until a person resumes it: asked of the first
     // in line of each work item (asking may put the hold on: a ceiling reached).
@@ -154,9 +156,36 @@ export class Dispatcher {
       }
     }
     for (const workItem of plan.graceFor) this.armCloseGrace(workItem);
+    await this.deps.leases?.settle({
+      pending: new Set(pending.flatMap((d) => (d.workItem ? [d.workItem] : []))),
+      running: new Set(this.running.keys()),
+    });
     // Deliveries a close made moot were counted against the concurrency limit in this plan: plan
     // again at once rather than leave the slots idle until the next poll.
     if (plan.ignored.length > 0) this.again = true;
+  }
+
+  /**
+   * Several hosts: only the deliveries of work items this host holds (or runs), the lease of a new
+   * work item taken when placement names this host. One host: all of them.
+   */
+  private async leased(pending: DeliveryRecord[]): Promise<DeliveryRecord[]> {
+    const { leases } = this.deps;
+    if (!leases) return pending;
+    const first = new Map<string, string>();
+    for (const d of pending)
+      if (d.workItem && !this.running.has(d.workItem) && !first.has(d.workItem)) first.set(d.workItem, d.id);
+    const owned = await leases.owned([...first].map(([workItem, deliveryId]) => ({ workItem, deliveryId })));
+    return pending.filter((d) => !d.workItem || owned.has(d.workItem) || this.running.has(d.workItem));
+  }
+
+  /**
+   * Fenced (this host lost its hold on the store): every running turn is aborted now. A process
+   * runner's engine is stopped; a tmux session is left running (its turn detaches: the lease lapses
+   * and whoever settles the work item finds it).
+   */
+  abortRunning(): void {
+    for (const r of this.running.values()) r.controller.abort(SHUTDOWN);
   }
 
   private armCloseGrace(workItem: string): void {

@@ -4,9 +4,11 @@
  * run again, and a store that already holds rows is refused (nothing is copied twice). The SQLite
  * file is only read.
  *
- * Rows PostgreSQL would reject (a NUL character in text, which PostgreSQL's text cannot hold) are
- * found before anything is written and reported by table and key; the copy then writes nothing
- * unless told to leave them out.
+ * Rows PostgreSQL would reject (a value its column's type cannot take, a row whose parent is left
+ * out) are found before anything is written and reported by table and key; the copy then writes
+ * nothing unless told to leave them out. A NUL character in text, which PostgreSQL's text cannot
+ * hold, is kept as U+FFFD, as every PostgreSQL writer of the-loop does. The file is opened
+ * read-only: a registry of an older version is refused, not upgraded in place.
  */
 import { LoopError } from '../core/errors.js';
 import type { CopyOptions, CopyReport, RejectedRow } from '../core/ports/copy.js';
@@ -43,6 +45,13 @@ async function commonColumns(
       WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`,
     [table],
   );
+  const missing = [...own].filter((name) => !theirs.some((c) => c.column_name === name));
+  if (missing.length > 0)
+    throw new LoopError(
+      'store-failed',
+      `the PostgreSQL store has no column ${missing.map((m) => `${table}.${m}`).join(', ')}: nothing copied`,
+      { hint: 'Run `the-loop store migrate` on the PostgreSQL store (this the-loop), then copy again.' },
+    );
   return theirs.filter((c) => own.has(c.column_name)).map((c) => ({ name: c.column_name, type: c.udt_name }));
 }
 
@@ -57,8 +66,12 @@ const ARRAY_TYPE: Record<string, string> = {
 function convert(value: unknown, type: string): unknown {
   if (value === null || value === undefined) return null;
   if (type === 'bytea') return typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-  if (type === 'text' && typeof value !== 'string')
-    return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+  if (type === 'text') {
+    const text =
+      typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+    // PostgreSQL's text cannot hold U+0000: kept as U+FFFD, as every PostgreSQL writer of the-loop does.
+    return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+  }
   if ((type === 'int8' || type === 'float8') && typeof value !== 'number') return String(value);
   return value;
 }
@@ -75,9 +88,6 @@ function rejection(row: Row, columns: ReadonlyArray<{ name: string; type: string
   for (const { name, type } of columns) {
     const value = row[name];
     if (value === null || value === undefined) continue;
-    const text = typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : null;
-    if (type === 'text' && text?.includes('\u0000'))
-      return `${name} holds a NUL character (PostgreSQL's text cannot)`;
     if (
       type === 'int8' &&
       !(typeof value === 'number' ? Number.isSafeInteger(value) : /^-?\d{1,15}$/.test(String(value)))
@@ -98,14 +108,39 @@ const keyOf = (row: Row, key: string) =>
     .map((k) => `${k}=${String(row[k])}`)
     .join(' ');
 
-/** Every row of every copied table that PostgreSQL would reject. */
+/**
+ * A row that cannot be copied because a row it references is left out (its foreign key would
+ * break): a turn of a left-out session, an event or act of a left-out turn or session, a token of a
+ * left-out session.
+ */
+function orphaned(
+  table: string,
+  row: Row,
+  left: { sessions: Set<unknown>; turns: Set<unknown> },
+): string | null {
+  if (
+    left.sessions.size > 0 &&
+    ['turns', 'acts', 'gateway_tokens'].includes(table) &&
+    left.sessions.has(row.session_id)
+  )
+    return `its session (${String(row.session_id)}) is left out`;
+  if (left.turns.size > 0 && ['turn_events', 'acts'].includes(table) && left.turns.has(row.turn_id))
+    return `its turn (${String(row.turn_id)}) is left out`;
+  return null;
+}
+
+/** Every row of every copied table that PostgreSQL would reject, or that references one. */
 export async function findRejected(sqlite: Db, pg: Queryable): Promise<RejectedRow[]> {
   const out: RejectedRow[] = [];
+  const left = { sessions: new Set<unknown>(), turns: new Set<unknown>() };
   for (const { table, key } of COPIED_TABLES) {
     const columns = await commonColumns(sqlite, pg, table);
     for (const row of sqlite.prepare(`SELECT * FROM ${table}`).iterate() as Iterable<Row>) {
-      const reason = rejection(row, columns);
-      if (reason) out.push({ table, key: keyOf(row, key), reason });
+      const reason = rejection(row, columns) ?? orphaned(table, row, left);
+      if (!reason) continue;
+      out.push({ table, key: keyOf(row, key), reason });
+      if (table === 'sessions') left.sessions.add(row.id);
+      if (table === 'turns') left.turns.add(row.id);
     }
   }
   return out;
@@ -168,19 +203,35 @@ async function copyTable(
   return done;
 }
 
-/** Copy `sqlite` (migrated to the same version) into the empty store `pg`. */
+/** A registry in use (a turn running) is not copied: its daemon would go on writing the old file. */
+function refuseRunning(sqlite: Db): void {
+  const running = (
+    sqlite.prepare("SELECT COUNT(*) AS n FROM turns WHERE status = 'running'").get() as { n: number }
+  ).n;
+  if (running > 0)
+    throw new LoopError('usage', `the SQLite registry has ${running} running turn(s): nothing copied`, {
+      hint: 'Stop the daemon using it first. A turn left running by a crash is marked lost by any reading command on the SQLite config (`the-loop sessions list`).',
+    });
+}
+
+/** Copy `sqlite` (opened read-only, at this version) into the empty store `pg`. */
 export async function copySqliteToPg(sqlite: Db, pg: Pg, options: CopyOptions = {}): Promise<CopyReport> {
   // Read in one SQLite transaction: a daemon writing meanwhile does not tear the copy.
   sqlite.prepare('BEGIN').run();
   try {
+    refuseRunning(sqlite);
     const rejected = await findRejected(sqlite, pg);
     if (rejected.length > 0 && !options.skipRejected) return { tables: [], rows: 0, rejected, copied: false };
     const skip = new Set(rejected.map((r) => `${r.table} ${r.key}`));
     const tables = await pg.tx(async (q) => {
+      // Hosts already running on the store wait (they may read) until the copy commits or fails.
+      await q.run(`LOCK TABLE ${COPIED_TABLES.map((t) => t.table).join(', ')} IN EXCLUSIVE MODE`);
       await refuseNonEmpty(q);
       const out: CopyReport['tables'] = [];
       for (const spec of COPIED_TABLES)
         out.push({ table: spec.table, rows: await copyTable(sqlite, q, spec, skip, options) });
+      // The file's cursors are of the files of the host that ran it: this one's.
+      await q.run('UPDATE scan_files SET host = $1', [options.host ?? '']);
       return out;
     });
     return { tables, rows: tables.reduce((n, t) => n + t.rows, 0), rejected, copied: true };

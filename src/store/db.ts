@@ -69,6 +69,51 @@ export function schemaVersion(
   return { version: row.v ?? 0, latest: migrations.reduce((max, m) => Math.max(max, m.version), 0) };
 }
 
+/**
+ * Open an existing registry read-only (`store copy`): nothing is written to it, not even a
+ * migration; one of another version is refused, naming the command that upgrades it.
+ */
+export function openDbReadOnly(path: string, migrations: readonly Migration[] = MIGRATIONS): Db {
+  let db: Db;
+  try {
+    const binding = nativeBinding();
+    db = new Database(path, {
+      readonly: true,
+      fileMustExist: true,
+      ...(binding ? { nativeBinding: binding } : {}),
+    });
+  } catch (cause) {
+    throw new LoopError(
+      'store-failed',
+      `cannot open the registry at ${path}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      {
+        cause,
+      },
+    );
+  }
+  const known = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .get();
+  const { version, latest } = known ? schemaVersion(db, migrations) : { version: 0, latest: -1 };
+  if (version !== latest) {
+    db.close();
+    throw new LoopError(
+      'store-failed',
+      known
+        ? `the registry at ${path} has schema version ${version}; this the-loop copies version ${latest}`
+        : `${path} is not a registry of the-loop (no schema_migrations table)`,
+      {
+        hint: known
+          ? version < latest
+            ? 'Bring it to this version first: `the-loop store migrate` with a config on that file (store.kind sqlite).'
+            : 'Copy it with the-loop of its version, or newer.'
+          : 'Name the-loop.db of a data directory: --from <dataDir>/the-loop.db.',
+      },
+    );
+  }
+  return db;
+}
+
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);

@@ -5,8 +5,10 @@
  * and after the move. A second copy is refused (nothing twice); a row PostgreSQL would reject is
  * named and nothing is written unless told to leave it out; the database password is never printed.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { LedgerEntry, RowPrice } from '../../src/core/ports/ledger.js';
@@ -66,6 +68,8 @@ async function seed(db: Db): Promise<void> {
         costUsd: n / 1000,
         error: n % 13 ? null : 'engine exited 1',
       });
+    // A daemon that crashed mid-turn: marked lost (as a reading command on the file does) before the move.
+    else await sessions.markTurnLost(turn.id, 'its owner process is gone');
     if (n % 4 === 0) await sessions.close(s.id, 'work item closed');
     ids.push({ id: s.id, workItem, turn: turn.id });
   }
@@ -253,6 +257,7 @@ describe('store copy: rows PostgreSQL would reject', () => {
   const registry = join(project.dir, 'old.db');
   const config = join(project.dir, 'postgres.yaml');
   let database: Awaited<ReturnType<typeof freshDatabase>>;
+  let badTurn = 0;
 
   beforeAll(async () => {
     database = await freshDatabase();
@@ -278,14 +283,39 @@ describe('store copy: rows PostgreSQL would reject', () => {
       credentialKind: null,
       credentialEnv: null,
     });
-    await sessions.close(good.id, 'done');
-    await sessions.close(bad.id, 'reason with a \u0000 inside');
+    // The bad session has a turn: it cannot be copied without its session either.
+    const turn = await sessions.beginTurn(bad.id, {
+      promptDigest: 'sha256:x',
+      promptBytes: 1,
+      meter: 'none',
+    });
+    await sessions.finishTurn(turn.id, {
+      status: 'succeeded',
+      endReason: 'result',
+      endedAt: new Date().toISOString(),
+      exitCode: 0,
+      exitSignal: null,
+      model: null,
+      usage: null,
+      costUsd: null,
+      error: null,
+    });
+    // A NUL PostgreSQL's text cannot hold is kept as U+FFFD; a value its column's type cannot take
+    // (SQLite keeps text in an INTEGER column) rejects the row.
+    await sessions.close(good.id, 'reason with a \u0000 inside');
+    await sessions.close(bad.id, 'done');
+    db.prepare("UPDATE sessions SET engine_session_started = 'x' WHERE id = ?").run(bad.id);
+    db.prepare('INSERT INTO scan_files (path, inode, size, offset, scanned_at) VALUES (?, 1, 2, 2, ?)').run(
+      '/home/me/.claude/projects/a.jsonl',
+      new Date().toISOString(),
+    );
+    badTurn = turn.id;
     db.close();
     writeFileSync(
       config,
       stringify({
         usage: { watchClaude: false },
-        store: { kind: 'postgres', url: 'env:THE_LOOP_DATABASE_URL' },
+        store: { kind: 'postgres', url: 'env:THE_LOOP_DATABASE_URL', host: 'host-b' },
       }),
     );
   });
@@ -304,16 +334,66 @@ describe('store copy: rows PostgreSQL would reject', () => {
   it('names them and writes nothing; --skip-rejected copies the rest', async () => {
     const refused = await cli('store', 'copy', '--from', registry);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/nothing copied: 1 row\(s\) PostgreSQL would reject/);
-    expect(refused.stderr).toMatch(/sessions id=[0-9a-f-]+: close_reason holds a NUL character/);
+    expect(refused.stderr).toMatch(/nothing copied: 2 row\(s\) PostgreSQL would reject/);
+    expect(refused.stderr).toMatch(
+      /sessions id=[0-9a-f-]+: engine_session_started holds "x", not a whole number/,
+    );
+    expect(refused.stderr).toContain(`turns id=${badTurn}: its session (`);
     const none = await cli('sessions', 'list', '--all', '--json');
     expect(JSON.parse(none.stdout)).toEqual([]);
     const rest = await cli('store', 'copy', '--from', registry, '--skip-rejected', '--json');
     expect(rest.code, rest.stderr).toBe(0);
-    expect(JSON.parse(rest.stdout)).toMatchObject({ copied: true, rows: 1 });
+    expect(JSON.parse(rest.stdout)).toMatchObject({ copied: true, rows: 2 });
+    expect((JSON.parse(rest.stdout) as { rejected: unknown[] }).rejected).toHaveLength(2);
     const one = await cli('sessions', 'list', '--all', '--json');
     expect((JSON.parse(one.stdout) as Array<{ workItem: string }>).map((s) => s.workItem)).toEqual([
       'github:octo/a#1',
     ]);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const reason = await client.query('SELECT close_reason FROM sessions');
+      expect(reason.rows).toEqual([{ close_reason: 'reason with a \uFFFD inside' }]);
+      // The file's transcript cursors are this host's now.
+      const cursors = await client.query('SELECT host, path FROM scan_files');
+      expect(cursors.rows).toEqual([{ host: 'host-b', path: '/home/me/.claude/projects/a.jsonl' }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('reads the file only: a registry of an older version, or one in use, is refused and left as it was', async () => {
+    const old = join(project.dir, 'older.db');
+    const db = openDb(old);
+    const sessions = new SqliteSessionStore(db, { scrub });
+    const s = await sessions.create({
+      workItem: 'github:octo/b#1',
+      slug: 'octo-b-1',
+      engine: 'claude',
+      runner: 'process',
+      engineSessionId: null,
+      cwd: '/w',
+      credentialKind: null,
+      credentialEnv: null,
+    });
+    await sessions.beginTurn(s.id, { promptDigest: 'sha256:x', promptBytes: 1, meter: 'none' });
+    db.close();
+    const before = readFileSync(old);
+    const running = await cli('store', 'copy', '--from', old);
+    expect(running.code).toBe(2);
+    expect(running.stderr).toMatch(/1 running turn\(s\): nothing copied/);
+    expect(running.stderr).toMatch(/Stop the daemon using it first/);
+    const raw = new Database(old);
+    raw
+      .prepare('DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations)')
+      .run();
+    raw.close();
+    const changed = readFileSync(old);
+    const older = await cli('store', 'copy', '--from', old);
+    expect(older.code).not.toBe(0);
+    expect(older.stderr).toMatch(/has schema version \d+; this the-loop copies version \d+/);
+    expect(older.stderr).toMatch(/the-loop store migrate/);
+    expect(readFileSync(old).equals(changed)).toBe(true);
+    expect(before.equals(changed)).toBe(false);
   });
 });

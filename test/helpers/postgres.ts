@@ -123,14 +123,19 @@ export function testCluster(): string {
   return url;
 }
 
-/** A new database of the run's cluster, migrated (a copy of the template); `drop` removes it. */
-export async function freshDatabase(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+/**
+ * A new database of the run's cluster, migrated (a copy of the template), or `empty` (no table: for
+ * the migration tests); `drop` removes it.
+ */
+export async function freshDatabase(
+  options: { empty?: boolean } = {},
+): Promise<{ url: string; name: string; drop(): Promise<void> }> {
   const base = testCluster();
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: `${base}postgres` });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`);
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${options.empty ? 'template0' : TEMPLATE_DB}`);
   } finally {
     await admin.end();
   }

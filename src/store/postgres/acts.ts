@@ -1,16 +1,20 @@
-import type {
-  ActFilter,
-  ActOutcome,
-  ActRecord,
-  ActSource,
-  ActStore,
-  ActTurn,
-  NewAct,
-} from '../../core/ports/acts.js';
+import type { ActFilter, ActRecord, ActSource, ActStore, ActTurn, NewAct } from '../../core/ports/acts.js';
+import {
+  ACTS_LIMIT,
+  type ActRow,
+  actConditions,
+  actTurnValues,
+  type StoredAct,
+  storedAct,
+  toActRecord,
+} from '../acts-rows.js';
+import { whereOf } from '../filters.js';
+import { noNul } from '../text.js';
 import type { Pg } from './pg.js';
 
 /**
- * The acts table on PostgreSQL: its only reader and writer, as store/sqlite/acts.ts. Every text an
+ * The acts table on PostgreSQL: its only reader and writer, as store/sqlite/acts.ts (its rows,
+ * what an act stores and a list's conditions are store/acts-rows.ts). Every text an
  * act carries (the command, its detail) passes through `scrub` before it is stored. `Kind` and
  * `Detail` are the acts module's vocabulary, kept as written (the detail as JSON).
  *
@@ -22,29 +26,6 @@ import type { Pg } from './pg.js';
  * row to lock); `NO KEY UPDATE` leaves the key-share lock the acts' foreign key takes free, so
  * other inserts naming the turn are not held up, and the lock is gone at commit.
  */
-
-interface ActRow {
-  id: number;
-  turn_id: number;
-  turn_seq: number | null;
-  source: ActSource;
-  session_id: string;
-  work_item: string;
-  engine: string;
-  runner: string;
-  seq: number;
-  tool_use_id: string | null;
-  tool: string;
-  kind: string;
-  command: string;
-  detail: string;
-  evasion: string | null;
-  outcome: ActOutcome;
-  verdict: 'allow' | 'deny';
-  rule: string | null;
-  breach: number;
-  at: string;
-}
 
 /** A turn's acts of one source in one statement: the turn's columns once, the acts' as arrays. */
 const INSERT = `INSERT INTO acts (turn_id, turn_seq, session_id, work_item, engine, runner, source, at, seq,
@@ -63,13 +44,6 @@ const LOCK_TURN = 'SELECT id FROM turns WHERE id = $1 FOR NO KEY UPDATE';
 const NEXT_WIRE_SEQ =
   "SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM acts WHERE turn_id = $1 AND source = 'wire'";
 
-/**
- * PostgreSQL's text cannot hold U+0000 (SQLite's can): a NUL in a command would make the turn's
- * acts fail to be kept, so it is stored as U+FFFD instead (a detail's NUL is escaped by JSON).
- */
-const noNul = (text: string): string =>
-  text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
-
 export class PgActStore<Kind extends string = string, Detail = unknown> implements ActStore<Kind, Detail> {
   constructor(
     private readonly db: Pg,
@@ -78,28 +52,21 @@ export class PgActStore<Kind extends string = string, Detail = unknown> implemen
 
   /** The acts, as INSERT's values: a turn's columns, then one array per act column. */
   private values(turn: ActTurn, acts: readonly NewAct<Kind, Detail>[], source: ActSource): unknown[] {
-    const { scrub } = this.options;
-    const column = <T>(pick: (a: NewAct<Kind, Detail>) => T): T[] => acts.map(pick);
+    const stored = acts.map((a) => storedAct(a, this.options.scrub, noNul));
+    const column = <T>(pick: (a: StoredAct) => T): T[] => stored.map(pick);
     return [
-      turn.id,
-      turn.seq,
-      turn.sessionId,
-      turn.workItem,
-      turn.engine,
-      turn.runner,
-      source,
-      turn.at,
+      ...actTurnValues(turn, source),
       column((a) => a.seq),
-      column((a) => a.toolUseId),
-      column((a) => noNul(a.tool.slice(0, 200))),
+      column((a) => a.tool_use_id),
+      column((a) => a.tool),
       column((a) => a.kind),
-      column((a) => noNul(scrub(a.command))),
-      column((a) => noNul(scrub(JSON.stringify(a.detail)))),
-      column((a) => a.evasion ?? null),
+      column((a) => a.command),
+      column((a) => a.detail),
+      column((a) => a.evasion),
       column((a) => a.outcome),
       column((a) => a.verdict),
       column((a) => a.rule),
-      column((a) => (a.breach ? 1 : 0)),
+      column((a) => a.breach),
     ];
   }
 
@@ -126,51 +93,14 @@ export class PgActStore<Kind extends string = string, Detail = unknown> implemen
   }
 
   async list(filter: ActFilter<Kind> = {}): Promise<ActRecord<Kind, Detail>[]> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    const add = (clause: (param: string) => string, value: unknown) => {
-      values.push(value);
-      where.push(clause(`$${values.length}`));
-    };
-    if (filter.workItem) add((p) => `work_item = ${p}`, filter.workItem);
-    if (filter.sessionId) add((p) => `session_id = ${p}`, filter.sessionId);
-    if (filter.kind) add((p) => `kind = ${p}`, filter.kind);
-    if (filter.since) add((p) => `at >= ${p}`, filter.since.toISOString());
-    if (filter.turnId !== undefined) add((p) => `turn_id = ${p}`, filter.turnId);
-    if (filter.breachesOnly) where.push('breach = 1');
+    const { where, values } = whereOf(actConditions(filter), (n) => `$${n}`);
     // As SQLite's LIMIT: a negative limit is none (PostgreSQL's LIMIT NULL).
-    const limit = filter.limit ?? 1000;
+    const limit = filter.limit ?? ACTS_LIMIT;
     values.push(limit < 0 ? null : limit);
     const rows = await this.db.rows<ActRow>(
-      `SELECT * FROM acts ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-         ORDER BY at DESC, id DESC LIMIT $${values.length}`,
+      `SELECT * FROM acts ${where} ORDER BY at DESC, id DESC LIMIT $${values.length}`,
       values,
     );
-    return rows.map((r) => this.toRecord(r));
-  }
-
-  private toRecord(r: ActRow): ActRecord<Kind, Detail> {
-    return {
-      id: r.id,
-      turnId: r.turn_id,
-      turnSeq: r.turn_seq,
-      source: r.source,
-      sessionId: r.session_id,
-      workItem: r.work_item,
-      engine: r.engine,
-      runner: r.runner,
-      seq: r.seq,
-      toolUseId: r.tool_use_id,
-      tool: r.tool,
-      kind: r.kind as Kind,
-      command: r.command,
-      detail: JSON.parse(r.detail) as Detail,
-      evasion: r.evasion,
-      outcome: r.outcome,
-      verdict: r.verdict,
-      rule: r.rule,
-      breach: r.breach === 1,
-      at: r.at,
-    };
+    return rows.map((r) => toActRecord<Kind, Detail>(r));
   }
 }

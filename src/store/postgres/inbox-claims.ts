@@ -25,8 +25,14 @@
  * Writers other than claimers (accept, retry, requeue, finish) only ever put a delivery after the
  * claim in a serial order (a retry committed after the claim's snapshot is a retry made after it),
  * which the line allows, as SQLite's one writer at a time does.
+ *
+ * On a fenced host (several hosts, issue 17), a claim is won only while the host holds the lease of
+ * the claim's work item at its epoch (`fencedBy`, the lease row share-locked to commit: a take-over
+ * waits for the claim, and a claim that waited for a take-over finds the new epoch and wins nothing).
  */
+import type { Fence } from '../../core/ports/hosts.js';
 import type { Claim, ClaimWrites } from '../../core/ports/inbox.js';
+import { fencedBy } from './hosts.js';
 import { pgText } from './inbox-accept.js';
 import type { Queryable } from './pg.js';
 
@@ -40,11 +46,16 @@ const LOCK_LINES_SQL = `SELECT count(pg_advisory_xact_lock($1::int, h)) AS n
       UNION SELECT work_item FROM deliveries WHERE id = ANY($3::text[]) AND work_item IS NOT NULL) AS items
     ORDER BY h) AS locks`;
 
-/** Queued → running while first in its work item's line (served by `deliveries_work_item`). */
+/**
+ * Queued → running while first in its work item's line (served by `deliveries_work_item`), and, on
+ * a fenced host (host $3 not null), while the host holds the lease of the work item the row is in
+ * at its epoch $5 (the work item the claim names, $4).
+ */
 const CLAIM_SQL = `UPDATE deliveries SET status = 'running', attempts = attempts + 1, updated_at = $1
   WHERE id = $2 AND status = 'queued' AND NOT EXISTS (
     SELECT 1 FROM deliveries e WHERE e.work_item = deliveries.work_item AND e.status IN ('queued', 'running')
-      AND e.seq <> deliveries.seq AND (e.status = 'running' OR e.seq < deliveries.seq))`;
+      AND e.seq <> deliveries.seq AND (e.status = 'running' OR e.seq < deliveries.seq))
+    AND ($3::text IS NULL OR (deliveries.work_item = $4::text AND ${fencedBy('$4', '$3', '$5', { lock: true })}))`;
 
 const HOLD_SQL = `UPDATE deliveries SET held_reason = $1::text, updated_at = $2
   WHERE id = $3 AND status = 'queued' AND held_reason IS DISTINCT FROM $1::text`;
@@ -52,12 +63,27 @@ const HOLD_SQL = `UPDATE deliveries SET held_reason = $1::text, updated_at = $2
 const IGNORE_SQL = `UPDATE deliveries SET route = 'ignore', reason = $1, held_reason = NULL, status = 'ignored',
   updated_at = $2 WHERE id = $3 AND status = 'queued'`;
 
+/**
+ * Lock the lines of these work items (as claims do) until the transaction ends. Arrivals take it
+ * before they insert: a delivery's `seq` is given when it is inserted but seen when it commits, so
+ * without it a later delivery committed first could be claimed while an earlier one of its work
+ * item is still in flight; with it, each line's seq order is its commit order.
+ */
+export async function lockLines(
+  q: Queryable,
+  workItems: ReadonlyArray<string | null | undefined>,
+): Promise<void> {
+  const items = [...new Set(workItems.filter((w): w is string => typeof w === 'string'))];
+  if (items.length > 0) await q.row(LOCK_LINES_SQL, [CLAIM_LOCKS, items, []]);
+}
+
 /** The pass's writes in one transaction (the caller's): the claims won, in the order asked. */
 export async function applyClaimWrites(
   q: Queryable,
   writes: ClaimWrites,
   at: string,
   scrub: (text: string) => string,
+  fence?: Fence,
 ): Promise<Claim[]> {
   if (writes.claims.length > 0) {
     await q.row(LOCK_LINES_SQL, [
@@ -72,6 +98,9 @@ export async function applyClaimWrites(
   }
   for (const i of writes.ignored) await q.run(IGNORE_SQL, [pgText(scrub(i.reason)), at, i.deliveryId]);
   const won: Claim[] = [];
-  for (const c of writes.claims) if ((await q.run(CLAIM_SQL, [at, c.deliveryId])) === 1) won.push(c);
+  for (const c of writes.claims) {
+    const fenced = fence ? [fence.host, c.workItem, fence.epochOf(c.workItem) ?? null] : [null, null, null];
+    if ((await q.run(CLAIM_SQL, [at, c.deliveryId, ...fenced])) === 1) won.push(c);
+  }
   return won;
 }

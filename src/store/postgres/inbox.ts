@@ -1,4 +1,5 @@
 import { LoopError } from '../../core/errors.js';
+import type { Fence } from '../../core/ports/hosts.js';
 import type {
   AcceptOutcome,
   ArrivingDelivery,
@@ -15,9 +16,26 @@ import type {
 } from '../../core/ports/inbox.js';
 import { bodyText, COLUMNS, type Masking, parsePlan, type Row, toRecord } from '../sqlite/inbox-rows.js';
 import { insertDelivery, lockAndFindStored, lockIds, pgText, routedColumns } from './inbox-accept.js';
-import { applyClaimWrites } from './inbox-claims.js';
+import { applyClaimWrites, lockLines } from './inbox-claims.js';
+import { notifyInbox } from './inbox-notify.js';
 import { pruneBatch } from './inbox-prune.js';
 import type { Pg, Queryable } from './pg.js';
+import { fenceHolds, fenceValues } from './session-fence.js';
+
+export { INBOX_CHANNEL } from './inbox-notify.js';
+
+/** A stored delivery that waits in its work item's line: its work item is notified (inbox-notify.ts). */
+const runnable = (d: NewDelivery): string | null =>
+  d.routed.action === 'start' || d.routed.action === 'deliver' || d.routed.action === 'close'
+    ? (d.routed.workItem ?? null)
+    : null;
+
+/**
+ * A settling write of a running delivery by a fenced host ($3 not null): only while it is still
+ * running and the host holds its work item's ($4) lease at the epoch ($5). Without a fence, as on
+ * one host.
+ */
+const FENCED_SETTLE = `($3::text IS NULL OR (status = 'running' AND work_item = $4::text AND ${fenceHolds('$4', '$3', '$5')}))`;
 
 /**
  * The inbox on PostgreSQL (the `deliveries` table: its only reader and writer), for several hosts
@@ -28,11 +46,16 @@ import type { Pg, Queryable } from './pg.js';
  * work item (inbox-claims.ts); every other write is one guarded UPDATE (the row's lock, then its
  * WHERE checked again on the row as committed), so two hosts at once each change a row only when
  * it is still in the state the write expects.
+ *
+ * With a `fence` (several hosts), a claim is taken, and a running delivery finished or put back,
+ * only while this host holds the work item's lease at its epoch: a host whose lease was taken
+ * cannot settle a delivery its new owner runs. Writes that make work runnable (accepting into a
+ * line, retry, requeue) notify the work item on `INBOX_CHANNEL` when they commit.
  */
 export class PgInbox implements Inbox {
   constructor(
     private readonly db: Pg,
-    private readonly options: Masking & { now?: () => Date } = {},
+    private readonly options: Masking & { now?: () => Date; fence?: Fence | undefined } = {},
   ) {}
 
   private now(): string {
@@ -50,10 +73,18 @@ export class PgInbox implements Inbox {
         q,
         deliveries.map((d) => d.id),
       );
+      await lockLines(
+        q,
+        deliveries.map((d) => pgText(d.routed.workItem ?? null)),
+      );
       const outcomes: AcceptOutcome[] = [];
+      const wake: Array<string | null> = [];
       for (const d of deliveries) {
-        outcomes.push((await insertDelivery(q, d, at, this.options)) ? 'accepted' : 'duplicate');
+        const stored = await insertDelivery(q, d, at, this.options);
+        outcomes.push(stored ? 'accepted' : 'duplicate');
+        if (stored) wake.push(runnable(d));
       }
+      await notifyInbox(q, wake);
       return outcomes;
     });
   }
@@ -82,18 +113,32 @@ export class PgInbox implements Inbox {
         q,
         deliveries.map((d) => d.id),
       );
-      const out: Array<RoutedDelivery | 'duplicate'> = [];
+      // Routed first (the new ones only), then their lines locked, then inserted in batch order.
+      const fresh = new Map<number, RoutedDelivery>();
       for (const [i, d] of deliveries.entries()) {
         // Stored before, or earlier in this batch: not routed (again).
-        if (known.has(d.id)) {
+        if (known.has(d.id)) continue;
+        known.add(d.id);
+        fresh.set(i, routeOf(d, i));
+      }
+      await lockLines(
+        q,
+        [...fresh.values()].map((r) => pgText(r.workItem ?? null)),
+      );
+      const out: Array<RoutedDelivery | 'duplicate'> = [];
+      const wake: Array<string | null> = [];
+      for (const [i, d] of deliveries.entries()) {
+        const routed = fresh.get(i);
+        if (routed === undefined) {
           out.push('duplicate');
           continue;
         }
-        known.add(d.id);
         const { route: _route, ...rest } = d;
-        const routed = routeOf(d, i);
-        out.push((await insertDelivery(q, { ...rest, routed }, at, this.options)) ? routed : 'duplicate');
+        const stored = await insertDelivery(q, { ...rest, routed }, at, this.options);
+        out.push(stored ? routed : 'duplicate');
+        if (stored) wake.push(runnable({ ...rest, routed }));
       }
+      await notifyInbox(q, wake);
       return out;
     });
   }
@@ -167,7 +212,7 @@ export class PgInbox implements Inbox {
   }
 
   async applyClaims(writes: ClaimWrites): Promise<Claim[]> {
-    return this.db.tx((q) => applyClaimWrites(q, writes, this.now(), this.scrub));
+    return this.db.tx((q) => applyClaimWrites(q, writes, this.now(), this.scrub, this.options.fence));
   }
 
   async finish(
@@ -175,10 +220,25 @@ export class PgInbox implements Inbox {
     result: { status: 'done' | 'failed'; turnId: number | null; error: string | null },
   ): Promise<void> {
     const error = result.error === null ? null : pgText(this.scrub(result.error));
+    const [host, workItem, epoch] = await this.fenceOf(id);
     await this.db.run(
-      'UPDATE deliveries SET status = $1, turn_id = COALESCE($2::bigint, turn_id), error = $3, updated_at = $4 WHERE id = $5',
-      [result.status, result.turnId, error, this.now(), id],
+      `UPDATE deliveries SET status = $6, turn_id = COALESCE($7::bigint, turn_id), error = $8, updated_at = $2
+        WHERE id = $1 AND ${FENCED_SETTLE}`,
+      [id, this.now(), host, workItem, epoch, result.status, result.turnId, error],
     );
+  }
+
+  /** The fence values of a settling write of delivery `id` (host, work item, epoch), nulls without one. */
+  private async fenceOf(id: string): Promise<[string | null, string | null, number | null]> {
+    if (!this.options.fence) return [null, null, null];
+    const row = await this.db.row<{ work_item: string | null }>(
+      'SELECT work_item FROM deliveries WHERE id = $1',
+      [id],
+    );
+    const workItem = row?.work_item ?? null;
+    if (workItem === null) return [this.options.fence.host, null, null];
+    const [host, epoch] = fenceValues(this.options.fence, workItem);
+    return [host, workItem, epoch];
   }
 
   async retry(id: string): Promise<DeliveryRecord> {
@@ -189,11 +249,15 @@ export class PgInbox implements Inbox {
     }
     // Guarded: retention (or a retry on another host) may have changed it since it was read. Its seq
     // is kept: it goes back to its original place in arrival order.
-    const retried = await this.db.row<Row>(
-      `UPDATE deliveries SET status = 'queued', error = NULL, updated_at = $1
-        WHERE id = $2 AND status = 'failed' AND pruned_at IS NULL RETURNING ${COLUMNS}`,
-      [this.now(), id],
-    );
+    const retried = await this.db.tx(async (q) => {
+      const row = await q.row<Row>(
+        `UPDATE deliveries SET status = 'queued', error = NULL, updated_at = $1
+          WHERE id = $2 AND status = 'failed' AND pruned_at IS NULL RETURNING ${COLUMNS}`,
+        [this.now(), id],
+      );
+      if (row) await notifyInbox(q, [row.work_item]);
+      return row;
+    });
     if (retried) return toRecord(retried);
     const after = (await read(this.db, id)) as DeliveryRecord;
     if (after.prunedAt !== null) {
@@ -207,10 +271,15 @@ export class PgInbox implements Inbox {
   }
 
   async requeue(id: string): Promise<void> {
-    await this.db.run(
-      "UPDATE deliveries SET status = 'queued', updated_at = $1 WHERE id = $2 AND status = 'running'",
-      [this.now(), id],
-    );
+    const [host, workItem, epoch] = await this.fenceOf(id);
+    await this.db.tx(async (q) => {
+      const row = await q.row<{ work_item: string | null }>(
+        `UPDATE deliveries SET status = 'queued', updated_at = $2
+          WHERE id = $1 AND status = 'running' AND ${FENCED_SETTLE} RETURNING work_item`,
+        [id, this.now(), host, workItem, epoch],
+      );
+      if (row) await notifyInbox(q, [row.work_item]);
+    });
   }
 
   async prune(options: PruneOptions): Promise<PruneReport> {

@@ -4,43 +4,13 @@
  * is not committed when the import fails is rolled back, and read again from the transcripts next
  * time. The transaction holds only row locks, on the rows it inserted, corrected or removed: the
  * daemon's other writes go on meanwhile, and one of the same row waits at most until the next commit
- * (about `everyMs`).
+ * (about `everyMs`). Its statements go through the pool's Runner (pg.ts) on the import's own connection.
  */
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { ImportPiece, LedgerImport, Pricer } from '../../core/ports/ledger.js';
-import { type RowIn, rowsOf, text, writeRows } from './ledger-write.js';
-import type { Pg, Queryable, Values } from './pg.js';
-
-/** Statement names for this connection's prepared statements (prefixed: never another's name). */
-const names = new Map<string, string>();
-function nameOf(text: string): string {
-  let name = names.get(text);
-  if (name === undefined) {
-    name = `li${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    names.set(text, name);
-  }
-  return name;
-}
-
-/** Queries on one pool connection (the import's own), as prepared statements. */
-class ClientQueries implements Queryable {
-  constructor(private readonly client: pg.PoolClient) {}
-
-  async rows<R>(text: string, values: Values = []): Promise<R[]> {
-    const result = await this.client.query({ name: nameOf(text), text, values: values as unknown[] });
-    return result.rows as R[];
-  }
-
-  async row<R>(text: string, values: Values = []): Promise<R | undefined> {
-    return (await this.rows<R>(text, values))[0];
-  }
-
-  async run(text: string, values: Values = []): Promise<number> {
-    const result = await this.client.query({ name: nameOf(text), text, values: values as unknown[] });
-    return result.rowCount ?? 0;
-  }
-}
+import { noNul } from '../text.js';
+import { type RowIn, rowsOf, writeRows } from './ledger-write.js';
+import { type Pg, Runner } from './pg.js';
 
 /** Transcript rows (no turn) taken out again, with when each was recorded (this import's own, or not). */
 const UNIMPORT = `DELETE FROM usage_ledger
@@ -49,7 +19,7 @@ const UNIMPORT = `DELETE FROM usage_ledger
 export class PgLedgerImport implements LedgerImport {
   private readonly started: string;
   private client: pg.PoolClient | undefined;
-  private queries: ClientQueries | undefined;
+  private queries: Runner | undefined;
   /** When the open transaction began (Date.now()); undefined when none is open. */
   private since: number | undefined;
   private ended = false;
@@ -73,13 +43,13 @@ export class PgLedgerImport implements LedgerImport {
   }
 
   /** The import's connection, in a transaction (begun now if none is open). */
-  private async open(): Promise<ClientQueries> {
+  private async open(): Promise<Runner> {
     if (!this.client || !this.queries) {
       this.client = await this.db.pool.connect();
       // Held between pieces: a connection that fails then is an error event here (not a crash),
       // and the next statement on it fails, which ends the import.
       this.client.on('error', this.onError);
-      this.queries = new ClientQueries(this.client);
+      this.queries = new Runner(this.client);
     }
     if (this.since === undefined) {
       await this.client.query('BEGIN');
@@ -102,7 +72,7 @@ export class PgLedgerImport implements LedgerImport {
         await writeRows(q, correct, recordedAt);
         let removedOwn = 0;
         if (piece.remove.length > 0) {
-          const removed = await q.rows<{ recorded_at: string }>(UNIMPORT, [piece.remove.map(text)]);
+          const removed = await q.rows<{ recorded_at: string }>(UNIMPORT, [piece.remove.map(noNul)]);
           removedOwn = removed.filter((r) => r.recorded_at >= this.started).length;
         }
         return { added, removedOwn };

@@ -15,19 +15,18 @@
  * left (ON CONFLICT … DO NOTHING, then the correction reads the committed row).
  */
 import type { LedgerEntry, Pricer } from '../../core/ports/ledger.js';
+import { noNul as text } from '../text.js';
 import type { Queryable } from './pg.js';
 
-/** A ledger row to write, copied out of its entry (an import's iterable hands one object again). */
-export interface RowIn {
+/**
+ * A ledger row to write, copied out of its entry (an import's iterable hands one object again): the
+ * entry's own columns as they are (but for NUL, see `noNul`), its usage and price flattened.
+ */
+export type RowIn = Pick<
+  LedgerEntry,
+  'sourceId' | 'at' | 'sessionId' | 'workItem' | 'turnId' | 'engine' | 'runner' | 'model'
+> & {
   meter: string;
-  sourceId: string;
-  at: string;
-  sessionId: string | null;
-  workItem: string | null;
-  turnId: number | null;
-  engine: string | null;
-  runner: string | null;
-  model: string | null;
   input: number;
   output: number;
   cacheRead: number;
@@ -42,17 +41,10 @@ export interface RowIn {
   partial: number;
   /** The list price of one output token (the correction's), or null. */
   unit: number | null;
-}
+};
 
 /** Rows per statement: a bounded message and parameter size, whatever the batch. */
 export const ROWS_PER_STATEMENT = 5000;
-
-/** PostgreSQL's text holds no NUL (SQLite's does): one is written as U+FFFD, the same every time. */
-export function text<T extends string | null | undefined>(value: T): T {
-  return (
-    typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value
-  ) as T;
-}
 
 /** A float as SQLite stores it: NaN is NULL. */
 const real = (value: number | null | undefined): number | null =>
@@ -130,33 +122,39 @@ const INSERT = `INSERT INTO usage_ledger (id, meter, source_id, at, session_id, 
   ON CONFLICT (meter, source_id) DO NOTHING
   RETURNING meter, source_id`;
 
-function insertValues(rows: readonly RowIn[], recordedAt: string): unknown[] {
-  const col = <T>(f: (r: RowIn) => T): T[] => rows.map(f);
-  return [
-    col((r) => r.meter),
-    col((r) => r.sourceId),
-    col((r) => r.at),
-    col((r) => r.sessionId),
-    col((r) => r.workItem),
-    col((r) => r.turnId),
-    col((r) => r.engine),
-    col((r) => r.runner),
-    col((r) => r.model),
-    col((r) => r.input),
-    col((r) => r.output),
-    col((r) => r.cacheRead),
-    col((r) => r.cacheCreation),
-    col((r) => r.reasoning),
-    col((r) => r.cache1h),
-    col((r) => r.cost),
-    col((r) => r.basis),
-    col((r) => r.priceKey),
-    col((r) => r.payerKind),
-    col((r) => r.payerId),
-    col((r) => r.partial),
-    recordedAt,
-  ];
-}
+/** One array per column, in the order of INSERT's parameters ($1…$21), then the write's time ($22). */
+const INSERT_FIELDS = [
+  'meter',
+  'sourceId',
+  'at',
+  'sessionId',
+  'workItem',
+  'turnId',
+  'engine',
+  'runner',
+  'model',
+  'input',
+  'output',
+  'cacheRead',
+  'cacheCreation',
+  'reasoning',
+  'cache1h',
+  'cost',
+  'basis',
+  'priceKey',
+  'payerKind',
+  'payerId',
+  'partial',
+] as const satisfies readonly (keyof RowIn)[];
+
+/** The rows' values of the fields named, one array per field (an `unnest` argument each). */
+const columnsOf = (rows: readonly RowIn[], fields: readonly (keyof RowIn)[]): unknown[][] =>
+  fields.map((f) => rows.map((r) => r[f]));
+
+const insertValues = (rows: readonly RowIn[], recordedAt: string): unknown[] => [
+  ...columnsOf(rows, INSERT_FIELDS),
+  recordedAt,
+];
 
 /**
  * Whether a copy changes its row: a larger output, a turn the row lacks, a price it lacks. Each only
@@ -199,21 +197,19 @@ const CORRECT = `WITH x AS (
   FROM locked AS x
   WHERE l.id = x.id AND ${CHANGES}`;
 
-function correctValues(rows: readonly RowIn[]): unknown[] {
-  const col = <T>(f: (r: RowIn) => T): T[] => rows.map(f);
-  return [
-    col((r) => r.meter),
-    col((r) => r.sourceId),
-    col((r) => r.sessionId),
-    col((r) => r.workItem),
-    col((r) => r.turnId),
-    col((r) => r.output),
-    col((r) => r.cost),
-    col((r) => r.basis),
-    col((r) => r.priceKey),
-    col((r) => r.unit),
-  ];
-}
+/** CORRECT's parameters ($1…$10): one array per field. */
+const CORRECT_FIELDS = [
+  'meter',
+  'sourceId',
+  'sessionId',
+  'workItem',
+  'turnId',
+  'output',
+  'cost',
+  'basis',
+  'priceKey',
+  'unit',
+] as const satisfies readonly (keyof RowIn)[];
 
 /** One round's rows (each key once), a statement or two per ROWS_PER_STATEMENT: the rows added or corrected. */
 async function writeRound(q: Queryable, rows: readonly RowIn[], recordedAt: string): Promise<number> {
@@ -228,7 +224,7 @@ async function writeRound(q: Queryable, rows: readonly RowIn[], recordedAt: stri
     if (inserted.length === chunk.length) continue;
     const added = new Set(inserted.map((r) => `${r.meter}\u0000${r.source_id}`));
     const taken = chunk.filter((r) => !added.has(keyOf(r)));
-    written += await q.run(CORRECT, correctValues(taken));
+    written += await q.run(CORRECT, columnsOf(taken, CORRECT_FIELDS));
   }
   return written;
 }

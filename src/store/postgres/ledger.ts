@@ -9,6 +9,13 @@ import type {
   UnmeteredDrive,
   UsageReport,
 } from '../../core/ports/ledger.js';
+import {
+  type TurnTotalsRow,
+  turnTotalsOf,
+  UNPRICED_COLUMNS,
+  type UnpricedRow,
+  unpricedEntry,
+} from '../ledger-rows.js';
 import { PgLedgerImport } from './ledger-import.js';
 import { sessionCosts, usageReport } from './ledger-report.js';
 import { insertUnmeteredDrive } from './ledger-shared.js';
@@ -65,15 +72,7 @@ export class PgLedgerStore implements LedgerStore {
 
   async turnTotals(turnId: number): Promise<{ usage: Usage; model: string | null } | undefined> {
     // The models as SQLite's GROUP_CONCAT(DISTINCT) gives them: each once, in the order of its first row.
-    const row = await this.db.row<{
-      n: number;
-      i: number;
-      o: number;
-      cr: number;
-      cc: number;
-      r: number;
-      models: string | null;
-    }>(
+    const row = await this.db.row<TurnTotalsRow>(
       `SELECT COUNT(*) AS n, SUM(input_tokens) AS i, SUM(output_tokens) AS o, SUM(cache_read_tokens) AS cr,
          SUM(cache_creation_tokens) AS cc, SUM(reasoning_tokens) AS r,
          (SELECT string_agg(model, ',' ORDER BY first) FROM (SELECT model, MIN(id) AS first FROM usage_ledger
@@ -81,17 +80,7 @@ export class PgLedgerStore implements LedgerStore {
        FROM usage_ledger WHERE turn_id = $1`,
       [turnId],
     );
-    if (!row || row.n === 0) return undefined;
-    return {
-      usage: {
-        inputTokens: row.i,
-        outputTokens: row.o,
-        cacheReadTokens: row.cr,
-        cacheCreationTokens: row.cc,
-        reasoningTokens: row.r,
-      },
-      model: row.models,
-    };
+    return turnTotalsOf(row);
   }
 
   async sessionCosts(sessionIds: readonly string[]): Promise<Map<string, SessionCosts>> {
@@ -146,47 +135,4 @@ export class PgLedgerStore implements LedgerStore {
     }
     return priced;
   }
-}
-
-const UNPRICED_COLUMNS = `id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
-  cache_creation_tokens, reasoning_tokens, cache_creation_1h_tokens, payer_kind, payer_id`;
-
-interface UnpricedRow {
-  id: number;
-  meter: LedgerEntry['meter'];
-  source_id: string;
-  at: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_creation_tokens: number;
-  reasoning_tokens: number;
-  cache_creation_1h_tokens: number;
-  payer_kind: LedgerEntry['payer']['kind'];
-  payer_id: string | null;
-}
-
-/** A stored row as the pricer reads it (no engine figure: a row with one was priced by it). */
-function unpricedEntry(r: UnpricedRow): LedgerEntry {
-  return {
-    meter: r.meter,
-    sourceId: r.source_id,
-    at: r.at,
-    sessionId: null,
-    workItem: null,
-    turnId: null,
-    engine: null,
-    runner: null,
-    model: r.model,
-    usage: {
-      inputTokens: r.input_tokens,
-      outputTokens: r.output_tokens,
-      cacheReadTokens: r.cache_read_tokens,
-      cacheCreationTokens: r.cache_creation_tokens,
-      reasoningTokens: r.reasoning_tokens,
-      ...(r.cache_creation_1h_tokens > 0 ? { cacheCreation1hTokens: r.cache_creation_1h_tokens } : {}),
-    },
-    payer: { kind: r.payer_kind, id: r.payer_id } as LedgerEntry['payer'],
-  };
 }

@@ -3,10 +3,18 @@
  * migration list (migrations/index.ts), under an advisory lock so hosts starting together apply
  * each migration once.
  */
+import type { QueryConfig } from 'pg';
 import { LoopError } from '../../core/errors.js';
 import { MIGRATIONS, type Migration } from '../migrations/index.js';
 import { POSTGRES_BASELINE, POSTGRES_BASELINE_VERSION } from './baseline.js';
 import { checkOut, Pg, type PgOptions, storeUnavailable } from './pg.js';
+
+/** How long the client waits for another host's migration, or a migration's own statements. */
+const WAIT_MS = 3_600_000;
+
+/** A statement the client waits for as long as it takes (up to WAIT_MS), not the pool's query timeout. */
+const patient = (text: string, values: unknown[] = []): QueryConfig =>
+  ({ text, values, query_timeout: WAIT_MS }) as QueryConfig;
 
 /** The advisory lock key every host takes while it migrates (an arbitrary constant: "loopmg" in ASCII). */
 const MIGRATE_LOCK = 0x6c6f6f706d67;
@@ -39,7 +47,10 @@ export async function migratePg(
     // A host waits for another's migration however long it takes (the pool's statement timeout
     // would cut the wait, and a long migration, short).
     await client.query('SET LOCAL statement_timeout = 0');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+    await client.query(patient('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]));
+    // A table lock the DDL cannot get soon (an open transaction of a running host) fails the
+    // migration with a clear error instead of stalling every host's writes queued behind it.
+    await client.query("SET LOCAL lock_timeout = '15s'");
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
     const found = await client.query('SELECT COALESCE(MAX(version), 0)::int AS v FROM schema_migrations');
@@ -61,7 +72,7 @@ export async function migratePg(
         new Date().toISOString(),
       ]);
     if (from === 0) {
-      await client.query(POSTGRES_BASELINE);
+      await client.query(patient(POSTGRES_BASELINE));
       await record(POSTGRES_BASELINE_VERSION, 'postgres-baseline');
       applied.push(POSTGRES_BASELINE_VERSION);
     }
@@ -71,7 +82,7 @@ export async function migratePg(
     for (const m of pending) {
       if (m.postgres === undefined)
         throw new LoopError('internal', `migration ${m.version} (${m.name}) has no PostgreSQL text`);
-      await client.query(m.postgres);
+      await client.query(patient(m.postgres));
       await record(m.version, m.name);
       applied.push(m.version);
     }
@@ -87,6 +98,35 @@ export async function migratePg(
   }
 }
 
+/**
+ * A store this the-loop can use as it is, or a LoopError saying what to run: a shared database is
+ * migrated on purpose (`the-loop store migrate`, or a daemon starting), never by a reading command
+ * of a newer CLI on someone's laptop under hosts still running the older version.
+ */
+async function requireCurrent(db: Pg, migrations: readonly Migration[] = MIGRATIONS): Promise<void> {
+  const latest = latestVersion(migrations);
+  const row = await db.row<{ v: number }>(
+    "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0 ELSE 1 END AS v",
+  );
+  const version = row?.v ? await schemaVersionPg(db) : 0;
+  if (version === latest) return;
+  if (version > latest)
+    throw new LoopError(
+      'store-failed',
+      `the PostgreSQL store has schema version ${version}, newer than this the-loop knows (${latest})`,
+      {
+        hint: 'Upgrade the-loop on this host: every host sharing a store must run the same version or newer.',
+      },
+    );
+  throw new LoopError(
+    'store-failed',
+    version === 0
+      ? 'the PostgreSQL store has no schema yet'
+      : `the PostgreSQL store has schema version ${version}; this the-loop needs ${latest}`,
+    { hint: 'Run `the-loop store migrate` (a starting daemon migrates it too), then this command again.' },
+  );
+}
+
 /** The schema version of a migrated store. */
 export async function schemaVersionPg(db: Pg): Promise<number> {
   const row = await db.row<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
@@ -99,11 +139,12 @@ export async function schemaVersionPg(db: Pg): Promise<number> {
  */
 export async function openPg(
   url: string,
-  options: PgOptions & { migrations?: readonly Migration[] } = {},
+  options: PgOptions & { migrations?: readonly Migration[]; migrate?: boolean } = {},
 ): Promise<Pg> {
   const db = new Pg(url, options);
   try {
-    await migratePg(db, options.migrations);
+    if (options.migrate === false) await requireCurrent(db, options.migrations);
+    else await migratePg(db, options.migrations);
   } catch (cause) {
     await db.close().catch(() => {});
     if (cause instanceof LoopError) throw cause;

@@ -38,6 +38,8 @@ export interface PgOptions {
   connectTimeoutMs?: number;
   /** Any one statement, lock waits included (default 30 s); a migration waits without limit. */
   statementTimeoutMs?: number;
+  /** How long a transaction may sit idle before the server ends it (default 60 s). */
+  idleInTransactionMs?: number;
 }
 
 export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
@@ -86,19 +88,6 @@ export async function checkOut(
   };
 }
 
-/** A statement that failed because the connection or the server went away (not the statement's fault). */
-export function isConnectionLoss(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code ?? '';
-  const message = error instanceof Error ? error.message : '';
-  return (
-    /^(08|57P0[123])/.test(code) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(code) ||
-    /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-      message,
-    )
-  );
-}
-
 /** Statement names by text: the same text is prepared once per connection under the same name. */
 const names = new Map<string, string>();
 function nameOf(text: string): string {
@@ -115,6 +104,8 @@ export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    for (const key of ['password', 'sslpassword', 'sslkey'])
+      if (parsed.searchParams.has(key)) parsed.searchParams.set(key, '***');
     return parsed.toString();
   } catch {
     return '(an unparseable database URL)';
@@ -129,7 +120,7 @@ export function describePgError(cause: unknown): string {
   return e.code ? `${message} (${e.code})` : message;
 }
 
-class Runner implements Queryable {
+export class Runner implements Queryable {
   constructor(private readonly client: pg.Pool | pg.PoolClient) {}
 
   async rows<R>(text: string, values: Values = []): Promise<R[]> {
@@ -156,12 +147,21 @@ export class Pg implements Queryable {
     readonly url: string,
     options: PgOptions = {},
   ) {
+    const statementMs = options.statementTimeoutMs ?? 30_000;
     this.pool = new pg.Pool({
       connectionString: url,
       max: options.max ?? 10,
       application_name: options.applicationName ?? 'the-loop',
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
-      statement_timeout: options.statementTimeoutMs ?? 30_000,
+      statement_timeout: statementMs,
+      // The server's timeout cannot end a wait whose answer never arrives (a silent network): the
+      // client gives up a little after it, and a connection that timed out is never reused.
+      query_timeout: statementMs + 5000,
+      // A transaction left open by a host that went silent ends, and its locks with it, instead of
+      // wedging other hosts' writes to the same rows.
+      idle_in_transaction_session_timeout: options.idleInTransactionMs ?? 60_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000,
       types,
     });

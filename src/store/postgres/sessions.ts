@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CredentialKind } from '../../core/credential.js';
 import { LoopError } from '../../core/errors.js';
 import type { TurnEvent, Usage } from '../../core/events.js';
+import type { Fence } from '../../core/ports/hosts.js';
 import type {
   BudgetRaise,
   EventWindow,
@@ -9,21 +10,21 @@ import type {
   NewSession,
   SessionHold,
   SessionRecord,
-  SessionStatus,
   SessionStore,
   SessionTakeover,
   SessionWaiting,
   StoredEvent,
   TurnEnd,
-  TurnGuard,
   TurnRecord,
 } from '../../core/ports/sessions.js';
 import { parseWorkItem, workItemKey, workItemSlug } from '../../core/work-item.js';
 import { planSlug, type SlugUse, slugCollision } from '../../sessions/slug.js';
 import type { SessionLister, SessionListing } from '../../sessions/summary.js';
 import { type SessionRow, type TurnRow, toSession, toTurn } from '../sqlite/session-rows.js';
-import type { Pg, Queryable } from './pg.js';
+import type { Pg } from './pg.js';
+import { insertSession, insertTurn, type TurnInput, turnBusy } from './session-begin.js';
 import { endTakeover, writeTakeover } from './session-console.js';
+import { fenceHolds, fenceValues, turnFenceHolds } from './session-fence.js';
 import { listQuery, type SessionFilter, sessionListings } from './session-list.js';
 import {
   appendTurnEvent,
@@ -35,27 +36,16 @@ import {
   readTurnEvents,
   recoverLost,
   runningOwners,
+  setTurnPid,
   turnAt,
   turnsOfSessions,
   writeTurnEnd,
 } from './turns.js';
 
-export interface TurnInput {
-  promptDigest: string;
-  promptBytes: number;
-  meter: Meter;
-  deliveryId?: string | undefined;
-  guard?: TurnGuard | undefined;
-}
+export type { TurnInput } from './session-begin.js';
 
 const sessionBusy = (workItem: string, cause: unknown) =>
   new LoopError('session-busy', `${workItem} already has an active session`, { cause });
-
-const turnBusy = (detail: string, cause?: unknown) =>
-  new LoopError('session-busy', `${detail} of this session is still running`, {
-    hint: 'Turns of one session run one at a time; wait for it to end.',
-    ...(cause === undefined ? {} : { cause }),
-  });
 
 /**
  * The session registry on PostgreSQL: the owner of `sessions`, `turns` and `turn_events` (the turn
@@ -63,12 +53,33 @@ const turnBusy = (detail: string, cause?: unknown) =>
  * session-list.ts). Every string that came from an engine passes through `scrub` before it is
  * stored. Several hosts may call at once: each read-then-write locks the row it read (or is one
  * statement), and the unique indexes `sessions_one_active` and `turns_one_running` back the rules.
+ *
+ * With a `fence` (several hosts, session-fence.ts): `create` and `beginTurn` write only under this
+ * host's lease of the work item at its epoch, else throw `fenced` (nothing written); a turn records
+ * the host and epoch it was begun under, and its later writes (`finishTurn`, `setTurnPid`,
+ * `appendEvent`, `adoptTurn`, `clearEvents`) apply only from that host while that lease is current;
+ * the session columns a turn writes (`markEngineSessionStarted`, `setUsageBaseline`) only under this
+ * host's lease. A fenced write of a running turn changes nothing and throws nothing (`finishTurn`
+ * returns the turn as stored): the turn service goes on, and the lease's next owner settles it
+ * (abandon.ts). Recovery (`recoverLostTurns`, `orphanTurns`, `anyTurnOrphaned`) judges only this
+ * host's turns and those begun before hosts.
  */
 export class PgSessionStore implements SessionStore, SessionLister {
   constructor(
     private readonly db: Pg,
-    private readonly options: { scrub: (text: string) => string; now?: () => Date; ownerPid?: number },
+    private readonly options: {
+      scrub: (text: string) => string;
+      now?: () => Date;
+      ownerPid?: number;
+      /** This host's leases (several hosts): its writes for a work item are fenced by them. */
+      fence?: Fence | undefined;
+    },
   ) {}
+
+  /** This host's id when fenced (recovery then judges only its own turns), else null. */
+  private get host(): string | null {
+    return this.options.fence?.host ?? null;
+  }
 
   private now(): string {
     return (this.options.now?.() ?? new Date()).toISOString();
@@ -128,27 +139,9 @@ export class PgSessionStore implements SessionStore, SessionLister {
           [input.slug, workItem],
         );
         if (holder) throw slugCollision(input.slug, workItem, holder.work_item);
-        return q.row<SessionRow>(
-          `INSERT INTO sessions (id, work_item, slug, engine, runner, engine_session_id, cwd, status,
-             credential_kind, credential_env, payer_id, tmux_target, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $9, $10, $11, $12, $12) RETURNING *`,
-          [
-            id,
-            workItem,
-            input.slug,
-            input.engine,
-            input.runner,
-            input.engineSessionId,
-            input.cwd,
-            input.credentialKind,
-            input.credentialEnv,
-            input.payerId ?? null,
-            input.tmuxTarget ?? null,
-            at,
-          ],
-        );
+        return insertSession(q, id, workItem, input, at, this.options.fence);
       });
-      return toSession(row as SessionRow);
+      return toSession(row);
     } catch (error) {
       if (isUniqueViolation(error, 'sessions_one_active')) throw sessionBusy(workItem, error);
       throw error;
@@ -165,12 +158,29 @@ export class PgSessionStore implements SessionStore, SessionLister {
     if (changed === 0) throw new LoopError('session-missing', `no session ${id}`);
   }
 
+  /**
+   * A session column a turn writes, fenced by this host's lease of the session's work item: a stale
+   * or absent one changes nothing (and throws nothing: the turn that wrote it must not crash).
+   * Without a fence, `touch`.
+   */
+  private async touchFenced(id: string, set: string, value: unknown): Promise<void> {
+    if (!this.options.fence) return this.touch(id, set, value);
+    const of = await this.db.row<{ work_item: string }>('SELECT work_item FROM sessions WHERE id = $1', [id]);
+    if (!of) throw new LoopError('session-missing', `no session ${id}`);
+    const [host, epoch] = fenceValues(this.options.fence, of.work_item);
+    await this.db.run(
+      `UPDATE sessions SET ${set}, updated_at = $2 WHERE id = $3 AND work_item = $4
+          AND ${fenceHolds('$4', '$5', '$6')}`,
+      [value, this.now(), id, of.work_item, host, epoch],
+    );
+  }
+
   async markEngineSessionStarted(id: string, engineSessionId: string): Promise<void> {
-    await this.touch(id, 'engine_session_id = $1, engine_session_started = 1', engineSessionId);
+    await this.touchFenced(id, 'engine_session_id = $1, engine_session_started = 1', engineSessionId);
   }
 
   async setUsageBaseline(id: string, usage: Usage): Promise<void> {
-    await this.touch(id, 'usage_baseline = $1', JSON.stringify(usage));
+    await this.touchFenced(id, 'usage_baseline = $1', JSON.stringify(usage));
   }
 
   async setCredential(
@@ -232,64 +242,34 @@ export class PgSessionStore implements SessionStore, SessionLister {
     });
   }
 
+  /** With a fence, only a turn this host began (or one begun before hosts) under a current lease. */
   async adoptTurn(turnId: number): Promise<void> {
-    await this.db.run("UPDATE turns SET owner_pid = $1 WHERE id = $2 AND status = 'running'", [
-      process.pid,
-      turnId,
-    ]);
+    await this.db.run(
+      `UPDATE turns SET owner_pid = $1 WHERE id = $2 AND status = 'running' AND ${turnFenceHolds('turns', '$3')}`,
+      [process.pid, turnId, this.host],
+    );
   }
 
+  /** With a fence, as `adoptTurn`: never another host's turn's events. */
   async clearEvents(turnId: number): Promise<void> {
-    await this.db.run('DELETE FROM turn_events WHERE turn_id = $1', [turnId]);
+    await this.db.run(
+      `DELETE FROM turn_events WHERE turn_id = $1
+          AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = $1 AND NOT ${turnFenceHolds('t', '$2')})`,
+      [turnId, this.host],
+    );
   }
 
   async beginTurn(sessionId: string, input: TurnInput): Promise<TurnRecord> {
     try {
-      const row = await this.db.tx((q) => this.insertTurn(q, sessionId, input));
+      const row = await this.db.tx((q) =>
+        insertTurn(q, sessionId, input, this.now(), this.options.ownerPid ?? process.pid, this.options.fence),
+      );
       return toTurn(row);
     } catch (error) {
       // The session's lock makes this unlikely; the index is what guarantees it.
       if (isUniqueViolation(error, 'turns_one_running')) throw turnBusy('another turn', error);
       throw error;
     }
-  }
-
-  /**
-   * The session's row is locked first: two hosts beginning a turn of it at once take turns, and the
-   * second sees the first's running turn (and its seq) once it has the lock.
-   */
-  private async insertTurn(q: Queryable, sessionId: string, input: TurnInput): Promise<TurnRow> {
-    const session = await q.row<{ status: SessionStatus }>(
-      'SELECT status FROM sessions WHERE id = $1 FOR UPDATE',
-      [sessionId],
-    );
-    const running = await q.row<{ id: number }>(
-      "SELECT id FROM turns WHERE session_id = $1 AND status = 'running'",
-      [sessionId],
-    );
-    if (running) throw turnBusy(`turn ${running.id}`);
-    if (!session) throw new LoopError('session-missing', `no session ${sessionId}`);
-    if (session.status !== 'active')
-      throw new LoopError('session-closed', `session ${sessionId} is ${session.status}`);
-    const at = this.now();
-    const row = await q.row<TurnRow>(
-      `INSERT INTO turns (session_id, seq, prompt_digest, prompt_bytes, status, started_at, meter, owner_pid,
-         delivery_id, guard)
-       SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, 'running', $4, $5, $6, $7, $8 FROM turns WHERE session_id = $1
-       RETURNING *`,
-      [
-        sessionId,
-        input.promptDigest,
-        input.promptBytes,
-        at,
-        input.meter,
-        this.options.ownerPid ?? process.pid,
-        input.deliveryId ?? null,
-        input.guard ? JSON.stringify(input.guard) : null,
-      ],
-    );
-    await q.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', [at, sessionId]);
-    return row as TurnRow;
   }
 
   async currentTurn(sessionId: string): Promise<TurnRecord | undefined> {
@@ -309,15 +289,16 @@ export class PgSessionStore implements SessionStore, SessionLister {
   }
 
   async setTurnPid(turnId: number, pid: number): Promise<void> {
-    await this.db.run('UPDATE turns SET pid = $1 WHERE id = $2', [pid, turnId]);
+    await setTurnPid(this.db, turnId, pid, this.host);
   }
 
   async appendEvent(turnId: number, event: TurnEvent): Promise<void> {
-    await appendTurnEvent(this.db, turnId, this.now(), event, this.options.scrub(JSON.stringify(event)));
+    const data = this.options.scrub(JSON.stringify(event));
+    await appendTurnEvent(this.db, turnId, this.now(), event, data, this.host);
   }
 
   async finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord> {
-    return writeTurnEnd(this.db, turnId, end, this.options.scrub);
+    return writeTurnEnd(this.db, turnId, end, this.options.scrub, this.host);
   }
 
   async turnsForDelivery(deliveryId: string): Promise<TurnRecord[]> {
@@ -347,7 +328,7 @@ export class PgSessionStore implements SessionStore, SessionLister {
     onLost?: (turn: { id: number; pid: number | null; startedAt: string }) => void,
     options: { skipRunners?: readonly string[] } = {},
   ): Promise<number> {
-    return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? []);
+    return recoverLost(this.db, this.now(), isAlive, onLost, options.skipRunners ?? [], this.host);
   }
 
   /**
@@ -355,7 +336,7 @@ export class PgSessionStore implements SessionStore, SessionLister {
    * gone. With none a reader has nothing to recover, and need not load the runners.
    */
   async anyTurnOrphaned(isAlive: (pid: number) => boolean): Promise<boolean> {
-    return (await runningOwners(this.db)).some((owner) => ownerGone(owner, isAlive));
+    return (await runningOwners(this.db, this.host)).some((owner) => ownerGone(owner, isAlive));
   }
 
   async turnAt(sessionId: string, at: string): Promise<TurnRecord | undefined> {
@@ -377,7 +358,7 @@ export class PgSessionStore implements SessionStore, SessionLister {
   }
 
   async orphanTurns(isAlive: (pid: number) => boolean, runners: readonly string[]): Promise<TurnRecord[]> {
-    return orphanTurns(this.db, isAlive, runners);
+    return orphanTurns(this.db, isAlive, runners, this.host);
   }
 
   async markTurnLost(turnId: number, error: string): Promise<void> {

@@ -9,6 +9,7 @@ import type { StoredEvent, TurnEnd, TurnRecord } from '../../core/ports/sessions
 import { type TurnRow, toTurn } from '../sqlite/session-rows.js';
 import { insertUnmeteredDrive } from './ledger-shared.js';
 import type { Pg, Queryable } from './pg.js';
+import { hostScope, turnFenceHolds } from './session-fence.js';
 
 /** Turns begun since `since` (ISO) by one session, or by every session of one work item: the budgets' count. */
 export async function countTurns(
@@ -43,7 +44,28 @@ export function isUniqueViolation(error: unknown, index?: string): boolean {
 }
 
 /**
- * Store one event as the turn's next (`data` is its JSON, already scrubbed): its seq is computed in
+ * A turn write's condition (turn id $1, writing host $5): not a turn whose recorded lease is stale,
+ * nor another host's (session-fence.ts). A turn that does not exist is neither: its write fails as
+ * it always did.
+ */
+const STALE_TURN = `NOT EXISTS (SELECT 1 FROM turns ft WHERE ft.id = $1 AND NOT ${turnFenceHolds('ft', '$5')})`;
+
+/** Record the engine's pid, unless the turn is fenced (session-fence.ts; then nothing changes). */
+export async function setTurnPid(
+  q: Queryable,
+  turnId: number,
+  pid: number,
+  host: string | null = null,
+): Promise<void> {
+  await q.run(`UPDATE turns SET pid = $2 WHERE id = $1 AND ${turnFenceHolds('turns', '$3')}`, [
+    turnId,
+    pid,
+    host,
+  ]);
+}
+
+/**
+ * Store one event as the turn's next (nothing when the turn's lease is stale) (`data` is its JSON, already scrubbed): its seq is computed in
  * the insert (the highest stored + 1, so none is skipped); an insert that lost a race for that seq
  * (another host appending to the same turn, which happens only around an adoption) computes it
  * again.
@@ -54,13 +76,15 @@ export async function appendTurnEvent(
   at: string,
   event: TurnEvent,
   data: string,
+  host: string | null = null,
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await q.run(
         `INSERT INTO turn_events (turn_id, seq, at, type, data)
-           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM turn_events WHERE turn_id = $1`,
-        [turnId, at, event.type, data],
+           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM turn_events WHERE turn_id = $1
+           HAVING ${STALE_TURN}`,
+        [turnId, at, event.type, data, host],
       );
       return;
     } catch (error) {
@@ -114,19 +138,25 @@ export async function readEventWindow(
   return rows.map(toStored);
 }
 
-/** Record a turn's end; every engine string passes through `scrub`. */
+/**
+ * Record a turn's end; every engine string passes through `scrub`. A turn begun under a lease that
+ * is no longer current (its host was fenced: the lease expired or moved on) is left as it is and
+ * returned as stored, without an error: the host's turn service goes on (its ledger rows are facts)
+ * and the turn is settled by the recovery of the lease's new owner.
+ */
 export async function writeTurnEnd(
   q: Queryable,
   turnId: number,
   end: TurnEnd,
   scrub: (text: string) => string,
+  host: string | null = null,
 ): Promise<TurnRecord> {
   const u = end.usage;
   const row = await q.row<TurnRow>(
     `UPDATE turns SET status = $1, end_reason = $2, ended_at = $3, exit_code = $4, exit_signal = $5, model = $6,
        input_tokens = $7, output_tokens = $8, cache_read_tokens = $9, cache_creation_tokens = $10, reasoning_tokens = $11,
        cost_usd = $12, cost_basis = $13, error = $14, warnings = $15
-     WHERE id = $16 RETURNING *`,
+     WHERE id = $16 AND ${turnFenceHolds('turns', '$17')} RETURNING *`,
     [
       end.status,
       end.endReason,
@@ -144,23 +174,30 @@ export async function writeTurnEnd(
       end.error === null ? null : scrub(end.error),
       end.warnings?.length ? scrub(JSON.stringify(end.warnings)) : null,
       turnId,
+      host,
     ],
   );
-  if (!row) throw new LoopError('internal', `no turn ${turnId}`);
-  return toTurn(row);
+  if (row) return toTurn(row);
+  const stored = await q.row<TurnRow>('SELECT * FROM turns WHERE id = $1', [turnId]);
+  if (!stored) throw new LoopError('internal', `no turn ${turnId}`);
+  return toTurn(stored);
 }
 
-/** The owner processes of the turns recorded running, each once (null: a turn with no owner recorded). */
-export async function runningOwners(q: Queryable): Promise<(number | null)[]> {
+/**
+ * The owner processes of the turns recorded running, each once (null: a turn with no owner
+ * recorded); with a host, only of its turns (and those with no host recorded).
+ */
+export async function runningOwners(q: Queryable, host: string | null = null): Promise<(number | null)[]> {
   const rows = await q.rows<{ owner_pid: number | null }>(
-    `SELECT DISTINCT owner_pid FROM turns WHERE status = 'running'`,
+    `SELECT DISTINCT owner_pid FROM turns t WHERE t.status = 'running' AND ${hostScope('t', '$1')}`,
+    [host],
   );
   return rows.map((r) => r.owner_pid);
 }
 
 /**
- * Marks each running turn whose owner process is gone (of a runner not skipped) lost; says so to
- * `onLost`. Returns how many this call marked (a turn another host marked first is not counted).
+ * Marks each running turn whose owner process is gone (of a runner not skipped; with a host, of the
+ * turns it ran or that record none) lost; says so to `onLost`. Returns how many this call marked (a turn another host marked first is not counted).
  */
 export async function recoverLost(
   db: Pg,
@@ -168,6 +205,7 @@ export async function recoverLost(
   isAlive: (pid: number) => boolean,
   onLost: ((turn: { id: number; pid: number | null; startedAt: string }) => void) | undefined,
   skipRunners: readonly string[],
+  host: string | null = null,
 ): Promise<number> {
   const running = await db.rows<{
     id: number;
@@ -177,7 +215,9 @@ export async function recoverLost(
     runner: string;
   }>(
     `SELECT t.id, t.owner_pid, t.pid, t.started_at, s.runner FROM turns t
-       JOIN sessions s ON s.id = t.session_id WHERE t.status = 'running' ORDER BY t.id`,
+       JOIN sessions s ON s.id = t.session_id WHERE t.status = 'running' AND ${hostScope('t', '$1')}
+      ORDER BY t.id`,
+    [host],
   );
   let lost = 0;
   for (const turn of running) {
@@ -205,15 +245,17 @@ export async function turnsOfSessions(
   return of;
 }
 
-/** Running turns of the given runners whose owner process is gone. */
+/** Running turns of the given runners whose owner process is gone (with a host, of its turns only). */
 export async function orphanTurns(
   q: Queryable,
   isAlive: (pid: number) => boolean,
   runners: readonly string[],
+  host: string | null = null,
 ): Promise<TurnRecord[]> {
   const rows = await q.rows<TurnRow & { session_runner: string }>(
     `SELECT t.*, s.runner AS session_runner FROM turns t JOIN sessions s ON s.id = t.session_id
-       WHERE t.status = 'running' ORDER BY t.id`,
+       WHERE t.status = 'running' AND ${hostScope('t', '$1')} ORDER BY t.id`,
+    [host],
   );
   return rows
     .filter((row) => runners.includes(row.session_runner) && ownerGone(row.owner_pid, isAlive))

@@ -1,45 +1,24 @@
-import type {
-  ActFilter,
-  ActOutcome,
-  ActRecord,
-  ActSource,
-  ActStore,
-  ActTurn,
-  NewAct,
-} from '../../core/ports/acts.js';
+import type { ActFilter, ActRecord, ActSource, ActStore, ActTurn, NewAct } from '../../core/ports/acts.js';
+import {
+  ACTS_LIMIT,
+  type ActRow,
+  actConditions,
+  actTurnValues,
+  storedAct,
+  toActRecord,
+} from '../acts-rows.js';
 import type { Db } from '../db.js';
+import { whereOf } from '../filters.js';
 
 /**
  * The acts table: its only reader and writer. Every text an act carries (the command, its detail)
  * passes through `scrub` before it is stored. `Kind` and `Detail` are the acts module's vocabulary,
- * kept as written (the detail as JSON).
+ * kept as written (the detail as JSON). The rows, what an act stores and a list's conditions are the
+ * PostgreSQL store's too (store/acts-rows.ts).
  */
 
-interface ActRow {
-  id: number;
-  turn_id: number;
-  turn_seq: number | null;
-  source: ActSource;
-  session_id: string;
-  work_item: string;
-  engine: string;
-  runner: string;
-  seq: number;
-  tool_use_id: string | null;
-  tool: string;
-  kind: string;
-  command: string;
-  detail: string;
-  evasion: string | null;
-  outcome: ActOutcome;
-  verdict: 'allow' | 'deny';
-  rule: string | null;
-  breach: number;
-  at: string;
-}
-
-const INSERT = `INSERT INTO acts (turn_id, turn_seq, session_id, work_item, engine, runner, source, seq, tool_use_id,
-     tool, kind, command, detail, evasion, outcome, verdict, rule, breach, at)
+const INSERT = `INSERT INTO acts (turn_id, turn_seq, session_id, work_item, engine, runner, source, at, seq,
+     tool_use_id, tool, kind, command, detail, evasion, outcome, verdict, rule, breach)
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
    ON CONFLICT (turn_id, source, seq) DO NOTHING`;
 
@@ -53,28 +32,22 @@ export class SqliteActStore<Kind extends string = string, Detail = unknown>
 
   private insert(turn: ActTurn, acts: readonly NewAct<Kind, Detail>[], source: ActSource): void {
     const insert = this.db.prepare(INSERT);
-    const { scrub } = this.options;
-    for (const a of acts) {
+    const columns = actTurnValues(turn, source);
+    for (const act of acts) {
+      const a = storedAct(act, this.options.scrub);
       insert.run(
-        turn.id,
-        turn.seq,
-        turn.sessionId,
-        turn.workItem,
-        turn.engine,
-        turn.runner,
-        source,
+        ...columns,
         a.seq,
-        a.toolUseId,
-        a.tool.slice(0, 200),
+        a.tool_use_id,
+        a.tool,
         a.kind,
-        scrub(a.command),
-        scrub(JSON.stringify(a.detail)),
-        a.evasion ?? null,
+        a.command,
+        a.detail,
+        a.evasion,
         a.outcome,
         a.verdict,
         a.rule,
-        a.breach ? 1 : 0,
-        turn.at,
+        a.breach,
       );
     }
   }
@@ -98,49 +71,10 @@ export class SqliteActStore<Kind extends string = string, Detail = unknown>
   }
 
   async list(filter: ActFilter<Kind> = {}): Promise<ActRecord<Kind, Detail>[]> {
-    const where: string[] = [];
-    const args: Record<string, unknown> = {};
-    const add = (clause: string, name: string, value: unknown) => {
-      where.push(clause);
-      args[name] = value;
-    };
-    if (filter.workItem) add('work_item = @workItem', 'workItem', filter.workItem);
-    if (filter.sessionId) add('session_id = @sessionId', 'sessionId', filter.sessionId);
-    if (filter.kind) add('kind = @kind', 'kind', filter.kind);
-    if (filter.since) add('at >= @since', 'since', filter.since.toISOString());
-    if (filter.turnId !== undefined) add('turn_id = @turnId', 'turnId', filter.turnId);
-    if (filter.breachesOnly) where.push('breach = 1');
+    const { where, values } = whereOf(actConditions(filter), () => '?');
     const rows = this.db
-      .prepare(
-        `SELECT * FROM acts ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-         ORDER BY at DESC, id DESC LIMIT @limit`,
-      )
-      .all({ ...args, limit: filter.limit ?? 1000 }) as ActRow[];
-    return rows.map((r) => this.toRecord(r));
-  }
-
-  private toRecord(r: ActRow): ActRecord<Kind, Detail> {
-    return {
-      id: r.id,
-      turnId: r.turn_id,
-      turnSeq: r.turn_seq,
-      source: r.source,
-      sessionId: r.session_id,
-      workItem: r.work_item,
-      engine: r.engine,
-      runner: r.runner,
-      seq: r.seq,
-      toolUseId: r.tool_use_id,
-      tool: r.tool,
-      kind: r.kind as Kind,
-      command: r.command,
-      detail: JSON.parse(r.detail) as Detail,
-      evasion: r.evasion,
-      outcome: r.outcome,
-      verdict: r.verdict,
-      rule: r.rule,
-      breach: r.breach === 1,
-      at: r.at,
-    };
+      .prepare(`SELECT * FROM acts ${where} ORDER BY at DESC, id DESC LIMIT ?`)
+      .all(...values, filter.limit ?? ACTS_LIMIT) as ActRow[];
+    return rows.map((r) => toActRecord<Kind, Detail>(r));
   }
 }

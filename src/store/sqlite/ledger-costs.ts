@@ -1,26 +1,15 @@
-import type { CostFigure, SessionCosts } from '../../core/ports/ledger.js';
+import type { SessionCosts } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
+import { addCostRows, type CostRow, costChunks } from '../report-assembly.js';
 
 /**
  * What sessions' ledger rows cost, by session and by turn (read by the ledger's owner,
  * store/sqlite/ledger.ts, for `sessionCosts`): the console's costs, which only the ledger knows for
- * turns metered at the wire or from transcripts.
+ * turns metered at the wire or from transcripts. The rows are asked for COST_IDS_PER_QUERY sessions
+ * at a time (SQLite allows 32766 parameters since 3.32, 999 before, and a bounded IN list keeps each
+ * statement's plan a short run of index lookups), and folded as the PostgreSQL ledger folds them
+ * (store/report-assembly.ts).
  */
-
-/**
- * Ids per query: SQLite allows 32766 parameters since 3.32 (999 before), and a bounded IN list
- * keeps each statement's plan a short run of index lookups.
- */
-export const COST_IDS_PER_QUERY = 500;
-
-interface Row {
-  session_id: string;
-  turn_id: number | null;
-  rows: number;
-  cost: number | null;
-  unpriced: number;
-  bases: string | null;
-}
 
 /**
  * One row per (session, turn), rows outside any turn grouped under a NULL turn. `session_id IN (…)`
@@ -33,38 +22,10 @@ const groupsSql = (n: number): string =>
    FROM usage_ledger WHERE session_id IN (${Array(n).fill('?').join(', ')})
    GROUP BY session_id, turn_id`;
 
-const figureOf = (r: Row): CostFigure => ({
-  costUsd: r.cost,
-  rows: r.rows,
-  unpricedRows: r.unpriced,
-  bases: r.bases ? r.bases.split(',').sort() : [],
-});
-
-/** Two figures as one: a priced sum stays null only while neither side has a price. */
-function addFigures(a: CostFigure, b: CostFigure): CostFigure {
-  return {
-    costUsd: a.costUsd === null && b.costUsd === null ? null : (a.costUsd ?? 0) + (b.costUsd ?? 0),
-    rows: a.rows + b.rows,
-    unpricedRows: a.unpricedRows + b.unpricedRows,
-    bases: [...new Set([...a.bases, ...b.bases])].sort(),
-  };
-}
-
-const EMPTY: CostFigure = { costUsd: null, rows: 0, unpricedRows: 0, bases: [] };
-
 /** Each session's rows, whole and by turn; sessions without rows absent. */
 export function sessionCosts(db: Db, sessionIds: readonly string[]): Map<string, SessionCosts> {
   const out = new Map<string, SessionCosts>();
-  const ids = [...new Set(sessionIds)];
-  for (let i = 0; i < ids.length; i += COST_IDS_PER_QUERY) {
-    const chunk = ids.slice(i, i + COST_IDS_PER_QUERY);
-    for (const r of db.prepare(groupsSql(chunk.length)).all(...chunk) as Row[]) {
-      const costs = out.get(r.session_id) ?? { total: EMPTY, turns: new Map<number, CostFigure>() };
-      const figure = figureOf(r);
-      costs.total = addFigures(costs.total, figure);
-      if (r.turn_id !== null) costs.turns.set(r.turn_id, figure);
-      out.set(r.session_id, costs);
-    }
-  }
+  for (const chunk of costChunks(sessionIds))
+    addCostRows(out, db.prepare(groupsSql(chunk.length)).all(...chunk) as CostRow[]);
   return out;
 }

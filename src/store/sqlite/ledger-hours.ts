@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from '../db.js';
+import { NO_ENGINE, NO_MODEL } from '../report-assembly.js';
 
 /**
  * The ledger's hourly rollup, `usage_hours` (migration 20; written and read by the ledger's owner,
@@ -21,9 +22,8 @@ import type { Db } from '../db.js';
  * computes them again from their rows (rebuildHours) before its transaction commits.
  */
 
-/** What the report shows for a row without an engine, a model (KEY_SQL in ledger-report.ts). */
-export const NO_ENGINE = '(imported)';
-export const NO_MODEL = '(no model)';
+/** What the report shows for a row without an engine, a model (KEY_SQL in store/report-assembly.ts). */
+export { NO_ENGINE, NO_MODEL };
 /** The rollup's turn for rows of no turn: turn ids are positive (tests use 0 too), never this. */
 export const NO_TURN = -1;
 

@@ -1,7 +1,8 @@
 import type { GroupBy } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
+import type { ReportRow } from '../report-assembly.js';
 import { NO_MODEL, NO_TURN, pendingHours } from './ledger-hours.js';
-import type { ReportParts, Row } from './ledger-report.js';
+import type { ReportParts } from './ledger-report.js';
 
 /**
  * The usage report from the hourly rollup (ledger-hours.ts; read by ledger-report.ts): the window's
@@ -86,7 +87,7 @@ const GROUPS = (parts: string) => `SELECT key, SUM(n) AS rows, COUNT(DISTINCT tu
 export function rollupReport(db: Db, by: GroupBy, ledgerKey: string, split: HourSplit): ReportParts {
   const hourKey = HOUR_KEY[by] as string;
   return {
-    rows: db.prepare(GROUPS(partsSql(hourKey, ledgerKey))).all(split) as Row[],
+    rows: db.prepare(GROUPS(partsSql(hourKey, ledgerKey))).all(split) as ReportRow[],
     turns: () =>
       (
         db

@@ -1,55 +1,13 @@
-import type { GroupBy, ReportGroup, UnmeteredGroup, UsageReport } from '../../core/ports/ledger.js';
+import type { GroupBy, UnmeteredGroup, UsageReport } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
-import { NO_ENGINE, NO_MODEL } from './ledger-hours.js';
+import { countsTurns, KEY_SQL, NO_MODEL, type ReportRow, reportOf, reportTotal } from '../report-assembly.js';
 import { type HourSplit, rollupReport, usableSplit } from './ledger-report-hours.js';
 
-/** The usage report's queries (read by the ledger's owner, store/sqlite/ledger.ts, for `report`). */
-
 /**
- * SQL for each grouping key: fixed strings only, never outside text. The hourly rollup stores the
- * engine, model and payer keys as written here (ledger-hours.ts): change one, and a migration must
- * fill the rollup again.
+ * The usage report's queries (read by the ledger's owner, store/sqlite/ledger.ts, for `report`). The
+ * grouping keys and the report's assembly from the grouped rows are the PostgreSQL ledger's too
+ * (store/report-assembly.ts).
  */
-const KEY_SQL: Record<GroupBy, string> = {
-  day: 'substr(at, 1, 10)',
-  engine: `COALESCE(engine, '${NO_ENGINE}')`,
-  model: `COALESCE(model, '${NO_MODEL}')`,
-  'work-item': "COALESCE(work_item, '(no work item)')",
-  payer: "payer_kind || COALESCE(' ' || payer_id, '')",
-  session: "COALESCE(session_id, '(no session)')",
-};
-
-export interface Row {
-  key: string;
-  rows: number;
-  turns: number;
-  input: number | null;
-  output: number | null;
-  cache_read: number | null;
-  cache_creation: number | null;
-  reasoning: number | null;
-  cost: number | null;
-  priced: number | null;
-  unpriced: number | null;
-  bases: string | null;
-}
-
-const toGroup = (r: Row): ReportGroup => ({
-  key: r.key,
-  rows: r.rows,
-  turns: r.turns,
-  usage: {
-    inputTokens: r.input ?? 0,
-    outputTokens: r.output ?? 0,
-    cacheReadTokens: r.cache_read ?? 0,
-    cacheCreationTokens: r.cache_creation ?? 0,
-    reasoningTokens: r.reasoning ?? 0,
-  },
-  // SUM over no rows is NULL: an empty group has nothing priced and nothing unpriced.
-  costUsd: (r.priced ?? 0) > 0 ? (r.cost ?? 0) : null,
-  unpricedRows: r.unpriced ?? 0,
-  costBases: r.bases ? r.bases.split(',').sort() : [],
-});
 
 const AGGREGATE = `COUNT(*) AS rows, COUNT(DISTINCT turn_id) AS turns,
   SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read_tokens) AS cache_read,
@@ -72,44 +30,9 @@ function windowClause(db: Db, since: string, until: string): string {
 
 /** A report's groups, and how to count its turns and name its unpriced models (asked when needed). */
 export interface ReportParts {
-  rows: Row[];
+  rows: ReportRow[];
   turns(): number;
   unpricedModels(): string[];
-}
-
-/** The total of the groups (one pass over the rows), but for turns, which a day can share. */
-function totalOf(groups: readonly Row[], turns: () => number): Row {
-  const total: Row = {
-    key: 'total',
-    rows: 0,
-    turns: 0,
-    input: null,
-    output: null,
-    cache_read: null,
-    cache_creation: null,
-    reasoning: null,
-    cost: null,
-    priced: null,
-    unpriced: null,
-    bases: null,
-  };
-  const add = (a: number | null, b: number | null) => (b === null ? a : (a ?? 0) + b);
-  const bases = new Set<string>();
-  for (const g of groups) {
-    total.rows += g.rows;
-    total.input = add(total.input, g.input);
-    total.output = add(total.output, g.output);
-    total.cache_read = add(total.cache_read, g.cache_read);
-    total.cache_creation = add(total.cache_creation, g.cache_creation);
-    total.reasoning = add(total.reasoning, g.reasoning);
-    total.cost = add(total.cost, g.cost);
-    total.priced = add(total.priced, g.priced);
-    total.unpriced = add(total.unpriced, g.unpriced);
-    for (const b of g.bases?.split(',') ?? []) bases.add(b);
-  }
-  total.bases = bases.size > 0 ? [...bases].join(',') : null;
-  if (groups.some((g) => g.turns > 0)) total.turns = turns();
-  return total;
 }
 
 /** What the report reads from the ledger alone: the groups, and the turns and unpriced models of all. */
@@ -119,7 +42,7 @@ function ledgerReport(db: Db, by: GroupBy, since: string, until: string): Report
     .prepare(
       `SELECT ${KEY_SQL[by]} AS key, ${AGGREGATE} FROM usage_ledger WHERE ${where} GROUP BY 1 ORDER BY 1`,
     )
-    .all(since, until) as Row[];
+    .all(since, until) as ReportRow[];
   return {
     rows,
     turns: () =>
@@ -160,8 +83,7 @@ export function usageReport(
     ? rollupReport(db, filter.by, KEY_SQL[filter.by], split)
     : ledgerReport(db, filter.by, since, until);
   const { rows } = parts;
-  const groups = rows.map(toGroup);
-  const total = toGroup(totalOf(rows, parts.turns));
+  const total = reportTotal(rows, countsTurns(rows) ? parts.turns() : 0);
   const unmetered = db
     .prepare(
       `SELECT engine, runner, reason, COUNT(*) AS count, MAX(at) AS last FROM unmetered_drives
@@ -170,17 +92,5 @@ export function usageReport(
     .all(since, until) as UnmeteredGroup[];
   // Models without a price: looked for only when there are unpriced rows.
   const unpricedModels = total.unpricedRows === 0 ? [] : parts.unpricedModels();
-  return {
-    since,
-    until,
-    by: filter.by,
-    groups,
-    total,
-    notIncluded: {
-      unmetered,
-      unmeteredCount: unmetered.reduce((n, u) => n + u.count, 0),
-      unpricedModels,
-      unpricedRows: total.unpricedRows,
-    },
-  };
+  return reportOf({ since, until, by: filter.by }, rows, total, unmetered, unpricedModels);
 }

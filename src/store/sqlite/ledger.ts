@@ -12,6 +12,13 @@ import type {
   UsageReport,
 } from '../../core/ports/ledger.js';
 import type { Db } from '../db.js';
+import {
+  type TurnTotalsRow,
+  turnTotalsOf,
+  UNPRICED_COLUMNS,
+  type UnpricedRow,
+  unpricedEntry,
+} from '../ledger-rows.js';
 import { sessionCosts } from './ledger-costs.js';
 import { HourTally } from './ledger-hours.js';
 import { LedgerWriter } from './ledger-insert.js';
@@ -100,26 +107,8 @@ export class SqliteLedgerStore implements LedgerStore {
            SUM(cache_creation_tokens) AS cc, SUM(reasoning_tokens) AS r, GROUP_CONCAT(DISTINCT model) AS models
          FROM usage_ledger WHERE turn_id = ?`,
       )
-      .get(turnId) as {
-      n: number;
-      i: number;
-      o: number;
-      cr: number;
-      cc: number;
-      r: number;
-      models: string | null;
-    };
-    if (row.n === 0) return undefined;
-    return {
-      usage: {
-        inputTokens: row.i,
-        outputTokens: row.o,
-        cacheReadTokens: row.cr,
-        cacheCreationTokens: row.cc,
-        reasoningTokens: row.r,
-      },
-      model: row.models,
-    };
+      .get(turnId) as TurnTotalsRow;
+    return turnTotalsOf(row);
   }
 
   async sessionCosts(sessionIds: readonly string[]): Promise<Map<string, SessionCosts>> {
@@ -170,49 +159,6 @@ export class SqliteLedgerStore implements LedgerStore {
     }
     return priced;
   }
-}
-
-const UNPRICED_COLUMNS = `id, meter, source_id, at, model, input_tokens, output_tokens, cache_read_tokens,
-  cache_creation_tokens, reasoning_tokens, cache_creation_1h_tokens, payer_kind, payer_id`;
-
-interface UnpricedRow {
-  id: number;
-  meter: LedgerEntry['meter'];
-  source_id: string;
-  at: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_creation_tokens: number;
-  reasoning_tokens: number;
-  cache_creation_1h_tokens: number;
-  payer_kind: LedgerEntry['payer']['kind'];
-  payer_id: string | null;
-}
-
-/** A stored row as the pricer reads it (no engine figure: a row with one was priced by it). */
-function unpricedEntry(r: UnpricedRow): LedgerEntry {
-  return {
-    meter: r.meter,
-    sourceId: r.source_id,
-    at: r.at,
-    sessionId: null,
-    workItem: null,
-    turnId: null,
-    engine: null,
-    runner: null,
-    model: r.model,
-    usage: {
-      inputTokens: r.input_tokens,
-      outputTokens: r.output_tokens,
-      cacheReadTokens: r.cache_read_tokens,
-      cacheCreationTokens: r.cache_creation_tokens,
-      reasoningTokens: r.reasoning_tokens,
-      ...(r.cache_creation_1h_tokens > 0 ? { cacheCreation1hTokens: r.cache_creation_1h_tokens } : {}),
-    },
-    payer: { kind: r.payer_kind, id: r.payer_id } as LedgerEntry['payer'],
-  };
 }
 
 /**

@@ -1,0 +1,138 @@
+/**
+ * Recovery of a work item whose host died (issue 17): `reapExpired` reports each abandoned lease
+ * once, and a surviving host settles what the dead one left, in one transaction composed of the
+ * owners' functions (session-abandon.ts for turns and sessions, inbox-abandon.ts for deliveries):
+ *
+ * - its running turns → failed, `interrupted`, with an error naming the host, and an unmetered
+ *   drive (nothing measured what they used); an interrupted turn is never run again by itself;
+ * - their deliveries → failed with that error (not requeued);
+ * - its other running deliveries: one whose newest turn, of the attempt now running, ended (only
+ *   the bookkeeping was cut short) → settled as that turn ended; one that never began a turn (or
+ *   whose turn was lost) → back to `queued` in its place (it never ran);
+ * - its tmux sessions → `lost` (the terminal was on that host); a process-runner session stays
+ *   active (it can move to another host).
+ *
+ * The lease row is share-locked for the transaction, so no host takes the work item meanwhile. The
+ * deliveries not tied to an interrupted turn, and the tmux sessions without one, are settled only
+ * while the lease is still as reaped (ended, at that host and epoch): once another host has taken
+ * it, a running delivery may be the new owner's, and is left to it.
+ *
+ * Idempotent: a second call finds nothing running of that host and nothing left to settle.
+ */
+import type { Abandoned } from '../../core/ports/hosts.js';
+import {
+  type DeliverySettlement,
+  type RunningDelivery,
+  runningDeliveries,
+  settleRunning,
+} from './inbox-abandon.js';
+import type { Pg, Queryable } from './pg.js';
+import {
+  type InterruptedTurn,
+  interruptHostTurns,
+  loseTmuxSessions,
+  type NewestTurn,
+  newestTurns,
+} from './session-abandon.js';
+
+export interface Interrupted {
+  /** Turns interrupted. */
+  turns: number[];
+  /** Deliveries failed with their interrupted turn. */
+  failed: string[];
+  /** Deliveries put back in line (they never began a turn). */
+  requeued: string[];
+  /** Deliveries whose turn had ended: settled done or failed as it ended. */
+  settled: string[];
+  /** Tmux sessions marked lost. */
+  lostSessions: string[];
+}
+
+/** Why: the error of each interrupted turn and its delivery, and the close reason of a lost session. */
+export const abandonedError = (a: Abandoned): string =>
+  `host ${a.hostId} stopped renewing its lease of ${a.workItem} (epoch ${a.epoch}) and was presumed dead; the turn it ran is not run again by itself`;
+
+export type PlannedSettlement = DeliverySettlement & { kind: 'failed' | 'settled' | 'requeued' };
+
+/**
+ * What to do with each running delivery (pure): failed with its interrupted turn; settled as its
+ * newest turn of this attempt ended; back in line when it never began one (only when `unowned`);
+ * left as it is when its newest turn runs on (not the dead host's).
+ */
+export function planDeliveries(
+  running: readonly RunningDelivery[],
+  interrupted: readonly InterruptedTurn[],
+  newest: ReadonlyMap<string, NewestTurn>,
+  unowned: boolean,
+  error: string,
+): PlannedSettlement[] {
+  const cut = new Map(interrupted.flatMap((t) => (t.deliveryId === null ? [] : [[t.deliveryId, t.turnId]])));
+  const out: PlannedSettlement[] = [];
+  for (const d of running) {
+    const turnId = cut.get(d.id);
+    if (turnId !== undefined) {
+      out.push({ kind: 'failed', id: d.id, status: 'failed', turnId, error });
+      continue;
+    }
+    if (!unowned) continue;
+    const last = newest.get(d.id);
+    const ofThisAttempt = last !== undefined && last.id > (d.turnId ?? 0);
+    if (ofThisAttempt && last.status === 'running') continue;
+    if (ofThisAttempt && last.endReason !== 'lost') {
+      const status = last.status === 'succeeded' ? 'done' : 'failed';
+      out.push({ kind: 'settled', id: d.id, status, turnId: last.id, error: last.error });
+    } else out.push({ kind: 'requeued', id: d.id, status: 'queued', turnId: null, error: null });
+  }
+  return out;
+}
+
+/** Whether the lease is still as `reapExpired` left it (ended, that host, that epoch), share-locked. */
+async function stillAbandoned(q: Queryable, a: Abandoned): Promise<boolean> {
+  // Read only (hosts.ts owns the table): the lock keeps a take-over waiting until this commits.
+  const row = await q.row<{ ok: boolean }>(
+    `SELECT (ended AND host_id = $2 AND epoch = $3::bigint) AS ok FROM leases WHERE work_item = $1 FOR SHARE`,
+    [a.workItem, a.hostId, a.epoch],
+  );
+  return row?.ok === true;
+}
+
+export class PgAbandon {
+  constructor(
+    private readonly db: Pg,
+    private readonly options: { now?: () => Date } = {},
+  ) {}
+
+  /** Settle what the dead host left on the work item it held at that epoch (see above). */
+  async interruptAbandoned(abandoned: Abandoned): Promise<Interrupted> {
+    const at = (this.options.now?.() ?? new Date()).toISOString();
+    const error = abandonedError(abandoned);
+    return this.db.tx(async (q) => {
+      const unowned = await stillAbandoned(q, abandoned);
+      const running = await runningDeliveries(q, abandoned.workItem);
+      const interrupted = await interruptHostTurns(q, abandoned, at, error);
+      const newest = await newestTurns(
+        q,
+        running.map((d) => d.id),
+      );
+      const plan = planDeliveries(running, interrupted, newest, unowned, error);
+      const changed = new Set(await settleRunning(q, plan, at, (t) => t));
+      const done = (kind: PlannedSettlement['kind']) =>
+        plan.filter((p) => p.kind === kind && changed.has(p.id)).map((p) => p.id);
+      const lostSessions = await loseTmuxSessions(
+        q,
+        abandoned.workItem,
+        interrupted.filter((t) => t.runner === 'tmux').map((t) => t.sessionId),
+        unowned,
+        at,
+        error,
+      );
+      return {
+        turns: interrupted.map((t) => t.turnId),
+        failed: done('failed'),
+        requeued: done('requeued'),
+        settled: done('settled'),
+        lostSessions,
+      };
+    });
+  }
+}

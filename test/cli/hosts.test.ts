@@ -1,0 +1,87 @@
+/**
+ * `the-loop hosts list`, through the built CLI against the run's PostgreSQL cluster: the hosts
+ * registered with the store, their status, heartbeat age (the database's clock), leases over
+ * capacity, labels, engines and address; a usage error on SQLite, which has no hosts.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { PgHostStore } from '../../src/store/postgres/hosts.js';
+import { openPg } from '../../src/store/postgres/migrate.js';
+import { makeProject, runCli } from '../helpers/cli.js';
+import { freshDatabase } from '../helpers/postgres.js';
+
+describe('the-loop hosts list', () => {
+  const project = makeProject({});
+  const sqliteConfig = join(project.dir, 'sqlite.yaml');
+  const pgConfig = join(project.dir, 'pg.yaml');
+  let database: Awaited<ReturnType<typeof freshDatabase>> | undefined;
+  const cli = (config: string, ...args: string[]) =>
+    runCli(['--config', config, '--data-dir', join(project.dir, '.the-loop'), ...args], {
+      cwd: project.dir,
+      env: { THE_LOOP_DATABASE_URL: database?.url },
+    });
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+    writeFileSync(sqliteConfig, stringify({ usage: { watchClaude: false } }));
+    writeFileSync(
+      pgConfig,
+      stringify({
+        usage: { watchClaude: false },
+        store: { kind: 'postgres', url: 'env:THE_LOOP_DATABASE_URL', host: 'host-a' },
+      }),
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await database?.drop();
+    project.cleanup();
+  });
+
+  it('says none registered yet, then lists each host with its leases and offer', async () => {
+    const empty = await cli(pgConfig, 'hosts', 'list');
+    expect(empty.code, empty.stderr).toBe(0);
+    expect(empty.stdout).toMatch(/no host has registered/);
+    const db = await openPg(database?.url as string);
+    try {
+      const hosts = new PgHostStore(db);
+      await hosts.register({
+        id: 'build-01',
+        labels: ['tmux'],
+        engines: ['claude', 'codex'],
+        capacity: 4,
+        address: 'ci@build-01',
+      });
+      await hosts.register({ id: 'build-02', labels: [], engines: ['claude'], capacity: 2, address: null });
+      await hosts.acquire('github:o/r#1', 'build-01', 1, 60);
+      await hosts.acquire('github:o/r#2', 'build-01', 1, 60);
+      await hosts.leave('build-02', 1);
+    } finally {
+      await db.close();
+    }
+    const text = await cli(pgConfig, 'hosts', 'list');
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/host\s+status\s+heartbeat\s+leases\s+labels\s+engines\s+address/);
+    expect(lines.find((l) => l.startsWith('build-01'))).toMatch(
+      /up\s+.* ago\s+2\/4\s+tmux\s+claude,codex\s+ci@build-01/,
+    );
+    expect(lines.find((l) => l.startsWith('build-02'))).toMatch(/down\s+.* ago\s+0\/2\s+-\s+claude\s+-/);
+    const json = await cli(pgConfig, 'hosts', 'list', '--json');
+    expect(json.code, json.stderr).toBe(0);
+    const rows = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
+    expect(rows.map((r) => [r.id, r.status, r.leases, r.capacity, r.labels, r.engines, r.address])).toEqual([
+      ['build-01', 'up', 2, 4, ['tmux'], ['claude', 'codex'], 'ci@build-01'],
+      ['build-02', 'down', 0, 2, [], ['claude'], null],
+    ]);
+    expect(rows[0]?.heartbeatAgeSeconds).toEqual(expect.any(Number));
+  });
+
+  it('is a usage error on SQLite', async () => {
+    const r = await cli(sqliteConfig, 'hosts', 'list');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/PostgreSQL store, and this config uses SQLite/);
+  });
+});
