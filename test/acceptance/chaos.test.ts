@@ -157,6 +157,10 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
     log(
       `turns ${s.turns.length} (${s.turns.filter((t) => t.status !== 'succeeded').length} not succeeded), deliveries ${s.deliveries.length}, runnable ${runnable}`,
     );
+    const unsuccessful = s.turns.filter((t) => t.status !== 'succeeded');
+    log(
+      `not succeeded: ${unsuccessful.map((t) => `${t.id} ${t.host_id}@${t.epoch} ${t.work_item} ${t.status}/${t.end_reason}`).join('; ')}`,
+    );
     expect(verdicts).toEqual(Object.fromEntries(Object.keys(verdicts).map((k) => [k, []])));
   }, 240_000);
 });
