@@ -2,6 +2,7 @@
  * The chaos test's verdicts, read from PostgreSQL directly: each check returns what it found wrong
  * (an empty list: it holds), so a failing run says every broken rule at once, with examples.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import type pg from 'pg';
 import type { Plan, TrafficResult } from './chaos-traffic.js';
 import { workItemOf } from './chaos-traffic.js';
@@ -264,4 +265,32 @@ export async function timings(client: pg.Client): Promise<string> {
         `pid ${x.pid}: ${x.n} turns, run p50 ${Math.round(x.run_p50)} ms p95 ${Math.round(x.run_p95)} ms, waited p50 ${Math.round(x.wait_p50)} ms`,
     )
     .join('; ');
+}
+
+/**
+ * For the log, when something is left running: each such delivery with its work item's lease, and
+ * what the hosts' logs say about it.
+ */
+export async function diagnoseStuck(
+  client: pg.Client,
+  logs: Array<{ host: string; path: string }>,
+): Promise<string> {
+  const r = await client.query(
+    `SELECT d.id, d.work_item, d.attempts::int, d.updated_at, l.host_id, l.epoch::int, l.ended, l.expires_at
+       FROM deliveries d LEFT JOIN leases l ON l.work_item = d.work_item
+      WHERE d.status = 'running' ORDER BY d.seq LIMIT 5`,
+  );
+  const lines: string[] = [];
+  for (const row of r.rows as Array<Record<string, unknown>>) {
+    lines.push(`running delivery ${JSON.stringify(row)}`);
+    for (const { host, path } of logs) {
+      const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+      for (const line of text
+        .split('\n')
+        .filter((l) => l.includes(String(row.id)))
+        .slice(0, 6))
+        lines.push(`  ${host}: ${line.slice(0, 400)}`);
+    }
+  }
+  return lines.join('\n');
 }

@@ -125,12 +125,19 @@ export async function startHost(options: HostOptions): Promise<ChaosHost> {
   };
 }
 
+/** Whether a process runs (a zombie, exited but not yet reaped by its parent, does not). */
 export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S …"; the state follows the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
   }
 };
 

@@ -29,6 +29,7 @@ import {
   untilTurnsEnded,
 } from './chaos-actions.js';
 import {
+  diagnoseStuck,
   killedTurnsInterrupted,
   noStaleEpoch,
   oneTurnEach,
@@ -138,6 +139,13 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
     const settled = await settle(client, 150_000);
     log(`${settled} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
+    if (settled !== 'settled')
+      log(
+        await diagnoseStuck(
+          client,
+          hosts.map((h) => ({ host: h.id, path: join(h.dir, 'data', 'the-loop.log') })),
+        ),
+      );
     const s = await snapshot(client);
     log(`timings: ${await timings(client)} (hosts ${hosts.map((h) => `${h.id}=${h.pid}`).join(', ')})`);
     const hostOfPid = new Map(hosts.map((h) => [h.pid, h.id]));
