@@ -10,8 +10,8 @@
  * turn interrupted and not run again; no stale-epoch write applied; and the fenced host stopped its
  * engines before its lease ended.
  *
- * THE_LOOP_CHAOS_SENDS (default 2000) and THE_LOOP_CHAOS_FAULTS=0 (no kill, no cut) are for
- * debugging the harness only.
+ * THE_LOOP_CHAOS_SENDS (default 2000), THE_LOOP_CHAOS_FAULTS=0 (no kill, no cut) and
+ * THE_LOOP_CHAOS_KEEP=1 (keep the hosts' directories and logs) are for debugging only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
