@@ -75,6 +75,8 @@ export async function startHosts(
       await interrupt?.(abandoned);
       dispatcher.notify();
     },
+    ...(app.stores.reapAbandoned ? { reapAbandoned: app.stores.reapAbandoned.bind(app.stores) } : {}),
+    onReaped: () => dispatcher.notify(),
   });
   const listener = new InboxListener({
     client: () =>

@@ -65,11 +65,13 @@ export async function openPostgresStores(
     drives: new PgDriveAudit(db, { scrub }),
     inbox,
     hosts,
+    hostId: host,
     ...(keeper ? { keeper } : {}),
     // A dead host's work item: its running turns interrupted (never re-run), in one transaction.
     interruptAbandoned: async (abandoned) => {
       await abandon.interruptAbandoned(abandoned);
     },
+    reapAbandoned: (graceSeconds) => abandon.reapAndSettle(graceSeconds),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {

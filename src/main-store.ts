@@ -61,6 +61,8 @@ export interface Stores {
   copyFromSqlite?(path: string, options: CopyOptions): Promise<CopyReport>;
   /** PostgreSQL only: the hosts sharing the store and their leases (`hosts list`, the keeper). */
   hosts?: HostStore;
+  /** PostgreSQL only: this host's id among them (`store.host`, else the hostname). */
+  hostId?: string;
   /**
    * PostgreSQL, the daemon only (`daemon: true`): this host's lease keeper, the fence its session
    * store and inbox check each write against (started by startDaemon, main-hosts.ts).
@@ -68,6 +70,8 @@ export interface Stores {
   keeper?: LeaseKeeper;
   /** PostgreSQL, the daemon only: settle what a dead host left on a work item (the reaper's). */
   interruptAbandoned?(abandoned: Abandoned): Promise<void>;
+  /** PostgreSQL, the daemon only: reap expired leases and settle each, in one transaction. */
+  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
   /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
   url?: string;
   /** Release the connection(s). Idempotent. */

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { LoopError } from '../core/errors.js';
+import type { SessionRecord } from '../core/ports/sessions.js';
 import type { App } from '../main.js';
 import { isAttachable, isKeyed } from '../runners/runner.js';
 import { toJson } from './format.js';
@@ -11,6 +12,7 @@ import { findSession } from './sessions.js';
 /** `sessions attach`: run the session's runner's attach command (tmux attach-session [-r] -t <target>). */
 export async function attachSession(app: App, ref: string, options: { readOnly?: boolean }): Promise<number> {
   const session = await findSession(app.store, ref);
+  await refuseElsewhere(app, session);
   const runner = runnerOf(app, session.runner);
   if (!runner || !isAttachable(runner) || !session.tmuxTarget) {
     throw new LoopError(
@@ -28,6 +30,27 @@ export async function attachSession(app: App, ref: string, options: { readOnly?:
   const result = spawnSync(command.file, command.args, { stdio: 'inherit' });
   if (result.error) throw new LoopError('binary-missing', `cannot run tmux: ${result.error.message}`);
   return result.status === 0 ? EXIT.ok : EXIT.failed;
+}
+
+/** A word as a POSIX shell reads it back (for a command shown to a person, never run here). */
+const shellWord = (word: string) =>
+  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+
+/**
+ * On a shared store, a session whose work item another host holds has its terminal on that host:
+ * say which, and how to reach it, instead of attaching to nothing here.
+ */
+async function refuseElsewhere(app: App, session: SessionRecord): Promise<void> {
+  const { hosts, hostId } = app.stores;
+  if (!hosts || !hostId) return;
+  const lease = await hosts.lease(session.workItem);
+  if (!lease || lease.ended || lease.hostId === hostId) return;
+  const host = (await hosts.list()).find((h) => h.id === lease.hostId);
+  const address = host?.address ?? lease.hostId;
+  const target = session.tmuxTarget ?? session.slug;
+  throw new LoopError('usage', `${session.workItem} runs on host ${lease.hostId}, not this one (${hostId})`, {
+    hint: `Attach there: ssh ${shellWord(address)} -t tmux attach -t ${shellWord(`=${target}`)}`,
+  });
 }
 
 /**

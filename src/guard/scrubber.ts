@@ -1,4 +1,5 @@
 import type { LoadedConfig } from '../config/load.js';
+import { secretParts } from '../config/secret-parts.js';
 import { TOKEN_PATTERN } from '../core/capability-token.js';
 import { credentialValues } from '../gateway/credentials.js';
 import { SecretScrubber } from '../log/logger.js';
@@ -15,6 +16,10 @@ export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, s
   for (const value of credentialValues(loaded.engines, env, loaded.config.credentials))
     scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
   scrubber.add(loaded.config.webhook.secret);
+  // The store's URL and its password, also when the file holds them as written (not env:).
+  const store = loaded.config.store;
+  const parts = store.kind === 'postgres' ? secretParts(store.url) : [];
+  if (parts.length > 1) for (const part of parts) scrubber.add(part);
   // The gateway's capability tokens, whichever process minted them.
   scrubber.addPattern(TOKEN_PATTERN);
   return scrubber;

@@ -39,6 +39,13 @@ export interface KeeperWiring {
   onFenced(): void;
   /** Settle what a dead host left on a work item (its running turn interrupted…). */
   interruptAbandoned(abandoned: Abandoned): Promise<void>;
+  /**
+   * Reap and settle in one transaction (then no host can take a reaped lease before its work item
+   * is settled); without it, the keeper reaps, then settles each.
+   */
+  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  /** Called after a reap settled work items (the dispatcher looks at the queue again). */
+  onReaped?(): void;
 }
 
 /** The first pending delivery of a work item this host does not run now. */
@@ -57,6 +64,8 @@ export class LeaseKeeper implements Fence {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private lastOk = 0;
+  /** The reap in progress, if any (one at a time, beside the heartbeats). */
+  private reaping: Promise<Abandoned[]> | undefined;
   private beats = 0;
   private fenced = false;
   private failing = false;
@@ -148,6 +157,9 @@ export class LeaseKeeper implements Fence {
     let leases: Lease[] | null;
     const fresh = new Map<string, Lease>();
     this.fresh = fresh;
+    // The lease is renewed from the database's now() while the statement runs, so no earlier than
+    // this: the self-fencing deadline counts from here, not from when the answer came back.
+    const sentAt = this.now();
     try {
       leases = await this.hosts.heartbeat(this.host, this.incarnation ?? 0, this.settings.leaseSeconds);
     } catch (error) {
@@ -170,7 +182,7 @@ export class LeaseKeeper implements Fence {
       leases = [];
       fresh.clear();
     }
-    this.lastOk = this.now();
+    this.lastOk = sentAt;
     this.epochs.clear();
     for (const lease of leases) if (!lease.ended) this.epochs.set(lease.workItem, lease);
     for (const [workItem, lease] of fresh) if (!this.epochs.has(workItem)) this.epochs.set(workItem, lease);
@@ -179,17 +191,29 @@ export class LeaseKeeper implements Fence {
       wiring.logger.info('host unfenced: claiming again', { host: this.host, leases: this.epochs.size });
     }
     this.beats++;
-    if (this.beats % (this.settings.reapEvery ?? 3) === 0) await this.reap();
+    // Reaping (settling each dead host's work items) runs beside the heartbeats, never holding the
+    // next one back: a long reap must not make this host miss its own renewals.
+    if (this.beats % (this.settings.reapEvery ?? 3) === 0)
+      this.reaping ??= this.reap().finally(() => {
+        this.reaping = undefined;
+      });
   }
 
   /** Mark silent hosts down, end their expired leases, and settle what each left. */
   async reap(): Promise<Abandoned[]> {
-    const { logger, interruptAbandoned } = this.wired();
+    const { logger, interruptAbandoned, reapAbandoned, onReaped } = this.wired();
     const grace = this.settings.graceSeconds ?? this.settings.leaseSeconds;
     try {
       // A host silent for longer than the lease is down (placement passes over it).
       const down = await this.hosts.markDown(this.settings.leaseSeconds);
       if (down.length > 0) logger.warn('hosts marked down (silent past their lease)', { hosts: down });
+      if (reapAbandoned) {
+        const settled = await reapAbandoned(grace);
+        for (const a of settled)
+          logger.warn('work item abandoned by a dead host; its turn interrupted', { ...a });
+        if (settled.length > 0) onReaped?.();
+        return settled;
+      }
       const abandoned = await this.hosts.reapExpired(grace);
       for (const a of abandoned) {
         logger.warn('work item abandoned by a dead host; interrupting its turn', { ...a });

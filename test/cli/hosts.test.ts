@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { PgHostStore } from '../../src/store/postgres/hosts.js';
 import { openPg } from '../../src/store/postgres/migrate.js';
+import { PgSessionStore } from '../../src/store/postgres/sessions.js';
 import { makeProject, runCli } from '../helpers/cli.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
@@ -77,6 +78,38 @@ describe('the-loop hosts list', () => {
       ['build-02', 'down', 0, 2, [], ['claude'], null],
     ]);
     expect(rows[0]?.heartbeatAgeSeconds).toEqual(expect.any(Number));
+  });
+
+  it('sessions attach on a session another host holds names that host and how to reach it', async () => {
+    const db = await openPg(database?.url as string);
+    try {
+      const hosts = new PgHostStore(db);
+      const far = await hosts.register({
+        id: 'far-01',
+        labels: ['tmux'],
+        engines: ['claude'],
+        capacity: 2,
+        address: 'ops@far-01.internal',
+      });
+      await hosts.acquire('github:o/r#9', 'far-01', far, 60);
+      await new PgSessionStore(db, { scrub: (t) => t }).create({
+        workItem: 'github:o/r#9',
+        slug: 'o-r-9',
+        engine: 'claude',
+        runner: 'tmux',
+        tmuxTarget: 'loop-o-r-9',
+        engineSessionId: null,
+        cwd: project.dir,
+        credentialKind: null,
+        credentialEnv: null,
+      });
+    } finally {
+      await db.close();
+    }
+    const r = await cli(pgConfig, 'sessions', 'attach', 'github:o/r#9');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('github:o/r#9 runs on host far-01, not this one (host-a)');
+    expect(r.stderr).toContain('ssh ops@far-01.internal -t tmux attach -t =loop-o-r-9');
   });
 
   it('is a usage error on SQLite', async () => {

@@ -10,7 +10,15 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +56,40 @@ async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Clusters of earlier runs whose starter died without stopping them (a run killed mid-way: its
+ * teardown never ran). Only ours: a `the-loop-pg-*` dir with an `owner.pid` no process has now.
+ */
+function reapStale(bin: string): void {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith('the-loop-pg-')) continue;
+    const dir = join(tmpdir(), name);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, 'owner.pid'), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) continue;
+    try {
+      if (existsSync(join(dir, 'data', 'postmaster.pid')))
+        asOwner(join(bin, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop']);
+    } catch {
+      // Not running after all: its files go all the same.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Runs a PostgreSQL binary (as `postgres` when this process is root); its output on failure. */
 function asOwner(bin: string, args: string[]): void {
   const root = process.getuid?.() === 0;
@@ -65,7 +107,10 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
   const bin = postgresBin();
   if (!bin)
     throw new Error('PostgreSQL is not installed (/usr/lib/postgresql/*/bin): apt-get install postgresql');
+  reapStale(bin);
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-pg-'));
+  // Who started it: a run killed before its teardown leaves a cluster the next start stops.
+  writeFileSync(join(dir, 'owner.pid'), String(process.pid));
   if (process.getuid?.() === 0) {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());

@@ -20,6 +20,7 @@
  * Idempotent: a second call finds nothing running of that host and nothing left to settle.
  */
 import type { Abandoned } from '../../core/ports/hosts.js';
+import { reapExpiredIn } from './hosts.js';
 import {
   type DeliverySettlement,
   type RunningDelivery,
@@ -104,9 +105,26 @@ export class PgAbandon {
 
   /** Settle what the dead host left on the work item it held at that epoch (see above). */
   async interruptAbandoned(abandoned: Abandoned): Promise<Interrupted> {
+    return this.db.tx((q) => this.settle(q, abandoned));
+  }
+
+  /**
+   * Reap the expired leases and settle what each holder left, in one transaction: a lease ended
+   * here cannot be taken by another host (its row stays locked) before its work item is settled —
+   * a delivery the dead host had claimed is never left running under a new holder.
+   */
+  async reapAndSettle(graceSeconds: number): Promise<Abandoned[]> {
+    return this.db.tx(async (q) => {
+      const reaped = await reapExpiredIn(q, graceSeconds);
+      for (const a of reaped) await this.settle(q, a);
+      return reaped;
+    });
+  }
+
+  private async settle(q: Queryable, abandoned: Abandoned): Promise<Interrupted> {
     const at = (this.options.now?.() ?? new Date()).toISOString();
     const error = abandonedError(abandoned);
-    return this.db.tx(async (q) => {
+    {
       const unowned = await stillAbandoned(q, abandoned);
       const running = await runningDeliveries(q, abandoned.workItem);
       const interrupted = await interruptHostTurns(q, abandoned, at, error);
@@ -133,6 +151,6 @@ export class PgAbandon {
         settled: done('settled'),
         lostSessions,
       };
-    });
+    }
   }
 }

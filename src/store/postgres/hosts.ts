@@ -48,6 +48,21 @@ export function fencedBy(
   return `EXISTS (SELECT 1 FROM leases WHERE work_item = ${workItem}::text AND host_id = ${host}::text AND epoch = ${epoch}::bigint AND NOT ended AND expires_at > now()${lock})`;
 }
 
+/**
+ * End the leases unrenewed more than `graceSeconds` past expiry, on the caller's connection: in a
+ * transaction that also settles what each holder left (PgAbandon.reapAndSettle), no host can take
+ * one of them (acquire waits on the row) before it is settled.
+ */
+export async function reapExpiredIn(q: Queryable, graceSeconds: number): Promise<Abandoned[]> {
+  const rows = await q.rows<{ work_item: string; host_id: string; epoch: number }>(
+    `UPDATE leases SET ended = true, draining = false
+      WHERE NOT ended AND expires_at < now() - make_interval(secs => $1::float8)
+     RETURNING work_item, host_id, epoch`,
+    [graceSeconds],
+  );
+  return rows.map((r) => ({ workItem: r.work_item, hostId: r.host_id, epoch: r.epoch })).sort(byWorkItem);
+}
+
 interface LeaseRow {
   work_item: string;
   host_id: string;
@@ -163,20 +178,29 @@ export class PgHostStore implements HostStore {
   }
 
   async heartbeat(hostId: string, incarnation: number, leaseSeconds: number): Promise<Lease[] | null> {
-    const rows = await this.db.rows<{ host: string } & Partial<LeaseRow>>(
-      `WITH host AS (
+    // The leases are locked in work-item order (as fenced writes of several work items lock them):
+    // renewal and those writes never wait on each other in a cycle. A deadlock or a serialization
+    // failure all the same is run again at once (db.tx), not taken for a lost database.
+    const rows = await this.db.tx((q) =>
+      q.rows<{ host: string } & Partial<LeaseRow>>(
+        `WITH host AS (
          UPDATE hosts SET heartbeat_at = now()
           WHERE id = $1 AND incarnation = $2 AND status <> 'down'
          RETURNING id, incarnation
+       ), mine AS (
+         SELECT l.work_item FROM leases l, host
+          WHERE l.host_id = host.id AND l.incarnation = host.incarnation AND NOT l.ended
+          ORDER BY l.work_item FOR UPDATE OF l
        ), renewed AS (
          UPDATE leases l SET expires_at = now() + make_interval(secs => $3::float8), seconds = $3::float8
-           FROM host
-          WHERE l.host_id = host.id AND l.incarnation = host.incarnation AND NOT l.ended
+           FROM mine
+          WHERE l.work_item = mine.work_item
          RETURNING l.work_item, l.host_id, l.incarnation, l.epoch, l.expires_at, l.draining,
                    l.moving_to, l.ended
        )
        SELECT host.id AS host, renewed.* FROM host LEFT JOIN renewed ON true`,
-      [hostId, incarnation, leaseSeconds],
+        [hostId, incarnation, leaseSeconds],
+      ),
     );
     if (rows.length === 0) return null;
     return rows
@@ -257,13 +281,7 @@ export class PgHostStore implements HostStore {
   }
 
   async reapExpired(graceSeconds: number): Promise<Abandoned[]> {
-    const rows = await this.db.rows<{ work_item: string; host_id: string; epoch: number }>(
-      `UPDATE leases SET ended = true, draining = false
-        WHERE NOT ended AND expires_at < now() - make_interval(secs => $1::float8)
-       RETURNING work_item, host_id, epoch`,
-      [graceSeconds],
-    );
-    return rows.map((r) => ({ workItem: r.work_item, hostId: r.host_id, epoch: r.epoch })).sort(byWorkItem);
+    return reapExpiredIn(this.db, graceSeconds);
   }
 
   async markDown(silentSeconds: number): Promise<string[]> {

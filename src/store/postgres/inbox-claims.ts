@@ -92,6 +92,15 @@ export async function applyClaimWrites(
       writes.claims.map((c) => c.deliveryId),
     ]);
   }
+  // A fenced pass share-locks the leases of all its claims at once, in work-item order (the order
+  // a heartbeat renews them in): locking them claim by claim, in the pass's order, could wait on
+  // a renewal in a cycle.
+  if (fence && writes.claims.length > 1)
+    await q.rows(
+      `SELECT work_item FROM leases WHERE work_item = ANY($1::text[]) AND host_id = $2::text
+        ORDER BY work_item FOR SHARE`,
+      [writes.claims.map((c) => c.workItem), fence.host],
+    );
   for (const h of writes.held) {
     const reason = h.reason === null ? null : pgText(scrub(h.reason));
     await q.run(HOLD_SQL, [reason, at, h.deliveryId]);

@@ -111,24 +111,43 @@ export class PgLedgerStore implements LedgerStore {
         `SELECT ${UNPRICED_COLUMNS} FROM usage_ledger WHERE cost_usd IS NULL AND model = $1 ORDER BY id`,
         [model],
       );
-      const updates: { id: number; cost: number; basis: string | null; key: string | null }[] = [];
+      const updates: {
+        id: number;
+        cost: number;
+        basis: string | null;
+        key: string | null;
+        output: number;
+        input: number;
+      }[] = [];
       for (const r of rows) {
         const p = price(unpricedEntry(r));
         if (p.costUsd !== null && !Number.isNaN(p.costUsd))
-          updates.push({ id: r.id, cost: p.costUsd, basis: p.basis, key: p.priceKey });
+          updates.push({
+            id: r.id,
+            cost: p.costUsd,
+            basis: p.basis,
+            key: p.priceKey,
+            output: r.output_tokens,
+            input: r.input_tokens,
+          });
       }
-      // Only rows still unpriced: another host repricing at once prices each row once.
+      // Only rows still unpriced, and still as they were read (a correction that raised a row's
+      // counts meanwhile leaves it for the next reprice): another host repricing at once prices
+      // each row once, at its current counts.
       for (let i = 0; i < updates.length; i += ROWS_PER_STATEMENT) {
         const chunk = updates.slice(i, i + ROWS_PER_STATEMENT);
         priced += await this.db.run(
           `UPDATE usage_ledger AS l SET cost_usd = x.cost, cost_basis = x.basis, price_key = x.key
-           FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::text[]) AS x (id, cost, basis, key)
-           WHERE l.id = x.id AND l.cost_usd IS NULL`,
+           FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::text[], $5::bigint[], $6::bigint[])
+             AS x (id, cost, basis, key, output, input)
+           WHERE l.id = x.id AND l.cost_usd IS NULL AND l.output_tokens = x.output AND l.input_tokens = x.input`,
           [
             chunk.map((u) => u.id),
             chunk.map((u) => u.cost),
             chunk.map((u) => u.basis),
             chunk.map((u) => u.key),
+            chunk.map((u) => u.output),
+            chunk.map((u) => u.input),
           ],
         );
       }

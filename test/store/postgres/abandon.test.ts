@@ -104,6 +104,23 @@ describe('interruptAbandoned', () => {
     expect(await statusOf('d-2')).toBe('queued');
   });
 
+  it('reaped and settled in one transaction: a host taking the work item waits, then finds the unbegun delivery back in line', async () => {
+    const { tmuxTurn } = await aDies();
+    const recovery = new PgAbandon(b.db);
+    // b reaps and settles while a (back from the dead: a new incarnation) tries to take IDLE at once.
+    const [reaped] = await Promise.all([recovery.reapAndSettle(0), b.acquire(IDLE)]);
+    expect(reaped.map((x) => x.workItem)).toEqual([TMUX, IDLE, ENDED]);
+    // Whoever holds IDLE now, its claimed-but-unbegun delivery went back in line (never left running).
+    expect(await statusOf('d-2')).toBe('queued');
+    expect(await statusOf('d-1')).toBe('failed');
+    expect((await b.sessions.turns((await b.sessions.findActive(ENDED))?.id ?? ''))[0]?.status).toBe(
+      'succeeded',
+    );
+    expect(tmuxTurn).toBeGreaterThan(0);
+    // Settled once: a second reap finds nothing.
+    expect(await recovery.reapAndSettle(0)).toEqual([]);
+  });
+
   it('once another host took the work item, only what the dead host ran is settled', async () => {
     const { tmuxTurn } = await aDies();
     const abandoned = await b.hosts.reapExpired(0);
