@@ -90,8 +90,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     env: options.env,
     sessionStatus: async (id) => (await registry.get(id))?.status,
   });
-  // Their engines are stopped by whoever takes the dispatcher lock (recoverBeforeDispatch).
-  const lostTurns = await recoverLostTurns(store, adoptingRunners(runners), logger);
+  // Their engines are stopped by whoever takes the dispatcher lock (recoverBeforeDispatch). On a
+  // shared store only the daemon recovers, and only this host's turns (its store is fenced): a
+  // command judging other hosts' running turns by this machine's process table would mark them lost.
+  const shared = base.stores.kind === 'postgres';
+  const lostTurns =
+    shared && !options.daemon ? [] : await recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
     ledger,

@@ -3,6 +3,7 @@
  * registered with the store, their status, heartbeat age (the database's clock), leases over
  * capacity, labels, engines and address; a usage error on SQLite, which has no hosts.
  */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,6 +111,39 @@ describe('the-loop hosts list', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('github:o/r#9 runs on host far-01, not this one (host-a)');
     expect(r.stderr).toContain('ssh ops@far-01.internal -t tmux attach -t =loop-o-r-9');
+  });
+
+  it("a command on a shared store never marks another host's running turn lost by this machine's process table", async () => {
+    // A pid no process has now: the turn's owner as this machine sees it.
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const db = await openPg(database?.url as string);
+    let turnId = 0;
+    try {
+      const sessions = new PgSessionStore(db, { scrub: (t) => t, ownerPid: gone });
+      const s = await sessions.create({
+        workItem: 'github:o/r#10',
+        slug: 'o-r-10',
+        engine: 'claude',
+        runner: 'process',
+        engineSessionId: null,
+        cwd: project.dir,
+        credentialKind: null,
+        credentialEnv: null,
+      });
+      turnId = (await sessions.beginTurn(s.id, { promptDigest: 'd', promptBytes: 1, meter: 'none' })).id;
+    } finally {
+      await db.close();
+    }
+    // Commands that build the whole app (events retry) and reading ones (sessions list).
+    await cli(pgConfig, 'events', 'retry', 'no-such-delivery');
+    await cli(pgConfig, 'sessions', 'list');
+    const check = await openPg(database?.url as string);
+    try {
+      const row = await check.row<{ status: string }>('SELECT status FROM turns WHERE id = $1', [turnId]);
+      expect(row?.status).toBe('running');
+    } finally {
+      await check.close();
+    }
   });
 
   it('is a usage error on SQLite', async () => {
