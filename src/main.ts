@@ -91,11 +91,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     sessionStatus: async (id) => (await registry.get(id))?.status,
   });
   // Their engines are stopped by whoever takes the dispatcher lock (recoverBeforeDispatch). On a
-  // shared store only the daemon recovers, and only this host's turns (its store is fenced): a
-  // command judging other hosts' running turns by this machine's process table would mark them lost.
+  // shared store no process recovers turns by this machine's process table: another host's running
+  // turn would be marked lost, and this host's own (a restart after a crash) would be run again.
+  // The lease reaper settles them instead: interrupted, never re-run by itself.
   const shared = base.stores.kind === 'postgres';
-  const lostTurns =
-    shared && !options.daemon ? [] : await recoverLostTurns(store, adoptingRunners(runners), logger);
+  const lostTurns = shared ? [] : await recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
     ledger,
@@ -204,6 +204,9 @@ function createTurnService(
  */
 export async function recoverBeforeDispatch(app: App, only?: string): Promise<void> {
   stopOrphanEngines(app.lostTurns, app.logger);
+  // On a shared store a session's terminal may be on another host: one not found here is not gone
+  // (its host's leases, and their reaper, say what is).
+  if (app.stores.kind === 'postgres') return;
   await reconcile(
     {
       store: app.store,

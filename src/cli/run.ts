@@ -32,6 +32,22 @@ async function raceTimer(promise: Promise<unknown>, ms: number): Promise<void> {
 }
 
 /**
+ * A turn run in this process would run outside the hosts' leases (unfenced, beside the host that
+ * holds the work item): on a shared store the daemons run turns.
+ */
+function refuseShared(app: App, workItem: string): string {
+  if (app.stores.kind === 'postgres')
+    throw new LoopError(
+      'usage',
+      '`the-loop run` runs a turn in this process, and this config uses a store several hosts share',
+      {
+        hint: `Queue it for the hosts instead: the-loop sessions send ${workItem} "<text>" (the host holding the work item runs it).`,
+      },
+    );
+  return workItem;
+}
+
+/**
  * `the-loop run <work-item> <prompt>`: one turn, through the same inbox and dispatcher as a webhook,
  * so it queues behind webhook turns of the same session. With a daemon running, the daemon runs it
  * and this command follows it; otherwise this command dispatches that work item itself.
@@ -43,9 +59,9 @@ export async function runCommand(
   prompt: string,
   options: RunOptions,
 ): Promise<number> {
-  const workItem = formatWorkItem(parseWorkItem(workItemRef));
+  // Everything that can be refused is refused before anything is queued (a shared store first).
+  const workItem = refuseShared(app, formatWorkItem(parseWorkItem(workItemRef)));
   const cwd = options.cwd ? resolve(io.cwd, options.cwd) : undefined;
-  // Everything that can be refused is refused before anything is queued.
   const plan = await app.turns.preflight({
     workItem,
     prompt,

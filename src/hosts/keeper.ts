@@ -182,6 +182,12 @@ export class LeaseKeeper implements Fence {
       leases = [];
       fresh.clear();
     }
+    // An answer that came back after the deadline renewed too late to count on: fenced it stays
+    // (the next heartbeat, answered in time, ends it).
+    if (this.now() - sentAt >= (this.settings.leaseSeconds * 1000) / 2) {
+      this.checkDeadline();
+      return;
+    }
     this.lastOk = sentAt;
     this.epochs.clear();
     for (const lease of leases) if (!lease.ended) this.epochs.set(lease.workItem, lease);

@@ -146,6 +146,13 @@ describe('the-loop hosts list', () => {
     }
   });
 
+  it('the-loop run is refused on a shared store, naming the way through the hosts', async () => {
+    const r = await cli(pgConfig, 'run', 'github:o/r#11', 'hello');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/this config uses a store several hosts share/);
+    expect(r.stderr).toContain('the-loop sessions send github:o/r#11');
+  });
+
   it('is a usage error on SQLite', async () => {
     const r = await cli(sqliteConfig, 'hosts', 'list');
     expect(r.code).toBe(2);

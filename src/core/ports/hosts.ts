@@ -10,9 +10,10 @@
  * A lease is held, or ended. It ends when its holder lets go (`release`, `leave`) or when it expired
  * and was reaped (`reapExpired`: its holder died, and recovery settles what it left). Only an ended
  * lease can be taken by another host, so a dead holder's work is always reported for recovery
- * before anyone else takes it. An expired lease that is not yet reaped still belongs to its holder:
- * no one else may take it, its writes are fenced (`holds` is false), and its next heartbeat renews it
- * (a holder that was only late loses nothing; the grace of `reapExpired` is how late it may be).
+ * before anyone else takes it. An expired lease that is not yet reaped is no one's: no one else may
+ * take it, its holder's writes are fenced (`holds` is false), and its holder's heartbeat does not
+ * renew it (the holder fenced itself before then and cut its turn off: renewed, that turn's
+ * delivery would stay running under a lease nobody reaps). The reaper settles it after the grace.
  */
 
 export type HostStatus = 'up' | 'draining' | 'down';
@@ -74,8 +75,8 @@ export interface HostStore {
    * One heartbeat: the host's row, and every lease it holds renewed to `leaseSeconds` from now, in
    * one statement. Returns the leases it still holds (a lease taken from it is not renewed), or
    * null when its registration is gone, superseded (another start of the same id) or marked down
-   * (`markDown`, `leave`): then it holds nothing and must stop (and register anew to go on). Renews
-   * its expired leases too as long as they are not reaped.
+   * (`markDown`, `leave`): then it holds nothing and must stop (and register anew to go on). An
+   * expired lease is not renewed: the reaper settles it.
    */
   heartbeat(hostId: string, incarnation: number, leaseSeconds: number): Promise<Lease[] | null>;
   /** Every host, with its heartbeat age and leases (by the database's clock). */

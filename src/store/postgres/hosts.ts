@@ -190,6 +190,7 @@ export class PgHostStore implements HostStore {
        ), mine AS (
          SELECT l.work_item FROM leases l, host
           WHERE l.host_id = host.id AND l.incarnation = host.incarnation AND NOT l.ended
+            AND l.expires_at > now()
           ORDER BY l.work_item FOR UPDATE OF l
        ), renewed AS (
          UPDATE leases l SET expires_at = now() + make_interval(secs => $3::float8), seconds = $3::float8

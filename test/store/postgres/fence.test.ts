@@ -68,11 +68,10 @@ describe('fenced beginnings', () => {
     await a.inbox.finish('d-1', { status: 'done', turnId: turn.id, error: null });
     await a.inbox.requeue('d-1');
     expect(await statusOf('d-1')).toBe('running');
-    // Renewed (late, not reaped): the lease is a's again and its writes apply.
-    expect(await a.hosts.heartbeat('a', a.incarnation, 60)).toHaveLength(1);
-    expect((await a.sessions.finishTurn(turn.id, turnEnd())).status).toBe('succeeded');
-    await a.inbox.finish('d-1', { status: 'done', turnId: turn.id, error: null });
-    expect(await statusOf('d-1')).toBe('done');
+    // Late is lost: a heartbeat does not renew an expired lease (the reaper settles it: interrupted,
+    // never re-run), and a's writes stay fenced.
+    expect(await a.hosts.heartbeat('a', a.incarnation, 60)).toEqual([]);
+    expect((await a.sessions.finishTurn(turn.id, turnEnd())).status).toBe('running');
     a.fence.epochs.set(WI, 0);
     expect(await a.inbox.applyClaims(onlyClaims(claimOf('d-2', WI)))).toEqual([]);
     expect(await statusOf('d-2')).toBe('queued');
