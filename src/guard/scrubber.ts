@@ -19,7 +19,7 @@ export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, s
   // The store's URL and its password, also when the file holds them as written (not env:).
   const store = loaded.config.store;
   const parts = store.kind === 'postgres' ? secretParts(store.url) : [];
-  if (parts.length > 1) for (const part of parts) scrubber.add(part);
+  if (parts.length > 1) for (const part of parts) scrubber.add(part, looksLikeKey(part) ? 'key' : 'exact');
   // The gateway's capability tokens, whichever process minted them.
   scrubber.addPattern(TOKEN_PATTERN);
   return scrubber;
