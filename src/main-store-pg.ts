@@ -18,6 +18,7 @@ import { PgLedgerStore } from './store/postgres/ledger.js';
 import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
 import { redactUrl } from './store/postgres/pg.js';
 import { PgScanCursors } from './store/postgres/scan-files.js';
+import { PgSessionFiles } from './store/postgres/session-files.js';
 import { PgSessionStore } from './store/postgres/sessions.js';
 import { PgTokenStore } from './store/postgres/tokens.js';
 
@@ -50,7 +51,7 @@ export async function openPostgresStores(
   const keeper = options.daemon ? new LeaseKeeper(hosts, keeperSettings(store, host)) : undefined;
   const fence: { fence?: Fence } = keeper ? { fence: keeper } : {};
   const sessions = new PgSessionStore(db, { scrub, ...fence });
-  const abandon = new PgAbandon(db);
+  const abandon = new PgAbandon(db, { onHostLoss: store.onHostLoss });
   const inbox = (masking: InboxMasking) => new PgInbox(db, { ...masking, ...fence });
   return {
     kind: 'postgres',
@@ -66,6 +67,7 @@ export async function openPostgresStores(
     inbox,
     hosts,
     hostId: host,
+    sessionFiles: new PgSessionFiles(db, host),
     ...(keeper ? { keeper } : {}),
     // A dead host's work item: its running turns interrupted (never re-run), in one transaction.
     interruptAbandoned: async (abandoned) => {

@@ -12,6 +12,7 @@ import type { DriveAuditStore } from './core/ports/drives.js';
 import type { Abandoned, HostStore } from './core/ports/hosts.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
+import type { SessionFileStore } from './core/ports/session-files.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import type { TokenStore } from './core/ports/tokens.js';
 import type { LeaseKeeper } from './hosts/keeper.js';
@@ -72,6 +73,11 @@ export interface Stores {
   interruptAbandoned?(abandoned: Abandoned): Promise<void>;
   /** PostgreSQL, the daemon only: reap expired leases and settle each, in one transaction. */
   reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  /**
+   * PostgreSQL only: process-runner sessions' conversation files, carried between hosts
+   * (sessions/carry.ts). One host keeps them where the engine wrote them.
+   */
+  sessionFiles?: SessionFileStore;
   /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
   url?: string;
   /** Release the connection(s). Idempotent. */

@@ -27,6 +27,7 @@ import { createRunners } from './main-runners.js';
 import type { Stores } from './main-store.js';
 import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
+import { SessionCarry } from './sessions/carry.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
@@ -126,6 +127,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   };
 }
 
+/** On a store shared by several hosts: the carrier of process-runner sessions' conversation files. */
+function sessionCarry(base: Base): SessionCarry | undefined {
+  const { sessionFiles, hostId } = base.stores;
+  if (!sessionFiles || hostId === undefined) return undefined;
+  return new SessionCarry({ files: sessionFiles, host: hostId, scrub: base.scrubber.scrub });
+}
+
 /** The turn service, wired to the store, the runners, the ledger, the acts audit and the guard. */
 function createTurnService(
   options: AppOptions,
@@ -192,6 +200,8 @@ function createTurnService(
       return payerOf(credential, env, salt);
     },
     telemetry,
+    // Several hosts: a process-runner session's conversation moves with it through the store.
+    carry: sessionCarry(base),
     prepareEngine: (input) => guard.prepare(input),
     policyRefusals: (session) => readRefusals(stateDir(session.slug)),
   });

@@ -10,7 +10,8 @@
  *   the bookkeeping was cut short) → settled as that turn ended; one that never began a turn (or
  *   whose turn was lost) → back to `queued` in its place (it never ran);
  * - its tmux sessions → `lost` (the terminal was on that host); a process-runner session stays
- *   active (it can move to another host).
+ *   active (it moves to another host with its conversation, sessions/carry.ts) and, when its turn
+ *   was interrupted, is held until a person resumes it (`store.onHostLoss: hold`, the default).
  *
  * The lease row is share-locked for the transaction, so no host takes the work item meanwhile. The
  * deliveries not tied to an interrupted turn, and the tmux sessions without one, are settled only
@@ -29,6 +30,7 @@ import {
 } from './inbox-abandon.js';
 import type { Pg, Queryable } from './pg.js';
 import {
+  holdInterrupted,
   type InterruptedTurn,
   interruptHostTurns,
   loseTmuxSessions,
@@ -47,6 +49,8 @@ export interface Interrupted {
   settled: string[];
   /** Tmux sessions marked lost. */
   lostSessions: string[];
+  /** Process-runner sessions held until a person resumes them (`store.onHostLoss: hold`). */
+  heldSessions: string[];
 }
 
 /** Why: the error of each interrupted turn and its delivery, and the close reason of a lost session. */
@@ -100,7 +104,11 @@ async function stillAbandoned(q: Queryable, a: Abandoned): Promise<boolean> {
 export class PgAbandon {
   constructor(
     private readonly db: Pg,
-    private readonly options: { now?: () => Date } = {},
+    private readonly options: {
+      now?: () => Date;
+      /** `hold` (default): a process-runner session whose turn was interrupted waits for a person. */
+      onHostLoss?: 'hold' | 'continue';
+    } = {},
   ) {}
 
   /** Settle what the dead host left on the work item it held at that epoch (see above). */
@@ -136,6 +144,8 @@ export class PgAbandon {
       const changed = new Set(await settleRunning(q, plan, at, (t) => t));
       const done = (kind: PlannedSettlement['kind']) =>
         plan.filter((p) => p.kind === kind && changed.has(p.id)).map((p) => p.id);
+      const heldSessions =
+        this.options.onHostLoss === 'continue' ? [] : await holdInterrupted(q, interrupted, abandoned, at);
       const lostSessions = await loseTmuxSessions(
         q,
         abandoned.workItem,
@@ -150,6 +160,7 @@ export class PgAbandon {
         requeued: done('requeued'),
         settled: done('settled'),
         lostSessions,
+        heldSessions,
       };
     }
   }

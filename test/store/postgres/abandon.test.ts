@@ -62,6 +62,7 @@ describe('interruptAbandoned', () => {
       requeued: [],
       settled: [],
       lostSessions: [tmux],
+      heldSessions: [],
     });
     expect(await recovery.interruptAbandoned(of(IDLE))).toEqual({
       turns: [],
@@ -69,6 +70,7 @@ describe('interruptAbandoned', () => {
       requeued: ['d-2'],
       settled: [],
       lostSessions: [],
+      heldSessions: [],
     });
     expect(await recovery.interruptAbandoned(of(ENDED))).toMatchObject({ settled: ['d-3'], requeued: [] });
 
@@ -99,6 +101,7 @@ describe('interruptAbandoned', () => {
         requeued: [],
         settled: [],
         lostSessions: [],
+        heldSessions: [],
       });
     }
     expect(await statusOf('d-2')).toBe('queued');
