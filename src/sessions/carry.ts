@@ -31,7 +31,13 @@ import type { SessionRecord } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
 import type { Logger } from '../log/logger.js';
 import { expandPath } from '../sandbox/paths.js';
-import { isSessionFileName, planRestore, sessionFileLookup } from './carry-rules.js';
+import {
+  isLookupDir,
+  isSessionFileName,
+  planRestore,
+  type SessionFileLookup,
+  sessionFileLookup,
+} from './carry-rules.js';
 
 /** A session file larger than this is not carried (said in the log): a conversation of many MB. */
 export const MAX_SESSION_FILE_BYTES = 64 * 1024 * 1024;
@@ -70,7 +76,8 @@ export function engineHomeOf(
 function readRegular(path: string, max: number): Buffer | 'missing' | 'not-a-file' | 'too-big' {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // Non-blocking: a FIFO the engine left at the path must not wait for a writer (and hang the daemon).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     if (errno(error) === 'ENOENT') return 'missing';
     if (errno(error) === 'ELOOP') return 'not-a-file';
@@ -103,20 +110,31 @@ function isRealDir(path: string): boolean {
   }
 }
 
-/** The session's files present under `home`: names relative to it. */
-function localNames(home: string, lookup: { parent: string; file: string }): string[] {
+/**
+ * The session's file under `home`, if present (a name relative to it): at most one — the one in the
+ * directory named after its working directory (of a long path, the newest of those it may be).
+ */
+function localName(home: string, lookup: SessionFileLookup): string | undefined {
   const parent = join(home, lookup.parent);
-  if (!isRealDir(parent)) return [];
-  return readdirSync(parent, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => `${lookup.parent}/${d.name}/${lookup.file}`)
-    .filter((name) => {
-      try {
-        return lstatSync(join(home, name)).isFile();
-      } catch {
-        return false;
-      }
-    });
+  if (!isRealDir(parent)) return undefined;
+  const dirs =
+    'exact' in lookup.dir
+      ? [lookup.dir.exact]
+      : readdirSync(parent, { withFileTypes: true })
+          .filter((d) => d.isDirectory() && isLookupDir(lookup, d.name))
+          .map((d) => d.name);
+  let best: { name: string; mtime: number } | undefined;
+  for (const dir of dirs) {
+    const name = `${lookup.parent}/${dir}/${lookup.file}`;
+    try {
+      if (!isRealDir(join(parent, dir))) continue;
+      const st = lstatSync(join(home, name));
+      if (st.isFile() && (!best || st.mtimeMs > best.mtime)) best = { name, mtime: st.mtimeMs };
+    } catch {
+      // Not there.
+    }
+  }
+  return best?.name;
 }
 
 /** Write `body` at `home/name`: every directory under home real (made 0700), the file 0600, atomically. */
@@ -156,7 +174,7 @@ export class SessionCarry {
   private where(input: CarryInput) {
     const kind = input.preset.sessionFiles;
     const home = engineHomeOf(input.preset, input.env);
-    const lookup = kind && sessionFileLookup(kind, input.session.engineSessionId);
+    const lookup = kind && sessionFileLookup(kind, input.session.engineSessionId, input.session.cwd);
     return kind && home && lookup ? { kind, home, lookup } : undefined;
   }
 
@@ -168,30 +186,34 @@ export class SessionCarry {
     const where = this.where(input);
     if (!where) return;
     const { log } = input;
+    const name = localName(where.home, where.lookup);
+    if (!name) return;
+    const tooBig = () =>
+      log.warn(`the session's conversation is over ${this.max} bytes: not carried to other hosts`, {
+        file: name,
+      });
     try {
-      for (const name of localNames(where.home, where.lookup)) {
-        const read = readRegular(join(where.home, name), this.max);
-        if (typeof read === 'string') {
-          if (read === 'too-big')
-            log.warn(`the session's conversation is over ${this.max} bytes: not carried to other hosts`, {
-              file: name,
-            });
-          continue;
-        }
-        const body = Buffer.from(this.deps.scrub(read.toString('utf8')), 'utf8');
-        const saved = await this.deps.files.save(input.session.id, {
-          name,
-          body,
-          digest: sha256(body),
-          bytes: body.length,
-          turnId,
-        });
-        if (!saved)
-          log.warn("the session's conversation was not saved: this host no longer holds the work item", {
-            file: name,
-            turnId,
-          });
-      }
+      const read = readRegular(join(where.home, name), this.max);
+      if (read === 'too-big') return tooBig();
+      if (typeof read === 'string') return;
+      // Masked as text: what the engine wrote is JSON lines (a byte that is not UTF-8 becomes U+FFFD).
+      const body = Buffer.from(this.deps.scrub(read.toString('utf8')), 'utf8');
+      if (body.length > this.max) return tooBig();
+      const digest = sha256(body);
+      const stored = (await this.deps.files.list(input.session.id)).find((m) => m.name === name);
+      if (stored?.digest === digest) return;
+      const saved = await this.deps.files.save(input.session.id, {
+        name,
+        body,
+        digest,
+        bytes: body.length,
+        turnId,
+      });
+      if (!saved)
+        log.warn(
+          "the session's conversation was not saved: this host no longer holds the work item (or a later turn's copy is stored)",
+          { file: name, turnId },
+        );
     } catch (error) {
       log.warn("could not save the session's conversation for other hosts", { error });
     }
@@ -210,11 +232,18 @@ export class SessionCarry {
     const stored = await this.deps.files.list(session.id);
     const local = new Map<string, string | null>();
     for (const meta of stored) {
-      if (!isSessionFileName(kind, meta.name, session.engineSessionId)) continue;
+      if (!isSessionFileName(kind, meta.name, session.engineSessionId, session.cwd)) continue;
       const read = readRegular(join(home, meta.name), this.max);
       local.set(meta.name, typeof read === 'string' ? null : sha256(read));
     }
-    for (const step of planRestore(kind, session.engineSessionId, stored, local, this.deps.host)) {
+    for (const step of planRestore(
+      kind,
+      session.engineSessionId,
+      session.cwd,
+      stored,
+      local,
+      this.deps.host,
+    )) {
       const { meta } = step;
       if (step.kind === 'refused') {
         log.warn('refused a stored session file whose name is not the engine’s', { file: meta.name });
@@ -227,17 +256,26 @@ export class SessionCarry {
         continue;
       }
       writeUnder(home, file.name, file.body);
-      log.info("restored the session's conversation saved by another host", {
-        file: file.name,
-        bytes: file.bytes,
-        savedBy: file.hostId,
-        afterTurn: file.turnId,
-      });
+      log.info(
+        file.hostId === this.deps.host
+          ? "restored the session's conversation from the store"
+          : "restored the session's conversation saved by another host",
+        {
+          file: file.name,
+          bytes: file.bytes,
+          savedBy: file.hostId,
+          afterTurn: file.turnId,
+        },
+      );
     }
-    if (stored.length === 0 && session.engineSessionStarted && localNames(home, where.lookup).length === 0) {
-      log.warn(
-        'no saved conversation for this session on this host or in the store: its engine may not resume it',
-        { engineSession: session.engineSessionId },
+    if (stored.length === 0 && session.engineSessionStarted && !localName(home, where.lookup)) {
+      // `--resume` would fail on every delivery: said once, as the delivery's error.
+      throw new LoopError(
+        'session-missing',
+        `${session.workItem}'s conversation (engine session ${session.engineSessionId}) is neither on this host nor in the store: its engine cannot resume it here`,
+        {
+          hint: `Its host died before saving it, or ran it before the store was shared. Close the session (\`the-loop sessions close ${session.workItem}\`): the next delivery starts a new one.`,
+        },
       );
     }
   }

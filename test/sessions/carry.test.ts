@@ -5,6 +5,8 @@
  * one, or this host's newer one, is kept; nothing is read or written through a symlink; a tampered
  * name is refused; an oversized file is not carried; a save after the lease moved on writes nothing.
  */
+
+import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -131,13 +133,52 @@ describe('carrying a session between hosts', () => {
     writeFileSync(secret, `PRIVATE ${CANARY}-ssh\n`);
     mkdirSync(join(homeOf(a), 'projects', DIR), { recursive: true });
     symlinkSync(secret, join(homeOf(a), NAME));
-    // And a project directory that is a symlink to a directory holding a file of that name.
+    await carrier(a).save(input(a), turnId);
+    // Nor when the project directory is a symlink to a directory holding a file of that name.
+    rmSync(join(homeOf(a), 'projects', DIR), { recursive: true });
     const elsewhere = join(root, 'elsewhere');
     mkdirSync(elsewhere);
     writeFileSync(join(elsewhere, `${ENGINE_ID}.jsonl`), 'smuggled\n');
-    symlinkSync(elsewhere, join(homeOf(a), 'projects', 'linked'));
+    symlinkSync(elsewhere, join(homeOf(a), 'projects', DIR));
     await carrier(a).save(input(a), turnId);
     expect(await a.db.rows('SELECT name FROM session_files')).toEqual([]);
+  });
+
+  it('a FIFO at the transcript path neither blocks the daemon nor is carried, and is replaced on restore', async () => {
+    mkdirSync(join(homeOf(a), 'projects', DIR), { recursive: true });
+    execFileSync('mkfifo', [join(homeOf(a), NAME)]);
+    await carrier(a).save(input(a), turnId);
+    expect(await a.db.rows('SELECT name FROM session_files')).toEqual([]);
+    // b saved a real one; a FIFO left where a restores it is read without waiting, then replaced.
+    rmSync(join(homeOf(a), NAME));
+    writeTranscript(a, 'real\n');
+    await carrier(a).save(input(a), turnId);
+    mkdirSync(join(homeOf(b), 'projects', DIR), { recursive: true });
+    execFileSync('mkfifo', [join(homeOf(b), NAME)]);
+    await carrier(b).restore(input(b));
+    expect(readFileSync(join(homeOf(b), NAME), 'utf8')).toBe('real\n');
+  });
+
+  it('saves nothing when the stored copy is the same', async () => {
+    writeTranscript(a, 'same\n');
+    await carrier(a).save(input(a), turnId);
+    const first = await a.db.row<{ saved_at: Date }>('SELECT saved_at FROM session_files');
+    await sleep(20);
+    await carrier(a).save(input(a), turnId);
+    expect((await a.db.row<{ saved_at: Date }>('SELECT saved_at FROM session_files'))?.saved_at).toEqual(
+      first?.saved_at,
+    );
+  });
+
+  it('refuses a turn whose started conversation is neither here nor in the store (--resume would fail every time)', async () => {
+    await a.sessions.markEngineSessionStarted(session.id, ENGINE_ID);
+    session = (await a.sessions.get(session.id)) ?? session;
+    await expect(carrier(b).restore(input(b))).rejects.toThrow(
+      /conversation \(engine session [0-9a-f-]+\) is neither on this host nor in the store/,
+    );
+    // Here, the local copy is enough (a session run before the store was shared).
+    writeTranscript(a, 'local only\n');
+    await expect(carrier(a).restore(input(a))).resolves.toBeUndefined();
   });
 
   it('never writes through a symlink, and refuses a stored name that is not the engine’s', async () => {
