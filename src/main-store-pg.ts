@@ -3,6 +3,7 @@
  */
 import { hostname } from 'node:os';
 import type { StoreConfig } from './config/store-schema.js';
+import { LoopError } from './core/errors.js';
 import type { Fence } from './core/ports/hosts.js';
 import { LeaseKeeper } from './hosts/keeper.js';
 import type { InboxMasking, Stores } from './main-store.js';
@@ -16,11 +17,12 @@ import { PgHostStore } from './store/postgres/hosts.js';
 import { PgInbox } from './store/postgres/inbox.js';
 import { PgLedgerStore } from './store/postgres/ledger.js';
 import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
-import { redactUrl } from './store/postgres/pg.js';
+import { type Pg, redactUrl } from './store/postgres/pg.js';
 import { PgScanCursors } from './store/postgres/scan-files.js';
 import { PgSessionFiles } from './store/postgres/session-files.js';
 import { PgSessionStore } from './store/postgres/sessions.js';
 import { PgTokenStore } from './store/postgres/tokens.js';
+import { acceptsWithoutPassword } from './store/postgres/trust-probe.js';
 
 type PgStoreConfig = Extract<StoreConfig, { kind: 'postgres' }>;
 
@@ -31,6 +33,23 @@ export function keeperSettings(store: PgStoreConfig, host: string) {
     leaseSeconds: store.leaseSeconds,
     heartbeatSeconds: store.heartbeatSeconds ?? Math.max(0.5, store.leaseSeconds / 5),
   };
+}
+
+/**
+ * A daemon runs engines: it refuses a server that lets the store's user in without a password from
+ * this host (trust-probe.ts), since an engine could then sign in too and rewrite the store.
+ */
+async function refuseTrusting(db: Pg): Promise<void> {
+  if (!(await acceptsWithoutPassword(db.url))) return;
+  await db.close();
+  const user = decodeURIComponent(new URL(db.url).username) || 'the default user';
+  throw new LoopError(
+    'config-invalid',
+    `PostgreSQL at ${redactUrl(db.url)} lets ${user} sign in without a password from this host: an engine running here could sign in too and rewrite the store (its holds, the ledger, the acts)`,
+    {
+      hint: 'Require a password for this role from every host that runs engines: a scram-sha-256 (or md5) line for it in pg_hba.conf instead of trust, then `SELECT pg_reload_conf()`.',
+    },
+  );
 }
 
 export async function openPostgresStores(
@@ -44,6 +63,7 @@ export async function openPostgresStores(
     applicationName: `the-loop ${host} ${process.pid}`,
     migrate: options.migrate === true,
   });
+  if (options.daemon) await refuseTrusting(db);
   const ledger = new PgLedgerStore(db);
   const scanCursors = new PgScanCursors(db, { host });
   const hosts = new PgHostStore(db);
