@@ -71,7 +71,7 @@ export async function openPostgresStores(
     interruptAbandoned: async (abandoned) => {
       await abandon.interruptAbandoned(abandoned);
     },
-    reapAbandoned: (graceSeconds) => abandon.reapAndSettle(graceSeconds),
+    reapAbandoned: (graceSeconds, onFailed) => abandon.reapAndSettle(graceSeconds, onFailed),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {

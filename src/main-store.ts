@@ -70,8 +70,14 @@ export interface Stores {
   keeper?: LeaseKeeper;
   /** PostgreSQL, the daemon only: settle what a dead host left on a work item (the reaper's). */
   interruptAbandoned?(abandoned: Abandoned): Promise<void>;
-  /** PostgreSQL, the daemon only: reap expired leases and settle each, in one transaction. */
-  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  /**
+   * PostgreSQL, the daemon only: reap expired leases and settle each, one transaction per lease
+   * (one that fails is told to `onFailed`, the others settled all the same).
+   */
+  reapAbandoned?(
+    graceSeconds: number,
+    onFailed?: (abandoned: Abandoned, error: unknown) => void,
+  ): Promise<Abandoned[]>;
   /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
   url?: string;
   /** Release the connection(s). Idempotent. */

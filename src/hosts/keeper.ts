@@ -40,10 +40,14 @@ export interface KeeperWiring {
   /** Settle what a dead host left on a work item (its running turn interrupted…). */
   interruptAbandoned(abandoned: Abandoned): Promise<void>;
   /**
-   * Reap and settle in one transaction (then no host can take a reaped lease before its work item
-   * is settled); without it, the keeper reaps, then settles each.
+   * Reap and settle, one transaction per lease (then no host can take a reaped lease before its
+   * work item is settled): the leases settled; one that failed is told to `onFailed` and left to
+   * the next reap. Without it, the keeper reaps, then settles each.
    */
-  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  reapAbandoned?(
+    graceSeconds: number,
+    onFailed?: (abandoned: Abandoned, error: unknown) => void,
+  ): Promise<Abandoned[]>;
   /** Called after a reap settled work items (the dispatcher looks at the queue again). */
   onReaped?(): void;
 }
@@ -214,7 +218,9 @@ export class LeaseKeeper implements Fence {
       const down = await this.hosts.markDown(this.settings.leaseSeconds);
       if (down.length > 0) logger.warn('hosts marked down (silent past their lease)', { hosts: down });
       if (reapAbandoned) {
-        const settled = await reapAbandoned(grace);
+        const settled = await reapAbandoned(grace, (a, error) =>
+          logger.error('settling an abandoned work item failed; the next reap tries again', { ...a, error }),
+        );
         for (const a of settled)
           logger.warn('work item abandoned by a dead host; its turn interrupted', { ...a });
         if (settled.length > 0) onReaped?.();

@@ -12,7 +12,8 @@
  * - its tmux sessions → `lost` (the terminal was on that host); a process-runner session stays
  *   active (it can move to another host).
  *
- * The lease row is share-locked for the transaction, so no host takes the work item meanwhile. The
+ * The lease row is locked for the transaction (share-locked by `interruptAbandoned`, locked by the
+ * reap itself in `reapAndSettle`), so no host takes the work item meanwhile. The
  * deliveries not tied to an interrupted turn, and the tmux sessions without one, are settled only
  * while the lease is still as reaped (ended, at that host and epoch): once another host has taken
  * it, a running delivery may be the new owner's, and is left to it.
@@ -20,7 +21,7 @@
  * Idempotent: a second call finds nothing running of that host and nothing left to settle.
  */
 import type { Abandoned } from '../../core/ports/hosts.js';
-import { reapExpiredIn } from './hosts.js';
+import { reapOneExpiredIn } from './hosts.js';
 import {
   type DeliverySettlement,
   type RunningDelivery,
@@ -109,16 +110,37 @@ export class PgAbandon {
   }
 
   /**
-   * Reap the expired leases and settle what each holder left, in one transaction: a lease ended
-   * here cannot be taken by another host (its row stays locked) before its work item is settled —
-   * a delivery the dead host had claimed is never left running under a new holder.
+   * Reap the expired leases and settle what each holder left: one transaction per lease, taken in
+   * work-item order (`reapOneExpiredIn`: one expired lease ended, `FOR UPDATE SKIP LOCKED`, then its
+   * work item settled, then commit). Its row stays locked until the commit, so no host can take a
+   * reaped lease before its work item is settled — a delivery the dead host had claimed is never
+   * left running under a new holder. A lease whose settling fails is rolled back whole (reaped again
+   * by the next call), reported to `onFailed`, and passed over: the others are settled all the same.
+   * A lease another transaction holds (another host reaping it) is passed over too.
    */
-  async reapAndSettle(graceSeconds: number): Promise<Abandoned[]> {
-    return this.db.tx(async (q) => {
-      const reaped = await reapExpiredIn(q, graceSeconds);
-      for (const a of reaped) await this.settle(q, a);
-      return reaped;
-    });
+  async reapAndSettle(
+    graceSeconds: number,
+    onFailed?: (abandoned: Abandoned, error: unknown) => void,
+  ): Promise<Abandoned[]> {
+    const settled: Abandoned[] = [];
+    const skip: string[] = [];
+    for (;;) {
+      let current: Abandoned | undefined;
+      try {
+        const reaped = await this.db.tx(async (q) => {
+          current = await reapOneExpiredIn(q, graceSeconds, skip);
+          if (current) await this.settle(q, current);
+          return current;
+        });
+        if (!reaped) return settled;
+        settled.push(reaped);
+      } catch (error) {
+        // Failing before a lease was reaped (the database gone): nothing more can be done now.
+        if (!current) throw error;
+        skip.push(current.workItem);
+        onFailed?.(current, error);
+      }
+    }
   }
 
   private async settle(q: Queryable, abandoned: Abandoned): Promise<Interrupted> {
