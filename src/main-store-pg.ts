@@ -72,6 +72,7 @@ export async function openPostgresStores(
       await abandon.interruptAbandoned(abandoned);
     },
     reapAbandoned: (graceSeconds, onFailed) => abandon.reapAndSettle(graceSeconds, onFailed),
+    settleStranded: (held) => abandon.settleStranded(held),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {

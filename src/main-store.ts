@@ -14,7 +14,7 @@ import type { Inbox } from './core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import type { TokenStore } from './core/ports/tokens.js';
-import type { LeaseKeeper } from './hosts/keeper.js';
+import type { LeaseKeeper, StrandedSettled } from './hosts/keeper.js';
 import { openDb, schemaVersion } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -78,6 +78,11 @@ export interface Stores {
     graceSeconds: number,
     onFailed?: (abandoned: Abandoned, error: unknown) => void,
   ): Promise<Abandoned[]>;
+  /**
+   * PostgreSQL, the daemon only: settle the deliveries of a work item this host holds left running
+   * with no turn here (the dispatcher's sweep, through the keeper).
+   */
+  settleStranded?(held: Abandoned): Promise<StrandedSettled>;
   /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
   url?: string;
   /** Release the connection(s). Idempotent. */

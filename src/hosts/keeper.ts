@@ -50,6 +50,23 @@ export interface KeeperWiring {
   ): Promise<Abandoned[]>;
   /** Called after a reap settled work items (the dispatcher looks at the queue again). */
   onReaped?(): void;
+  /**
+   * Settle the deliveries of a work item this host holds (at that epoch) left `running` with no
+   * turn here (their settling was fenced or failed): what was done to each.
+   */
+  settleStranded?(held: Abandoned): Promise<StrandedSettled>;
+}
+
+/** What settling a work item's stranded deliveries did (`KeeperWiring.settleStranded`). */
+export interface StrandedSettled {
+  /** Turns still recorded running, interrupted. */
+  turns: number[];
+  /** Deliveries failed with their interrupted turn. */
+  failed: string[];
+  /** Deliveries settled as their turn had ended. */
+  settled: string[];
+  /** Deliveries back in line (they never began a turn). */
+  requeued: string[];
 }
 
 /** The first pending delivery of a work item this host does not run now. */
@@ -95,6 +112,25 @@ export class LeaseKeeper implements Fence {
   /** Whether this host holds `workItem` now (and may write for it). */
   holds(workItem: string): boolean {
     return this.epochOf(workItem) !== undefined;
+  }
+
+  /**
+   * The dispatcher found a delivery of `workItem` running with no turn of its own on it: settle it
+   * under the epoch held now (nothing when none is held). How many deliveries changed.
+   */
+  async settleStranded(workItem: string): Promise<number> {
+    const epoch = this.epochOf(workItem);
+    const settle = this.wiring?.settleStranded;
+    if (epoch === undefined || !settle) return 0;
+    const done = await settle({ workItem, hostId: this.host, epoch });
+    const changed = done.failed.length + done.settled.length + done.requeued.length;
+    if (changed > 0 || done.turns.length > 0)
+      this.wired().logger.warn('deliveries left running with no turn here were settled', {
+        workItem,
+        epoch,
+        ...done,
+      });
+    return changed;
   }
 
   /** Whether it stopped claiming: no heartbeat for half the lease. */

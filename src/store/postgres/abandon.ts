@@ -21,7 +21,7 @@
  * Idempotent: a second call finds nothing running of that host and nothing left to settle.
  */
 import type { Abandoned } from '../../core/ports/hosts.js';
-import { reapOneExpiredIn } from './hosts.js';
+import { fencedBy, reapOneExpiredIn } from './hosts.js';
 import {
   type DeliverySettlement,
   type RunningDelivery,
@@ -54,12 +54,25 @@ export interface Interrupted {
 export const abandonedError = (a: Abandoned): string =>
   `host ${a.hostId} stopped renewing its lease of ${a.workItem} (epoch ${a.epoch}) and was presumed dead; the turn it ran is not run again by itself`;
 
+/** Why: the error of each turn and delivery the holder's sweep settles (`settleStranded`). */
+export const strandedError = (held: Abandoned): string =>
+  `host ${held.hostId} holds ${held.workItem} (epoch ${held.epoch}) but no turn of it was following this one: its end could not be written (fenced, or the database failed); it is not run again by itself`;
+
+const nothingSettled = (): Interrupted => ({
+  turns: [],
+  failed: [],
+  requeued: [],
+  settled: [],
+  lostSessions: [],
+});
+
 export type PlannedSettlement = DeliverySettlement & { kind: 'failed' | 'settled' | 'requeued' };
 
 /**
  * What to do with each running delivery (pure): failed with its interrupted turn; settled as its
- * newest turn of this attempt ended; back in line when it never began one (only when `unowned`);
- * left as it is when its newest turn runs on (not the dead host's).
+ * newest turn of this attempt ended; back in line when it never began one (only when `unowned`),
+ * or when its turn was lost unless `failLost` (then settled failed as that turn ended); left as it
+ * is when its newest turn runs on (not the dead host's).
  */
 export function planDeliveries(
   running: readonly RunningDelivery[],
@@ -67,6 +80,7 @@ export function planDeliveries(
   newest: ReadonlyMap<string, NewestTurn>,
   unowned: boolean,
   error: string,
+  options: { failLost?: boolean } = {},
 ): PlannedSettlement[] {
   const cut = new Map(interrupted.flatMap((t) => (t.deliveryId === null ? [] : [[t.deliveryId, t.turnId]])));
   const out: PlannedSettlement[] = [];
@@ -80,7 +94,7 @@ export function planDeliveries(
     const last = newest.get(d.id);
     const ofThisAttempt = last !== undefined && last.id > (d.turnId ?? 0);
     if (ofThisAttempt && last.status === 'running') continue;
-    if (ofThisAttempt && last.endReason !== 'lost') {
+    if (ofThisAttempt && (last.endReason !== 'lost' || options.failLost)) {
       const status = last.status === 'succeeded' ? 'done' : 'failed';
       out.push({ kind: 'settled', id: d.id, status, turnId: last.id, error: last.error });
     } else out.push({ kind: 'requeued', id: d.id, status: 'queued', turnId: null, error: null });
@@ -141,6 +155,47 @@ export class PgAbandon {
         onFailed?.(current, error);
       }
     }
+  }
+
+  /**
+   * The lease holder's sweep (a delivery stuck `running`): settle the running deliveries of a work
+   * item this host holds at `held.epoch` and runs no turn of now — the caller says so (the
+   * dispatcher, for a work item it runs nothing of). Their final settling was fenced or failed
+   * while the host kept (or took again) the lease, and nothing else would ever settle them: the
+   * work item's line would wait forever. In one transaction, only while the lease is still held at
+   * that epoch (share-locked): this host's running turns on the work item → failed, `interrupted`
+   * (nobody follows them: never run again by itself); each delivery settled as its newest turn of
+   * this attempt ended (a lost one: failed), failed with its interrupted turn, or, when it never
+   * began one, back in its place in line.
+   */
+  async settleStranded(held: Abandoned): Promise<Interrupted> {
+    return this.db.tx(async (q) => {
+      const holds = await q.row<{ ok: boolean }>(
+        `SELECT ${fencedBy('$1', '$2', '$3', { lock: true })} AS ok`,
+        [held.workItem, held.hostId, held.epoch],
+      );
+      if (holds?.ok !== true) return nothingSettled();
+      const at = (this.options.now?.() ?? new Date()).toISOString();
+      const error = strandedError(held);
+      const running = await runningDeliveries(q, held.workItem);
+      if (running.length === 0) return nothingSettled();
+      const interrupted = await interruptHostTurns(q, held, at, error);
+      const newest = await newestTurns(
+        q,
+        running.map((d) => d.id),
+      );
+      const plan = planDeliveries(running, interrupted, newest, true, error, { failLost: true });
+      const changed = new Set(await settleRunning(q, plan, at, (t) => t));
+      const done = (kind: PlannedSettlement['kind']) =>
+        plan.filter((p) => p.kind === kind && changed.has(p.id)).map((p) => p.id);
+      return {
+        turns: interrupted.map((t) => t.turnId),
+        failed: done('failed'),
+        requeued: done('requeued'),
+        settled: done('settled'),
+        lostSessions: [],
+      };
+    });
   }
 
   private async settle(q: Queryable, abandoned: Abandoned): Promise<Interrupted> {
