@@ -9,7 +9,7 @@
  * nothing, and calls `onFenced` (the root stops every process-runner turn). A heartbeat that
  * succeeds again ends it: it then holds what that heartbeat returned, nothing more.
  */
-import type { Abandoned, Fence, HostInfo, HostStore, Lease } from '../core/ports/hosts.js';
+import type { Abandoned, Fence, FenceRefusal, HostInfo, HostStore, Lease } from '../core/ports/hosts.js';
 import { type PlacementNeeds, placeWorkItem, shouldAcquire } from '../dispatch/placement-rules.js';
 import type { Logger } from '../log/logger.js';
 
@@ -92,6 +92,8 @@ export class LeaseKeeper implements Fence {
   private failing = false;
   private stopped = false;
   private readonly now: () => number;
+  /** The refusals warned of (`refused`), each once. */
+  private readonly refusals = new Set<string>();
   /** What each delivery's session needs (a stored plan never changes): asked once per delivery. */
   private readonly needs = new Map<string, PlacementNeeds>();
 
@@ -107,6 +109,22 @@ export class LeaseKeeper implements Fence {
   epochOf(workItem: string): number | undefined {
     if (this.fenced || this.stopped) return undefined;
     return this.epochs.get(workItem)?.epoch;
+  }
+
+  /**
+   * A write the stores fenced changed nothing: warned once per turn, delivery or claim (invariant
+   * 7), naming the work item, the epoch it was made under and what was not written.
+   */
+  refused(refusal: FenceRefusal): void {
+    if (this.refusals.has(refusal.key)) return;
+    if (this.refusals.size >= 10_000) this.refusals.clear();
+    this.refusals.add(refusal.key);
+    this.wiring?.logger.warn('fenced: not written (this host does not hold the lease at that epoch)', {
+      host: this.host,
+      workItem: refusal.workItem,
+      epoch: refusal.epoch,
+      notWritten: refusal.what,
+    });
   }
 
   /** Whether this host holds `workItem` now (and may write for it). */
