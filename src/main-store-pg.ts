@@ -54,6 +54,7 @@ export async function openPostgresStores(
   const inbox = (masking: InboxMasking) => new PgInbox(db, { ...masking, ...fence });
   return {
     kind: 'postgres',
+    recovery: 'leases',
     where: redactUrl(db.url),
     url: db.url,
     sessions,

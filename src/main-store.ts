@@ -36,6 +36,18 @@ export interface InboxMasking {
 
 export interface Stores {
   kind: 'sqlite' | 'postgres';
+  /**
+   * What a store shared by several hosts changes outside the store — the one property code past
+   * the composition of the stores asks (never `kind`):
+   *
+   * - `process-table` (SQLite, one host): turns left running by a dead process are found by this
+   *   machine's process table (marked lost, their engines stopped), sessions are reconciled with
+   *   the tmux sessions seen here, and `the-loop run` may run a turn in its own process.
+   * - `leases` (PostgreSQL, several hosts): a running turn or a tmux session may be another host's,
+   *   so none of that is done here: the hosts' leases and their reaper settle what a dead host left
+   *   (interrupted, never re-run), and `the-loop run` is refused (the holder's daemon runs turns).
+   */
+  recovery: 'process-table' | 'leases';
   /** Where, for messages: the registry file, or the database URL without its password. */
   where: string;
   sessions: RegistryStore;
@@ -116,6 +128,7 @@ function sqliteStores(path: string, scrub: (text: string) => string): Stores {
   const db = openDb(path);
   return {
     kind: 'sqlite',
+    recovery: 'process-table',
     where: path,
     sessions: new SqliteSessionStore(db, { scrub }),
     ledger: new SqliteLedgerStore(db),
