@@ -75,6 +75,7 @@ export async function openPostgresStores(
   const inbox = (masking: InboxMasking) => new PgInbox(db, { ...masking, ...fence });
   return {
     kind: 'postgres',
+    recovery: 'leases',
     where: redactUrl(db.url),
     url: db.url,
     sessions,
@@ -93,7 +94,8 @@ export async function openPostgresStores(
     interruptAbandoned: async (abandoned) => {
       await abandon.interruptAbandoned(abandoned);
     },
-    reapAbandoned: (graceSeconds) => abandon.reapAndSettle(graceSeconds),
+    reapAbandoned: (graceSeconds, onFailed) => abandon.reapAndSettle(graceSeconds, onFailed),
+    settleStranded: (held) => abandon.settleStranded(held),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {

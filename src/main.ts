@@ -95,7 +95,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // shared store no process recovers turns by this machine's process table: another host's running
   // turn would be marked lost, and this host's own (a restart after a crash) would be run again.
   // The lease reaper settles them instead: interrupted, never re-run by itself.
-  const shared = base.stores.kind === 'postgres';
+  const shared = base.stores.recovery === 'leases';
   const lostTurns = shared ? [] : await recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
@@ -216,7 +216,7 @@ export async function recoverBeforeDispatch(app: App, only?: string): Promise<vo
   stopOrphanEngines(app.lostTurns, app.logger);
   // On a shared store a session's terminal may be on another host: one not found here is not gone
   // (its host's leases, and their reaper, say what is).
-  if (app.stores.kind === 'postgres') return;
+  if (app.stores.recovery === 'leases') return;
   await reconcile(
     {
       store: app.store,
