@@ -60,7 +60,14 @@ describe('settleStranded', () => {
     expect(await statusOf('d-1')).toBe('running');
 
     const done = await new PgAbandon(a.db).settleStranded(held());
-    expect(done).toEqual({ turns: [], failed: [], requeued: [], settled: ['d-1'], lostSessions: [] });
+    expect(done).toEqual({
+      turns: [],
+      failed: [],
+      requeued: [],
+      settled: ['d-1'],
+      lostSessions: [],
+      heldSessions: [],
+    });
     expect(await a.inbox.get('d-1')).toMatchObject({ status: 'done', turnId: turn.id });
     // The line moves on.
     expect(await a.inbox.applyClaims(onlyClaims(claimOf('d-2', WI)))).toHaveLength(1);
