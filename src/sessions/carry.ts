@@ -56,6 +56,8 @@ export interface CarryInput {
   /** The engine's environment for the turn (its config directory variable, as the engine sees it). */
   env: Readonly<Record<string, string>>;
   log: Logger;
+  /** The session's last ended turn before this one (a restored copy saved before it is stale). */
+  lastTurnId?: number | undefined;
 }
 
 const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex');
@@ -256,6 +258,11 @@ export class SessionCarry {
         continue;
       }
       writeUnder(home, file.name, file.body);
+      if (input.lastTurnId !== undefined && file.turnId < input.lastTurnId)
+        log.warn(
+          "the stored conversation predates the session's last turn (its host did not save it): the engine resumes without what that turn said",
+          { savedAfterTurn: file.turnId, lastTurn: input.lastTurnId, savedBy: file.hostId },
+        );
       log.info(
         file.hostId === this.deps.host
           ? "restored the session's conversation from the store"

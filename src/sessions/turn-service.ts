@@ -248,7 +248,12 @@ export class TurnService {
           env: prepared?.env ?? env.env,
           log: this.deps.logger.child({ workItem: plan.workItem, session: session.id }),
         };
-    if (carry && !created) await this.deps.carry?.restore(carry).catch(releasing(prepared));
+    if (carry && !created) {
+      const lastTurnId = (await this.deps.store.turns(session.id)).findLast(
+        (t) => t.status !== 'running',
+      )?.id;
+      await this.deps.carry?.restore({ ...carry, lastTurnId }).catch(releasing(prepared));
+    }
     const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
     const planned = planTurn({
       engine: engineFacts(preset),

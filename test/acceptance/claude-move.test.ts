@@ -247,6 +247,8 @@ describe('a Claude Code session moves to another host after its host dies', () =
     ).toBeGreaterThan(0);
     const logB = readFileSync(join(root, 'b', 'data', 'the-loop.log'), 'utf8');
     expect(logB).toMatch(/restored the session's conversation saved by another host/);
+    // Turn 2 was cut off before its save: the conversation resumed is turn 1's, and that is said.
+    expect(logB).toMatch(/the stored conversation predates the session's last turn/);
   }, 240_000);
 
   it('never stores or prints the API key', async () => {

@@ -124,8 +124,17 @@ describe('carrying a session between hosts', () => {
     expect(readFileSync(join(homeOf(a), NAME), 'utf8')).toBe('turn one\nturn two\n');
     // A stale copy on b (b ran the session long ago) is replaced by a's save.
     writeTranscript(b, 'ancient\n');
-    await carrier(b).restore(input(b));
+    const onB = input(b);
+    await carrier(b).restore(onB);
     expect(readFileSync(join(homeOf(b), NAME), 'utf8')).toBe('turn one\n');
+    expect(warnings(onB.sink)).toEqual([]);
+    // A turn after the save ended with no save of its own (its host died first): said.
+    rmSync(join(homeOf(b), NAME));
+    const stale = input(b);
+    await carrier(b).restore({ ...stale, lastTurnId: turnId + 1 });
+    expect(warnings(stale.sink).map((w) => w.msg)).toEqual([
+      "the stored conversation predates the session's last turn (its host did not save it): the engine resumes without what that turn said",
+    ]);
   });
 
   it('never reads the transcript through a symlink (an engine cannot smuggle a file into the store)', async () => {
