@@ -37,6 +37,15 @@ describe('placeWorkItem', () => {
     expect(placeWorkItem({ needs: needs([]), hosts, self: 'a' })).toBe('a');
   });
 
+  it('a lease kept for a move target: that host while it is up, whatever its load; else by load', () => {
+    const hosts = [host('a'), host('b', { leases: 9 }), host('c', { status: 'down' })];
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'b' })).toBe('b');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'b', reservedFor: 'b' })).toBe('b');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'c' })).toBe('a');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'gone' })).toBe('a');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: undefined })).toBe('a');
+  });
+
   it('only up hosts (not draining, not down), and never one of capacity 0', () => {
     const hosts = [
       host('a', { status: 'draining' }),
