@@ -165,7 +165,7 @@ function print(io: Io, o: Outcome, options: MoveOptions, was?: string): void {
   const lines: Record<MoveState, string> = {
     moved: `${o.workItem} moved from ${o.from} to ${o.to} (epoch ${o.epoch}).`,
     draining: `${o.workItem} is moving from ${o.from} to ${o.to}: ${o.from} finishes its running turn and claims nothing new, then ${o.to} holds it (epoch ${o.epoch}). Follow it with \`the-loop hosts list\`.`,
-    reserved: `${o.workItem} is kept for ${o.to} (${o.from} had let go): ${o.to} takes it at its next delivery (epoch ${o.epoch}).`,
+    reserved: `${o.workItem} is kept for ${o.to} (the lease of ${o.from} has ended): ${o.to} takes it at its next delivery (epoch ${o.epoch}).`,
     cancelled: `The move of ${o.workItem} to ${was ?? '?'} is called off: it stays on ${o.from} (epoch ${o.epoch}).`,
   };
   io.out(`${lines[o.state]}\n`);

@@ -181,7 +181,7 @@ describe('the-loop sessions move', () => {
     const r = await move('github:o/r#5', '--to', 'host-b');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(
-      'github:o/r#5 is kept for host-b (host-a had let go): host-b takes it at its next delivery (epoch 2).',
+      'github:o/r#5 is kept for host-b (the lease of host-a has ended): host-b takes it at its next delivery (epoch 2).',
     );
     expect(await hosts.reservations(['github:o/r#5'])).toEqual(new Map([['github:o/r#5', 'host-b']]));
   });
