@@ -173,6 +173,18 @@ describe('the-loop sessions move', () => {
     expect(r.stderr).toMatch(/github:o\/r#4 is still draining on host-a after 1 s/);
     expect(r.stderr).toMatch(/The move stays requested[\s\S]*hosts list[\s\S]*sessions show github:o\/r#4/);
     expect(await hosts.lease('github:o/r#4')).toMatchObject({ draining: true, movingTo: 'host-b' });
+    // `hosts list` counts the leases being moved away.
+    const list = await cli(pgConfig, 'hosts', 'list');
+    expect(list.stdout.split('\n').find((l) => l.startsWith('host-a'))).toMatch(/\d+\/2 \(1 moving\)/);
+    const json = JSON.parse((await cli(pgConfig, 'hosts', 'list', '--json')).stdout) as Array<{
+      id: string;
+      moving: number;
+    }>;
+    expect(json.map((h) => [h.id, h.moving])).toEqual([
+      ['host-a', 1],
+      ['host-b', 0],
+      ['host-c', 0],
+    ]);
   });
 
   it('an ended lease is kept for the target (it takes it at the next delivery), without waiting', async () => {

@@ -21,6 +21,7 @@ const host = (id: string, over: Partial<HostRecord> = {}): HostRecord => ({
   heartbeatAt: '2026-12-07T00:00:00.000Z',
   silentSeconds: 1,
   leases: 0,
+  moving: 0,
   ...over,
 });
 

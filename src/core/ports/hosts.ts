@@ -39,6 +39,8 @@ export interface HostRecord extends HostInfo {
   silentSeconds: number;
   /** Work items whose lease it holds (unexpired). */
   leases: number;
+  /** Of those, the ones being moved away (`sessions move`: draining until their turn ends). */
+  moving: number;
 }
 
 export interface Lease {

@@ -124,6 +124,7 @@ interface HostRow {
   heartbeat_at: Date;
   silent: number;
   leases: number;
+  moving: number;
 }
 
 const toHost = (r: HostRow): HostRecord => ({
@@ -138,6 +139,7 @@ const toHost = (r: HostRow): HostRecord => ({
   heartbeatAt: r.heartbeat_at.toISOString(),
   silentSeconds: Math.max(0, r.silent),
   leases: r.leases,
+  moving: r.moving,
 });
 
 /**
@@ -237,10 +239,13 @@ export class PgHostStore implements HostStore {
       `SELECT h.id, h.incarnation, h.labels, h.engines, h.capacity, h.address, h.status,
               h.started_at, h.heartbeat_at,
               EXTRACT(EPOCH FROM now() - h.heartbeat_at)::float8 AS silent,
-              (SELECT COUNT(*) FROM leases l
-                WHERE l.host_id = h.id AND l.incarnation = h.incarnation
-                  AND NOT l.ended AND l.expires_at > now()) AS leases
-         FROM hosts h ORDER BY h.id`,
+              l.leases, l.moving
+         FROM hosts h,
+              LATERAL (SELECT COUNT(*)::int AS leases, (COUNT(*) FILTER (WHERE l.draining))::int AS moving
+                         FROM leases l
+                        WHERE l.host_id = h.id AND l.incarnation = h.incarnation
+                          AND NOT l.ended AND l.expires_at > now()) l
+        ORDER BY h.id`,
     );
     return rows.map(toHost);
   }
