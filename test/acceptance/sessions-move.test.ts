@@ -200,7 +200,7 @@ describe('sessions move between two daemons on one PostgreSQL', () => {
     expect(await lease()).toEqual(before);
   });
 
-  it('a move whose host dies mid-turn: the reaper ends the lease, kept for the target, which runs the next turn', async () => {
+  it('a move whose host dies mid-turn: the reaper ends the lease, kept for the target, which runs the next turn once resumed', async () => {
     hosts.splice(hosts.indexOf(host('host-a')), 1, await startHost('host-a'));
     const b = host('host-b');
     writeFileSync(b.hold, '');
@@ -235,6 +235,9 @@ describe('sessions move between two daemons on one PostgreSQL', () => {
       `${WI} is kept for host-a (the lease of host-b has ended): host-a takes it at its next delivery (epoch 3).`,
     );
     expect(await settled(third.id)).toBe('failed');
+    // Its turn interrupted, the session is held (store.onHostLoss: hold) until a person resumes it.
+    const resumed = await cli(['sessions', 'resume', WI]);
+    expect(resumed.code, resumed.stderr).toBe(0);
     payload.comment.id += 1;
     const fourth = await sendDelivery(host('host-a').daemon.webhookUrl, SECRET, 'issue_comment', payload);
     expect(await settled(fourth.id)).toBe('done');
