@@ -136,6 +136,7 @@ async function waitForMove(
       workItem,
       from,
       to,
+      epoch: asked.epoch,
       lease: await hosts.lease(workItem),
       target: (await hosts.list()).find((h) => h.id === to),
       runningTurn: await runningTurn(base, workItem),

@@ -113,6 +113,8 @@ export interface ProgressInput {
   workItem: string;
   from: string;
   to: string;
+  /** The epoch the target holds once it lands (the plan's). */
+  epoch: number;
   lease: Lease | undefined;
   /** The target as `hosts list` reports it now (undefined: gone from the store). */
   target: HostRecord | undefined;
@@ -129,7 +131,9 @@ export type MoveProgress =
 export function moveProgress(input: ProgressInput): MoveProgress {
   const { workItem, from, to, lease, target, runningTurn } = input;
   if (!lease) return { kind: 'failed', message: `the lease of ${workItem} is gone`, hint: SEE_HOSTS };
-  if (!lease.ended && lease.hostId === to) return { kind: 'done', state: 'moved', epoch: lease.epoch };
+  // Held by the target at the new epoch (or let go by it already: it landed all the same).
+  if (lease.hostId === to && lease.epoch >= input.epoch)
+    return { kind: 'done', state: 'moved', epoch: lease.epoch };
   const targetUp = target?.status === 'up';
   if (lease.ended && lease.movingTo === to && targetUp)
     return { kind: 'done', state: 'reserved', epoch: lease.epoch + 1 };

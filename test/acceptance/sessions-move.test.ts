@@ -41,7 +41,8 @@ describe('sessions move between two daemons on one PostgreSQL', () => {
     THE_LOOP_CONFIG: join(h.dir, 'config.yaml'),
     THE_LOOP_DATABASE_URL: database.url,
   });
-  const cli = (args: string[], on = 'host-a') => runCli(args, { cwd: host(on).dir, env: envOf(host(on)) });
+  const cli = (args: string[], on = 'host-a', onStderr?: (soFar: string) => void) =>
+    runCli(args, { cwd: host(on).dir, env: envOf(host(on)), ...(onStderr ? { onStderr } : {}) });
 
   async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
     const deadline = Date.now() + ms;
@@ -149,8 +150,14 @@ describe('sessions move between two daemons on one PostgreSQL', () => {
     });
     expect(running).toMatchObject({ seq: 1, host_id: 'host-a', epoch: 1 });
 
-    const moving = cli(['sessions', 'move', WI, '--to', 'host-b']);
-    await until('the lease to drain', async () => ((await lease())?.draining ? true : undefined));
+    let said = '';
+    const moving = cli(['sessions', 'move', WI, '--to', 'host-b'], 'host-a', (soFar) => {
+      said = soFar;
+    });
+    await until('the wait to name the running turn', async () =>
+      said.includes('draining on host-a: turn 1 running…') ? true : undefined,
+    );
+    expect((await lease())?.draining).toBe(true);
     // A comment arriving meanwhile waits: host-a claims nothing new for a draining work item.
     const comment = await sendDelivery(
       host('host-a').daemon.webhookUrl,
@@ -214,18 +221,24 @@ describe('sessions move between two daemons on one PostgreSQL', () => {
     });
     expect(running).toMatchObject({ seq: 3, host_id: 'host-b', epoch: 2 });
 
-    const moving = cli(['sessions', 'move', WI, '--to', 'host-a', '--timeout', '120']);
-    await until('the lease to drain', async () => ((await lease())?.draining ? true : undefined));
-    // host-b dies at once (its daemon and its engine), mid-turn.
+    let said = '';
+    const moving = cli(['sessions', 'move', WI, '--to', 'host-a', '--timeout', '120'], 'host-a', (soFar) => {
+      said = soFar;
+    });
+    await until('the wait to name the running turn', async () =>
+      said.includes('draining on host-b: turn 3 running…') ? true : undefined,
+    );
+    // host-b dies mid-turn: its daemon first (it must not see its engine end and let go), then the
+    // engine it left behind.
     const exited = new Promise((resolve) => b.daemon.child.once('exit', resolve));
     b.daemon.child.kill('SIGKILL');
+    await exited;
     for (const target of [-running.pid, running.pid])
       try {
         process.kill(target, 'SIGKILL');
       } catch {
         // Already gone.
       }
-    await exited;
     rmSync(b.hold);
 
     const moved = await moving;

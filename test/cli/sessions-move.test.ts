@@ -32,6 +32,13 @@ describe('the-loop sessions move', () => {
       env: { THE_LOOP_DATABASE_URL: database?.url },
     });
   const move = (...args: string[]) => cli(pgConfig, 'sessions', 'move', ...args);
+  /** Until `check` holds, polling (a command's output, a row). */
+  async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+    for (let i = 0; !(await check()); i++) {
+      if (i > 600) throw new Error(`timed out waiting for ${what}`);
+      await sleep(50);
+    }
+  }
 
   beforeAll(async () => {
     database = await freshDatabase();
@@ -140,11 +147,31 @@ describe('the-loop sessions move', () => {
       credentialEnv: null,
     });
     const turn = await sessions.beginTurn(s.id, { promptDigest: 'd', promptBytes: 1, meter: 'none' });
-    const waiting = move('github:o/r#3', '--to', 'host-b');
-    for (let i = 0; !(await hosts.lease('github:o/r#3'))?.draining; i++) {
-      if (i > 400) throw new Error('the move was never asked');
-      await sleep(50);
-    }
+    let said = '';
+    const waiting = runCli(
+      [
+        '--config',
+        pgConfig,
+        '--data-dir',
+        join(project.dir, '.the-loop'),
+        'sessions',
+        'move',
+        'github:o/r#3',
+        '--to',
+        'host-b',
+      ],
+      {
+        cwd: project.dir,
+        env: { THE_LOOP_DATABASE_URL: database?.url },
+        onStderr: (soFar) => {
+          said = soFar;
+        },
+      },
+    );
+    await until('the wait to name the running turn', () =>
+      said.includes('draining on host-a: turn 1 running…'),
+    );
+    expect((await hosts.lease('github:o/r#3'))?.draining).toBe(true);
     // host-a's turn ends and its keeper lets go: handed to host-b.
     await sessions.finishTurn(turn.id, {
       status: 'succeeded',

@@ -128,6 +128,7 @@ describe('moveProgress', () => {
       workItem: WI,
       from: 'a',
       to: 'b',
+      epoch: 4,
       lease: lease({ draining: true, movingTo: 'b' }),
       target: host('b'),
       runningTurn: undefined,
@@ -145,6 +146,14 @@ describe('moveProgress', () => {
       state: 'moved',
       epoch: 4,
     });
+    // Landed, then let go by the target before a poll saw it held: landed all the same.
+    expect(at({ lease: lease({ hostId: 'b', epoch: 4, ended: true }) })).toEqual({
+      kind: 'done',
+      state: 'moved',
+      epoch: 4,
+    });
+    // Ended while last held by the target at an older epoch: not this move.
+    expect(at({ lease: lease({ hostId: 'b', epoch: 3, ended: true }) })).toMatchObject({ kind: 'failed' });
     expect(at({ lease: lease({ ended: true, movingTo: 'b' }) })).toEqual({
       kind: 'done',
       state: 'reserved',
