@@ -16,6 +16,7 @@ function asJson(h: HostRecord) {
     startedAt: h.startedAt,
     incarnation: h.incarnation,
     leases: h.leases,
+    moving: h.moving,
     capacity: h.capacity,
     labels: h.labels,
     engines: h.engines,
@@ -50,7 +51,7 @@ async function hostsList(base: Base, io: Io, opts: { json?: boolean }): Promise<
         h.id,
         h.status,
         `${formatDuration(h.silentSeconds * 1000)} ago`,
-        `${h.leases}/${h.capacity}`,
+        `${h.leases}/${h.capacity}${h.moving > 0 ? ` (${h.moving} moving)` : ''}`,
         h.labels.join(',') || '-',
         h.engines.join(',') || '-',
         h.address ?? '-',
@@ -67,7 +68,7 @@ export function addHostsCommands(program: Command, { io, withBase }: ProgramCont
   hosts
     .command('list')
     .description(
-      'every host: status, heartbeat age (by the database clock), leases/capacity, labels, engines, address',
+      'every host: status, heartbeat age (by the database clock), leases/capacity (and how many are being moved away), labels, engines, address',
     )
     .option('--json', 'JSON output')
     .action(async (opts, cmd: Command) => withBase(cmd, (base) => hostsList(base, io, opts)));

@@ -48,6 +48,28 @@ export function addSessionsCommands(program: Command, io: Io, withApp: WithApp, 
       withApp(cmd, async (app) => (await import('./sessions.js')).sessionLogs(app.store, io, ref, opts)),
     );
   addDriveCommands(sessions, io, withApp);
+  addMoveCommand(sessions, io, withBase);
+}
+
+/** `sessions move`: hand a work item to another host sharing the PostgreSQL store. */
+function addMoveCommand(sessions: Command, io: Io, withBase: WithBase): void {
+  sessions
+    .command('move')
+    .description(
+      'move a work item to another host sharing the PostgreSQL store: its host finishes the running turn, then the other takes it over',
+    )
+    .argument('<work-item>', 'github:owner/repo#n')
+    .requiredOption('--to <host>', 'the host to move it to (see `the-loop hosts list`)')
+    .option('--no-wait', 'return once the move is asked, without waiting for it to land')
+    .option(
+      '--timeout <seconds>',
+      'how long to wait for it to land (default 600)',
+      intOption('--timeout', 1, 86_400),
+    )
+    .option('--json', 'JSON output')
+    .action(async (ref: string, opts, cmd: Command) =>
+      withBase(cmd, async (base) => (await import('./sessions-move.js')).moveCommand(base, io, ref, opts)),
+    );
 }
 
 /** `sessions attach|keys|send|resume|close`: join, drive, release and end a session. */

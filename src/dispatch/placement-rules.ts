@@ -23,6 +23,11 @@ export interface PlacementInput {
    * while still `up` (dying, not yet marked down). Unset: heartbeat age is not looked at.
    */
   silentAfter?: number;
+  /**
+   * The host an ended lease of the work item is kept for (`sessions move`): named while it is `up`
+   * (only it may take the lease then), whatever its load or offer.
+   */
+  reservedFor?: string | undefined;
 }
 
 /** Whether `host` can run a session with these needs at all (load aside). */
@@ -43,12 +48,14 @@ function lighter(a: HostRecord, b: HostRecord): number {
 }
 
 /**
- * The host that should take a new work item: among the `up` hosts whose labels include every
- * needed label and whose engines include the engine, the least loaded (leases / capacity), ties
- * broken by id; null when none fits.
+ * The host that should take a new work item: the one its lease is kept for while that host is up;
+ * else among the `up` hosts whose labels include every needed label and whose engines include the
+ * engine, the least loaded (leases / capacity), ties broken by id; null when none fits.
  */
 export function placeWorkItem(input: PlacementInput): string | null {
-  const { needs, self, silentAfter } = input;
+  const { needs, self, silentAfter, reservedFor } = input;
+  if (reservedFor !== undefined && input.hosts.some((h) => h.id === reservedFor && h.status === 'up'))
+    return reservedFor;
   const live = (h: HostRecord) =>
     h.id === self || silentAfter === undefined || h.silentSeconds <= silentAfter;
   const candidates = input.hosts.filter((h) => fits(h, needs) && live(h));

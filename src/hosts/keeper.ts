@@ -312,12 +312,15 @@ export class LeaseKeeper implements Fence {
     const { needsOf, logger } = this.wired();
     const hosts = await this.hosts.list();
     const self = hosts.find((h) => h.id === this.host);
+    // An ended lease kept for a move's target: placement names that host (only it may take it).
+    const reserved = await this.hosts.reservations(open.map((c) => c.workItem));
     for (const c of open) {
       const placed = placeWorkItem({
         needs: await this.needsOf(c.deliveryId, needsOf),
         hosts,
         self: this.host,
         silentAfter: this.settings.leaseSeconds,
+        reservedFor: reserved.get(c.workItem),
       });
       if (!shouldAcquire(this.host, placed)) continue;
       const lease = await this.hosts.acquire(

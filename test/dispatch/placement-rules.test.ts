@@ -14,6 +14,7 @@ const host = (id: string, over: Partial<HostRecord> = {}): HostRecord => ({
   heartbeatAt: '2026-12-07T00:00:00.000Z',
   silentSeconds: 1,
   leases: 0,
+  moving: 0,
   ...over,
 });
 
@@ -35,6 +36,15 @@ describe('placeWorkItem', () => {
     expect(placeWorkItem({ needs: needs(['tmux']), hosts, self: 'a' })).toBe('c');
     expect(placeWorkItem({ needs: needs(['tmux', 'gpu']), hosts, self: 'a' })).toBe('c');
     expect(placeWorkItem({ needs: needs([]), hosts, self: 'a' })).toBe('a');
+  });
+
+  it('a lease kept for a move target: that host while it is up, whatever its load; else by load', () => {
+    const hosts = [host('a'), host('b', { leases: 9 }), host('c', { status: 'down' })];
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'b' })).toBe('b');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'b', reservedFor: 'b' })).toBe('b');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'c' })).toBe('a');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: 'gone' })).toBe('a');
+    expect(placeWorkItem({ needs: needs(), hosts, self: 'a', reservedFor: undefined })).toBe('a');
   });
 
   it('only up hosts (not draining, not down), and never one of capacity 0', () => {

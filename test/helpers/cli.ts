@@ -22,7 +22,14 @@ export interface CliResult {
 /** Run the built CLI as a real child process (argv array, no shell). */
 export function runCli(
   args: string[],
-  options: { cwd: string; env?: Record<string, string | undefined>; input?: string; timeoutMs?: number },
+  options: {
+    cwd: string;
+    env?: Record<string, string | undefined>;
+    input?: string;
+    timeoutMs?: number;
+    /** Called with all of stderr so far each time more comes (to follow a command that waits). */
+    onStderr?: (soFar: string) => void;
+  },
 ): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -43,6 +50,7 @@ export function runCli(
     });
     child.stderr.setEncoding('utf8').on('data', (c: string) => {
       stderr += c;
+      options.onStderr?.(stderr);
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -273,6 +273,24 @@ describe('LeaseKeeper', () => {
     expect((await k.owned([{ workItem: 'o/r#4', deliveryId: 'd4' }])).size).toBe(1);
   });
 
+  it('an ended lease kept for a move target is taken by that host only, however loaded it is', async () => {
+    const b = new LeaseKeeper(direct, { host: 'b', leaseSeconds: 30, heartbeatSeconds: 60 });
+    keepers.push(b);
+    await b.start(wiring());
+    const k = keeper('k', { heartbeatSeconds: 60 });
+    await k.start(wiring());
+    // b holds one lease (1/2) and let go of o/r#5; k is idle: placement names k for a new work item.
+    await direct.acquire('o/r#0', 'b', 1, 30);
+    await direct.acquire('o/r#5', 'b', 1, 30);
+    await direct.release('o/r#5', 'b', 1);
+    expect([...(await k.owned([{ workItem: 'o/r#6', deliveryId: 'd6' }]))]).toEqual(['o/r#6']);
+    // `sessions move o/r#5 --to b`: kept for b, which k leaves alone and b takes.
+    expect(await direct.move('o/r#5', 'b')).toBe(true);
+    expect((await k.owned([{ workItem: 'o/r#5', deliveryId: 'd5' }])).size).toBe(0);
+    expect([...(await b.owned([{ workItem: 'o/r#5', deliveryId: 'd5' }]))]).toEqual(['o/r#5']);
+    expect(b.epochOf('o/r#5')).toBe(2);
+  });
+
   it('lets go of a work item with nothing pending, running or active, and keeps the others', async () => {
     const active = new Set(['o/r#2']);
     const k = keeper('a', { heartbeatSeconds: 60 });

@@ -39,6 +39,8 @@ export interface HostRecord extends HostInfo {
   silentSeconds: number;
   /** Work items whose lease it holds (unexpired). */
   leases: number;
+  /** Of those, the ones being moved away (`sessions move`: draining until their turn ends). */
+  moving: number;
 }
 
 export interface Lease {
@@ -110,6 +112,17 @@ export interface HostStore {
    * when the target holds it already.
    */
   move(workItem: string, toHost: string): Promise<boolean>;
+  /**
+   * Call off the move under way of a work item `holder` holds (not ended): it is no longer draining
+   * and goes nowhere (the holder sees it in its next heartbeat and claims again). False when
+   * `holder` does not hold it or no move is under way (it landed, or was never asked).
+   */
+  cancelMove(workItem: string, holder: string): Promise<boolean>;
+  /**
+   * Of these work items, those whose lease ended while kept for a move's target: the target of each
+   * (placement names it, and only it may take the lease while it is up).
+   */
+  reservations(workItems: readonly string[]): Promise<Map<string, string>>;
   /** Whether `epoch` is still the current, unexpired lease of `hostId` on `workItem`. */
   holds(workItem: string, hostId: string, epoch: number): Promise<boolean>;
   /**

@@ -6,9 +6,9 @@
  * Two hosts at once: `acquire` is one `INSERT … ON CONFLICT DO UPDATE … WHERE` (the loser waits for
  * the winner's row lock, then finds the lease held and gets nothing); `heartbeat`, `reapExpired` and
  * `markDown` are single UPDATE statements whose WHERE PostgreSQL checks again on the row it locked
- * (so a lease is renewed or reaped, never both, and reaped once); `move` is one UPDATE too;
- * `release`, `leave` and `register` run their two statements in one transaction (each an UPDATE or
- * an upsert that locks the rows it changes).
+ * (so a lease is renewed or reaped, never both, and reaped once); `move` and `cancelMove` are one
+ * UPDATE each; `release`, `leave` and `register` run their two statements in one transaction (each
+ * an UPDATE or an upsert that locks the rows it changes).
  *
  * Other PostgreSQL stores fence a host's write with `fencedBy` (below): the write's WHERE holds only
  * while the host's lease, at the epoch it names, is current.
@@ -124,6 +124,7 @@ interface HostRow {
   heartbeat_at: Date;
   silent: number;
   leases: number;
+  moving: number;
 }
 
 const toHost = (r: HostRow): HostRecord => ({
@@ -138,6 +139,7 @@ const toHost = (r: HostRow): HostRecord => ({
   heartbeatAt: r.heartbeat_at.toISOString(),
   silentSeconds: Math.max(0, r.silent),
   leases: r.leases,
+  moving: r.moving,
 });
 
 /**
@@ -237,10 +239,13 @@ export class PgHostStore implements HostStore {
       `SELECT h.id, h.incarnation, h.labels, h.engines, h.capacity, h.address, h.status,
               h.started_at, h.heartbeat_at,
               EXTRACT(EPOCH FROM now() - h.heartbeat_at)::float8 AS silent,
-              (SELECT COUNT(*) FROM leases l
-                WHERE l.host_id = h.id AND l.incarnation = h.incarnation
-                  AND NOT l.ended AND l.expires_at > now()) AS leases
-         FROM hosts h ORDER BY h.id`,
+              l.leases, l.moving
+         FROM hosts h,
+              LATERAL (SELECT COUNT(*)::int AS leases, (COUNT(*) FILTER (WHERE l.draining))::int AS moving
+                         FROM leases l
+                        WHERE l.host_id = h.id AND l.incarnation = h.incarnation
+                          AND NOT l.ended AND l.expires_at > now()) l
+        ORDER BY h.id`,
     );
     return rows.map(toHost);
   }
@@ -292,6 +297,25 @@ export class PgHostStore implements HostStore {
       [workItem, toHost],
     );
     return changed > 0;
+  }
+
+  async cancelMove(workItem: string, holder: string): Promise<boolean> {
+    const changed = await this.db.run(
+      `UPDATE leases SET moving_to = NULL, draining = false
+        WHERE work_item = $1 AND host_id = $2 AND NOT ended AND moving_to IS NOT NULL`,
+      [workItem, holder],
+    );
+    return changed > 0;
+  }
+
+  async reservations(workItems: readonly string[]): Promise<Map<string, string>> {
+    if (workItems.length === 0) return new Map();
+    const rows = await this.db.rows<{ work_item: string; moving_to: string }>(
+      `SELECT work_item, moving_to FROM leases
+        WHERE work_item = ANY($1::text[]) AND ended AND moving_to IS NOT NULL`,
+      [[...workItems]],
+    );
+    return new Map(rows.map((r) => [r.work_item, r.moving_to]));
   }
 
   async holds(workItem: string, hostId: string, epoch: number): Promise<boolean> {

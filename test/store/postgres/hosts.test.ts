@@ -246,6 +246,48 @@ describe('PgHostStore: leases', () => {
     expect(await two.acquire('o/r#1', 'b', 1, 60)).toMatchObject({ epoch: 3, movingTo: null });
   });
 
+  it('cancelMove: the holder keeps it, no longer draining; refused once landed or with no move', async () => {
+    await one.register(info('a'));
+    await two.register(info('b'));
+    await one.acquire('o/r#1', 'a', 1, 60);
+    expect(await one.cancelMove('o/r#1', 'a')).toBe(false);
+    expect(await one.move('o/r#1', 'b')).toBe(true);
+    expect(await two.cancelMove('o/r#1', 'b')).toBe(false);
+    expect(await two.cancelMove('o/r#1', 'a')).toBe(true);
+    expect((await one.heartbeat('a', 1, 60))?.[0]).toMatchObject({
+      draining: false,
+      movingTo: null,
+      epoch: 1,
+    });
+    // Let go now: it ends (no target), it is not handed over.
+    expect(await one.release('o/r#1', 'a', 1)).toBe(true);
+    expect(await one.lease('o/r#1')).toMatchObject({ hostId: 'a', ended: true, movingTo: null });
+    // Moved and landed: nothing to call off.
+    await one.acquire('o/r#2', 'a', 1, 60);
+    await one.move('o/r#2', 'b');
+    await one.release('o/r#2', 'a', 1);
+    expect(await one.cancelMove('o/r#2', 'a')).toBe(false);
+    expect(await two.cancelMove('o/r#2', 'b')).toBe(false);
+    expect(await one.lease('o/r#2')).toMatchObject({ hostId: 'b', epoch: 2, ended: false });
+  });
+
+  it('reservations: the ended leases kept for a move target, of the work items asked', async () => {
+    await one.register(info('a'));
+    await two.register(info('b'));
+    for (const w of ['o/r#1', 'o/r#2', 'o/r#3']) await one.acquire(w, 'a', 1, 60);
+    await one.move('o/r#1', 'b');
+    await one.move('o/r#2', 'b');
+    // #1 drains (still held: not a reservation); #2 ends while moving with its target down (kept).
+    await two.leave('b', 1);
+    await one.release('o/r#2', 'a', 1);
+    await one.release('o/r#3', 'a', 1);
+    expect(await one.reservations(['o/r#1', 'o/r#2', 'o/r#3', 'o/r#404'])).toEqual(new Map([['o/r#2', 'b']]));
+    expect(await one.reservations([])).toEqual(new Map());
+    // An ended lease moved: kept for the target.
+    expect(await one.move('o/r#3', 'a')).toBe(true);
+    expect(await two.reservations(['o/r#3'])).toEqual(new Map([['o/r#3', 'a']]));
+  });
+
   it('a lease row is never deleted: the epoch cannot go back', async () => {
     await one.register(info('a'));
     await one.acquire('o/r#1', 'a', 1, 60);
