@@ -1,7 +1,8 @@
 /**
  * The `hosts` section of bench/store.ts (issue 17): three hosts sharing the PostgreSQL store versus
  * one, the real daemon (`node bin/the-loop.js serve`, dist/) on each, a fake engine whose turn takes
- * BENCH_HOSTS_TURN_MS (test/fixtures/bin/fake-engine.mjs, FAKE_ENGINE_SLEEP_MS) and
+ * BENCH_HOSTS_TURN_MS (test/fixtures/bin/fake-engine.mjs, FAKE_ENGINE_SLEEP_MS; BENCH_HOSTS_ENGINE=sh:
+ * the chaos test's shell engine instead, without a node start per turn) and
  * `dispatch.concurrency` BENCH_HOSTS_CONCURRENCY per host. Goal: three hosts sustain ≥ 2.5× one
  * host's turns per second.
  *
@@ -12,28 +13,39 @@
  * each, a work item's deliveries one after another, the hosts taken round-robin. The run ends when
  * every delivery is settled; the figures are read from PostgreSQL (turns: host_id, started_at,
  * ended_at): turns/s from the BENCH_HOSTS_SKIP-th turn ended to the last (the ramp left out), the
- * same over the whole run, each host's turns, work items leased and CPU, how busy the slots were
- * (Σ turn time / (hosts × concurrency × span)), and how busy the machine was (/proc/stat).
+ * same over the whole run, each host's turns, leases and CPU, how busy the slots were (Σ turn time /
+ * (hosts × concurrency × span)), how long a freed slot waited for its next turn (the claim loop),
+ * the database's commits and WAL flushes per turn, and how busy the machine was (/proc/stat).
+ * BENCH_HOSTS_LOGS=<dir> keeps each daemon's output there. Figures: bench/store-hosts-figures.ts.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { signBody } from '../src/github/verify.js';
+import { writeEngine } from '../test/acceptance/chaos-hosts.js';
 import { fakeEngineConfig } from '../test/helpers/cli.js';
 import { type DaemonProcess, fixture, startDaemonProcess } from '../test/helpers/daemon.js';
 import type { Cluster } from '../test/helpers/postgres.js';
 import { createDatabase } from './store-claims.js';
-import { median, stopChild } from './store-client.js';
+import { stopChild } from './store-client.js';
+import {
+  cpuSeconds,
+  figuresOf,
+  HOSTS_CONCURRENCY,
+  HOSTS_ENGINE,
+  HOSTS_ITEMS,
+  HOSTS_TURN_MS,
+  HOSTS_TURNS,
+  type HostsRun,
+  machineTicks,
+  storeStats,
+  type TurnRow,
+} from './store-hosts-figures.js';
 
-const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-export const HOSTS_ITEMS = knob('BENCH_HOSTS_ITEMS', 60);
-export const HOSTS_TURNS = knob('BENCH_HOSTS_TURNS', 2);
-export const HOSTS_TURN_MS = knob('BENCH_HOSTS_TURN_MS', 1000);
-export const HOSTS_CONCURRENCY = knob('BENCH_HOSTS_CONCURRENCY', 2);
-const SKIP = knob('BENCH_HOSTS_SKIP', 10);
-const GOAL = 2.5;
+export { type HostsRun, reportHosts } from './store-hosts-figures.js';
+
 const IN_FLIGHT = 16;
 const SECRET = 'bench-hosts-webhook-secret-0123456789abcdef';
 
@@ -44,72 +56,29 @@ export interface HostsBench {
   children: ChildProcess[];
 }
 
-export interface HostFigures {
-  id: string;
-  turns: number;
-  /** Leases it ran turns under (a work item and an epoch each). */
-  leased: number;
-  /** CPU seconds its daemon used during the run (engines not included). */
-  cpu: number;
-  /** Its slots' busy share: Σ its turn times / (concurrency × span). */
-  busy: number;
-}
-
-export interface HostsRun {
-  hosts: number;
-  turns: number;
-  failed: number;
-  /** Turns/s from the SKIP-th turn ended to the last. */
-  rate: number;
-  /** Turns/s from the first turn started to the last ended. */
-  wholeRate: number;
-  span: number;
-  /** Median turn time (started → ended), ms. */
-  turnMs: number;
-  /** The slots' busy share: Σ turn times / (hosts × concurrency × span). */
-  busy: number;
-  perHost: HostFigures[];
-  /** Work items whose turns ran on more than one host. */
-  moved: number;
-  /** Share of the machine's CPUs busy during the run (every process, not only the-loop's). */
-  machine: number;
-  sendMs: number;
-}
-
-interface TurnRow {
-  host_id: string | null;
-  work_item: string;
-  epoch: number | null;
-  status: string;
-  started_at: string;
-  ended_at: string | null;
-}
-
-/** Busy and total jiffies of the machine (the first line of /proc/stat). */
-function machineTicks(): { busy: number; total: number } {
-  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1);
-  const n = fields.map(Number);
-  const total = n.reduce((sum, x) => sum + x, 0);
-  return { busy: total - (n[3] ?? 0) - (n[4] ?? 0), total };
-}
-
-/** CPU seconds a process has used (utime + stime of /proc/<pid>/stat, at 100 ticks a second). */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(after[11]) + Number(after[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-function hostConfig(id: string, dir: string, repo: string): Record<string, unknown> {
+/** The engine's part of the config: the node fake engine, or the chaos test's shell engine. */
+function engineConfig(dir: string, root: string): Record<string, unknown> {
   const engineState = join(dir, 'engine-state');
-  const base = fakeEngineConfig(engineState, {
+  if (HOSTS_ENGINE === 'node')
+    return fakeEngineConfig(engineState, {
+      passEnv: [],
+      env: { FAKE_ENGINE_STATE: engineState, FAKE_ENGINE_SLEEP_MS: String(HOSTS_TURN_MS) },
+    });
+  mkdirSync(join(dir, 'engine-pids'), { recursive: true });
+  return fakeEngineConfig(engineState, {
+    binary: writeEngine(root),
     passEnv: [],
-    env: { FAKE_ENGINE_STATE: engineState, FAKE_ENGINE_SLEEP_MS: String(HOSTS_TURN_MS) },
+    env: {
+      CHAOS_ENGINE_PIDS: join(dir, 'engine-pids'),
+      CHAOS_ENGINE_SLEEP: String(HOSTS_TURN_MS / 1000),
+      CHAOS_ENGINE_SLOW: join(dir, 'never'),
+    },
   });
+}
+
+function hostConfig(id: string, dir: string, root: string): Record<string, unknown> {
+  const base = engineConfig(dir, root);
+  const repo = join(root, 'widgets');
   return {
     ...base,
     // Any free port, the gateway's socket in this host's directory (hosts side by side).
@@ -128,7 +97,7 @@ async function startHost(b: HostsBench, id: string, root: string, url: string): 
   const dir = join(root, id);
   const repo = join(root, 'widgets');
   for (const d of [dir, repo]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(dir, 'config.yaml'), stringify(hostConfig(id, dir, repo)), { mode: 0o600 });
+  writeFileSync(join(dir, 'config.yaml'), stringify(hostConfig(id, dir, root)), { mode: 0o600 });
   const daemon = await startDaemonProcess({
     cwd: dir,
     env: {
@@ -212,50 +181,6 @@ async function untilSettled(client: pg.Client, total: number, hosts: DaemonProce
   }
 }
 
-/** The figures of a run, from its turns. */
-function figuresOf(
-  rows: TurnRow[],
-  ids: string[],
-  extra: { cpu: number[]; machine: number; sendMs: number },
-): HostsRun {
-  const ms = (s: string | null) => (s ? Date.parse(s) : Number.NaN);
-  const ended = rows.filter((t) => t.ended_at);
-  const ends = ended.map((t) => ms(t.ended_at)).sort((x, y) => x - y);
-  const first = Math.min(...rows.map((t) => ms(t.started_at)));
-  const last = ends.at(-1) ?? Number.NaN;
-  const span = (last - first) / 1000;
-  const skip = ends.length > SKIP + 1 ? SKIP : 0;
-  const from = ends[skip] ?? Number.NaN;
-  const durations = ended.map((t) => ms(t.ended_at) - ms(t.started_at));
-  const perHost = ids.map((id, i) => {
-    const mine = ended.filter((t) => t.host_id === id);
-    const sum = mine.reduce((s, t) => s + ms(t.ended_at) - ms(t.started_at), 0);
-    return {
-      id,
-      turns: mine.length,
-      leased: new Set(mine.map((t) => `${t.work_item} ${t.epoch}`)).size,
-      cpu: extra.cpu[i] ?? Number.NaN,
-      busy: sum / 1000 / (HOSTS_CONCURRENCY * span),
-    };
-  });
-  const hostsOf = new Map<string, Set<string | null>>();
-  for (const t of ended) hostsOf.set(t.work_item, (hostsOf.get(t.work_item) ?? new Set()).add(t.host_id));
-  return {
-    hosts: ids.length,
-    moved: [...hostsOf.values()].filter((h) => h.size > 1).length,
-    turns: ended.length,
-    failed: rows.filter((t) => t.status !== 'succeeded').length,
-    rate: (ends.length - 1 - skip) / ((last - from) / 1000),
-    wholeRate: ended.length / span,
-    span,
-    turnMs: median(durations),
-    busy: durations.reduce((s, x) => s + x, 0) / 1000 / (ids.length * HOSTS_CONCURRENCY * span),
-    perHost,
-    machine: extra.machine,
-    sendMs: extra.sendMs,
-  };
-}
-
 /** One run: `count` hosts on a database of their own, the whole load, the figures. */
 async function runHosts(b: HostsBench, count: number): Promise<HostsRun> {
   const database = await createDatabase(b.cluster, `hosts${count}`);
@@ -269,6 +194,7 @@ async function runHosts(b: HostsBench, count: number): Promise<HostsRun> {
     await client.connect();
     const cpuBefore = daemons.map((d) => cpuSeconds(d.child.pid));
     const ticksBefore = machineTicks();
+    const statsBefore = await storeStats(client);
     const started = performance.now();
     await sendAll(
       daemons.map((d) => d.webhookUrl),
@@ -277,6 +203,13 @@ async function runHosts(b: HostsBench, count: number): Promise<HostsRun> {
     const sendMs = performance.now() - started;
     await untilSettled(client, HOSTS_ITEMS * HOSTS_TURNS, daemons);
     const ticksAfter = machineTicks();
+    // Backends report their statistics within a second of going idle.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const statsAfter = await storeStats(client);
+    const stats = {
+      commits: statsAfter.commits - statsBefore.commits,
+      syncs: statsAfter.syncs - statsBefore.syncs,
+    };
     const cpu = daemons.map((d, i) => cpuSeconds(d.child.pid) - (cpuBefore[i] ?? 0));
     const rows = (
       await client.query(
@@ -285,10 +218,16 @@ async function runHosts(b: HostsBench, count: number): Promise<HostsRun> {
       )
     ).rows as TurnRow[];
     const machine = (ticksAfter.busy - ticksBefore.busy) / (ticksAfter.total - ticksBefore.total);
-    return figuresOf(rows, ids, { cpu, machine, sendMs });
+    return figuresOf(rows, ids, { cpu, machine, sendMs, stats });
   } finally {
     await client.end().catch(() => {});
     await Promise.all(daemons.map((d) => stopChild(d.child, 'SIGTERM')));
+    // BENCH_HOSTS_LOGS=<dir>: keep each daemon's output there (debugging).
+    const logs = process.env.BENCH_HOSTS_LOGS;
+    if (logs) {
+      mkdirSync(logs, { recursive: true });
+      for (const [i, d] of daemons.entries()) writeFileSync(join(logs, `${count}-${ids[i]}.log`), d.output());
+    }
     await database.drop();
   }
 }
@@ -298,46 +237,4 @@ export async function hostsSection(b: HostsBench): Promise<HostsRun[]> {
   const one = await runHosts(b, 1);
   const three = await runHosts(b, 3);
   return [one, three];
-}
-
-const f2 = (x: number) => x.toFixed(2);
-const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
-
-/** Print the section's figures; whether every turn succeeded (the goal is reported, not enforced). */
-export function reportHosts(runs: HostsRun[]): boolean {
-  console.log(
-    `\nhosts: ${HOSTS_ITEMS} work items × ${HOSTS_TURNS} turns, fake engine ${HOSTS_TURN_MS} ms a turn, concurrency ${HOSTS_CONCURRENCY} per host; ` +
-      `turns/s from the ${SKIP}th turn ended to the last`,
-  );
-  console.log(
-    `${'hosts'.padEnd(6)} ${'turns/s'.padStart(8)} ${'whole run'.padStart(10)} ${'span s'.padStart(7)} ` +
-      `${'turn p50'.padStart(9)} ${'slots busy'.padStart(10)} ${'machine CPU'.padStart(11)} ${'send s'.padStart(7)}   per host: turns / leases / daemon CPU s / slots busy`,
-  );
-  let ok = true;
-  for (const r of runs) {
-    const per = r.perHost
-      .map((h) => `${h.id} ${h.turns} / ${h.leased} / ${h.cpu.toFixed(1)} / ${pct(h.busy)}`)
-      .join(', ');
-    console.log(
-      `${String(r.hosts).padEnd(6)} ${f2(r.rate).padStart(8)} ${f2(r.wholeRate).padStart(10)} ${r.span.toFixed(1).padStart(7)} ` +
-        `${`${r.turnMs.toFixed(0)} ms`.padStart(9)} ${pct(r.busy).padStart(10)} ${pct(r.machine).padStart(11)} ${(r.sendMs / 1000).toFixed(1).padStart(7)}   ${per}`,
-    );
-    const expected = HOSTS_ITEMS * HOSTS_TURNS;
-    if (r.moved > 0) console.log(`  ${r.hosts} hosts: ${r.moved} work items ran on more than one host`);
-    if (r.turns !== expected || r.failed > 0) {
-      console.log(
-        `  ${r.hosts} host(s): ${r.turns} turns ended of ${expected}, ${r.failed} not succeeded  ← TURNS MISSING OR FAILED`,
-      );
-      ok = false;
-    }
-  }
-  const [one, three] = runs;
-  if (one && three) {
-    const ratio = three.rate / one.rate;
-    console.log(
-      `three hosts / one: ${f2(ratio)}× (whole run ${f2(three.wholeRate / one.wholeRate)}×); goal ≥ ${GOAL}×: ${ratio >= GOAL ? 'met' : 'NOT MET'}` +
-        ` (ceiling: ${f2((HOSTS_CONCURRENCY * 1000) / HOSTS_TURN_MS)} turns/s a host)`,
-    );
-  }
-  return ok;
 }

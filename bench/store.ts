@@ -3,8 +3,8 @@
  *
  *   npm run bench:store      (builds dist/ first: the daemons run bin/the-loop.js)
  *
- * Sections, each measuring both stores in alternating rounds (the order rotates each round, so drift
- * on the machine does not always favour the same store):
+ * Sections; ingest and claims measure both stores in alternating rounds (the order rotates each
+ * round, so drift on the machine does not always favour the same store), hosts PostgreSQL only:
  *
  *   ingest   the real daemon, `node bin/the-loop.js serve --port 0`, twice: one configured with SQLite
  *            (the default: a file in its directory), one with `store: { kind: postgres, url:
@@ -19,9 +19,15 @@
  *            (bench/store-claims.ts): BENCH_CLAIM_DELIVERIES queued deliveries over BENCH_CLAIM_ITEMS
  *            work items, then passes claiming the head of every line; per pass and per claim (a
  *            pass's time over its claims). A new SQLite file / PostgreSQL database per round.
- *   hosts    (not yet: it comes with the host leases) three daemons sharing the PostgreSQL store
- *            versus one, a fake engine whose turn takes 1 s, concurrency 2 per host; goal: three
- *            hosts sustain ≥ 2.5× one host's turns per second. A section beside these two.
+ *   hosts    three hosts sharing the PostgreSQL store versus one (bench/store-hosts.ts): the real
+ *            daemon on each, separate processes, distinct `store.host` ids, one database (the one
+ *            host a database of its own); the fake engine's turn takes BENCH_HOSTS_TURN_MS (1 s),
+ *            `dispatch.concurrency` BENCH_HOSTS_CONCURRENCY (2) per host; BENCH_HOSTS_ITEMS (60)
+ *            work items × BENCH_HOSTS_TURNS (2) mentions each, sent up front, round-robin. Turns/s
+ *            from the BENCH_HOSTS_SKIP-th (10th) turn ended to the last, each host's turns, leases
+ *            and CPU, the ratio; goal: three hosts sustain ≥ 2.5× one host's turns per second.
+ *
+ * BENCH_SECTIONS=ingest,claims,hosts (the default: all) runs only the sections named.
  *
  * Fairness: PostgreSQL is a private cluster (test/helpers/postgres.ts, `durable: true`: fsync on,
  * PostgreSQL's defaults) on a free port, its data directory under os.tmpdir() like the SQLite files
