@@ -77,6 +77,7 @@ export async function startHosts(
     },
     ...(app.stores.reapAbandoned ? { reapAbandoned: app.stores.reapAbandoned.bind(app.stores) } : {}),
     onReaped: () => dispatcher.notify(),
+    ...(app.stores.settleStranded ? { settleStranded: app.stores.settleStranded.bind(app.stores) } : {}),
   });
   const listener = new InboxListener({
     client: () =>

@@ -3,6 +3,7 @@
  */
 import { hostname } from 'node:os';
 import type { StoreConfig } from './config/store-schema.js';
+import { LoopError } from './core/errors.js';
 import type { Fence } from './core/ports/hosts.js';
 import { LeaseKeeper } from './hosts/keeper.js';
 import type { InboxMasking, Stores } from './main-store.js';
@@ -16,10 +17,12 @@ import { PgHostStore } from './store/postgres/hosts.js';
 import { PgInbox } from './store/postgres/inbox.js';
 import { PgLedgerStore } from './store/postgres/ledger.js';
 import { latestVersion, openPg, schemaVersionPg } from './store/postgres/migrate.js';
-import { redactUrl } from './store/postgres/pg.js';
+import { type Pg, redactUrl } from './store/postgres/pg.js';
 import { PgScanCursors } from './store/postgres/scan-files.js';
+import { PgSessionFiles } from './store/postgres/session-files.js';
 import { PgSessionStore } from './store/postgres/sessions.js';
 import { PgTokenStore } from './store/postgres/tokens.js';
+import { acceptsWithoutPassword } from './store/postgres/trust-probe.js';
 
 type PgStoreConfig = Extract<StoreConfig, { kind: 'postgres' }>;
 
@@ -30,6 +33,23 @@ export function keeperSettings(store: PgStoreConfig, host: string) {
     leaseSeconds: store.leaseSeconds,
     heartbeatSeconds: store.heartbeatSeconds ?? Math.max(0.5, store.leaseSeconds / 5),
   };
+}
+
+/**
+ * A daemon runs engines: it refuses a server that lets the store's user in without a password from
+ * this host (trust-probe.ts), since an engine could then sign in too and rewrite the store.
+ */
+async function refuseTrusting(db: Pg): Promise<void> {
+  if (!(await acceptsWithoutPassword(db.url))) return;
+  await db.close();
+  const user = decodeURIComponent(new URL(db.url).username) || 'the default user';
+  throw new LoopError(
+    'config-invalid',
+    `PostgreSQL at ${redactUrl(db.url)} lets ${user} sign in without a password from this host: an engine running here could sign in too and rewrite the store (its holds, the ledger, the acts)`,
+    {
+      hint: 'Require a password for this role from every host that runs engines: a scram-sha-256 (or md5) line for it in pg_hba.conf instead of trust, then `SELECT pg_reload_conf()`.',
+    },
+  );
 }
 
 export async function openPostgresStores(
@@ -43,6 +63,7 @@ export async function openPostgresStores(
     applicationName: `the-loop ${host} ${process.pid}`,
     migrate: options.migrate === true,
   });
+  if (options.daemon) await refuseTrusting(db);
   const ledger = new PgLedgerStore(db);
   const scanCursors = new PgScanCursors(db, { host });
   const hosts = new PgHostStore(db);
@@ -50,10 +71,11 @@ export async function openPostgresStores(
   const keeper = options.daemon ? new LeaseKeeper(hosts, keeperSettings(store, host)) : undefined;
   const fence: { fence?: Fence } = keeper ? { fence: keeper } : {};
   const sessions = new PgSessionStore(db, { scrub, ...fence });
-  const abandon = new PgAbandon(db);
+  const abandon = new PgAbandon(db, { onHostLoss: store.onHostLoss });
   const inbox = (masking: InboxMasking) => new PgInbox(db, { ...masking, ...fence });
   return {
     kind: 'postgres',
+    recovery: 'leases',
     where: redactUrl(db.url),
     url: db.url,
     sessions,
@@ -66,12 +88,14 @@ export async function openPostgresStores(
     inbox,
     hosts,
     hostId: host,
+    sessionFiles: new PgSessionFiles(db, host),
     ...(keeper ? { keeper } : {}),
     // A dead host's work item: its running turns interrupted (never re-run), in one transaction.
     interruptAbandoned: async (abandoned) => {
       await abandon.interruptAbandoned(abandoned);
     },
-    reapAbandoned: (graceSeconds) => abandon.reapAndSettle(graceSeconds),
+    reapAbandoned: (graceSeconds, onFailed) => abandon.reapAndSettle(graceSeconds, onFailed),
+    settleStranded: (held) => abandon.settleStranded(held),
     watchStores: () => ({ ledger, cursors: scanCursors, close: () => {} }),
     schema: async () => ({ version: await schemaVersionPg(db), latest: latestVersion() }),
     copyFromSqlite: async (path, options) => {

@@ -12,9 +12,10 @@ import type { DriveAuditStore } from './core/ports/drives.js';
 import type { Abandoned, HostStore } from './core/ports/hosts.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
+import type { SessionFileStore } from './core/ports/session-files.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import type { TokenStore } from './core/ports/tokens.js';
-import type { LeaseKeeper } from './hosts/keeper.js';
+import type { LeaseKeeper, StrandedSettled } from './hosts/keeper.js';
 import { openDb, schemaVersion } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
@@ -36,6 +37,18 @@ export interface InboxMasking {
 
 export interface Stores {
   kind: 'sqlite' | 'postgres';
+  /**
+   * What a store shared by several hosts changes outside the store — the one property code past
+   * the composition of the stores asks (never `kind`):
+   *
+   * - `process-table` (SQLite, one host): turns left running by a dead process are found by this
+   *   machine's process table (marked lost, their engines stopped), sessions are reconciled with
+   *   the tmux sessions seen here, and `the-loop run` may run a turn in its own process.
+   * - `leases` (PostgreSQL, several hosts): a running turn or a tmux session may be another host's,
+   *   so none of that is done here: the hosts' leases and their reaper settle what a dead host left
+   *   (interrupted, never re-run), and `the-loop run` is refused (the holder's daemon runs turns).
+   */
+  recovery: 'process-table' | 'leases';
   /** Where, for messages: the registry file, or the database URL without its password. */
   where: string;
   sessions: RegistryStore;
@@ -70,8 +83,24 @@ export interface Stores {
   keeper?: LeaseKeeper;
   /** PostgreSQL, the daemon only: settle what a dead host left on a work item (the reaper's). */
   interruptAbandoned?(abandoned: Abandoned): Promise<void>;
-  /** PostgreSQL, the daemon only: reap expired leases and settle each, in one transaction. */
-  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  /**
+   * PostgreSQL, the daemon only: reap expired leases and settle each, one transaction per lease
+   * (one that fails is told to `onFailed`, the others settled all the same).
+   */
+  reapAbandoned?(
+    graceSeconds: number,
+    onFailed?: (abandoned: Abandoned, error: unknown) => void,
+  ): Promise<Abandoned[]>;
+  /**
+   * PostgreSQL, the daemon only: settle the deliveries of a work item this host holds left running
+   * with no turn here (the dispatcher's sweep, through the keeper).
+   */
+  settleStranded?(held: Abandoned): Promise<StrandedSettled>;
+  /**
+   * PostgreSQL only: process-runner sessions' conversation files, carried between hosts
+   * (sessions/carry.ts). One host keeps them where the engine wrote them.
+   */
+  sessionFiles?: SessionFileStore;
   /** The database URL (PostgreSQL: the daemon's own LISTEN connection is made over it). */
   url?: string;
   /** Release the connection(s). Idempotent. */
@@ -105,6 +134,7 @@ function sqliteStores(path: string, scrub: (text: string) => string): Stores {
   const db = openDb(path);
   return {
     kind: 'sqlite',
+    recovery: 'process-table',
     where: path,
     sessions: new SqliteSessionStore(db, { scrub }),
     ledger: new SqliteLedgerStore(db),

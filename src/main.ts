@@ -27,6 +27,7 @@ import { createRunners } from './main-runners.js';
 import type { Stores } from './main-store.js';
 import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
 import { adoptingRunners, type Runner } from './runners/runner.js';
+import { SessionCarry } from './sessions/carry.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
@@ -94,7 +95,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // shared store no process recovers turns by this machine's process table: another host's running
   // turn would be marked lost, and this host's own (a restart after a crash) would be run again.
   // The lease reaper settles them instead: interrupted, never re-run by itself.
-  const shared = base.stores.kind === 'postgres';
+  const shared = base.stores.recovery === 'leases';
   const lostTurns = shared ? [] : await recoverLostTurns(store, adoptingRunners(runners), logger);
   const telemetry = new TelemetryReceiver({
     store: registry,
@@ -124,6 +125,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     options,
     dispose: base.dispose,
   };
+}
+
+/** On a store shared by several hosts: the carrier of process-runner sessions' conversation files. */
+function sessionCarry(base: Base): SessionCarry | undefined {
+  const { sessionFiles, hostId } = base.stores;
+  if (!sessionFiles || hostId === undefined) return undefined;
+  return new SessionCarry({ files: sessionFiles, host: hostId, scrub: base.scrubber.scrub });
 }
 
 /** The turn service, wired to the store, the runners, the ledger, the acts audit and the guard. */
@@ -192,6 +200,8 @@ function createTurnService(
       return payerOf(credential, env, salt);
     },
     telemetry,
+    // Several hosts: a process-runner session's conversation moves with it through the store.
+    carry: sessionCarry(base),
     prepareEngine: (input) => guard.prepare(input),
     policyRefusals: (session) => readRefusals(stateDir(session.slug)),
   });
@@ -206,7 +216,7 @@ export async function recoverBeforeDispatch(app: App, only?: string): Promise<vo
   stopOrphanEngines(app.lostTurns, app.logger);
   // On a shared store a session's terminal may be on another host: one not found here is not gone
   // (its host's leases, and their reaper, say what is).
-  if (app.stores.kind === 'postgres') return;
+  if (app.stores.recovery === 'leases') return;
   await reconcile(
     {
       store: app.store,

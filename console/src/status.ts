@@ -4,14 +4,21 @@ import { h } from './dom.js';
 import { formatDate } from './format.js';
 
 /** Statuses a person's resume releases (a take over is released by hand back instead). */
-const RESUMABLE: readonly ConsoleStatus[] = ['held', 'over-budget', 'breach', 'unaccounted'];
+const RESUMABLE: readonly ConsoleStatus[] = ['held', 'over-budget', 'breach', 'unaccounted', 'interrupted'];
 
 export function isResumable(row: Pick<SessionRow, 'status' | 'takeover'>): boolean {
   return row.takeover === null && RESUMABLE.includes(row.status);
 }
 
 /** Statuses shown as needing attention. */
-const ALERT: readonly ConsoleStatus[] = ['held', 'over-budget', 'breach', 'unaccounted', 'lost'];
+const ALERT: readonly ConsoleStatus[] = [
+  'held',
+  'over-budget',
+  'breach',
+  'unaccounted',
+  'interrupted',
+  'lost',
+];
 
 export function statusBadge(row: Pick<SessionRow, 'status' | 'takeover'>): HTMLSpanElement {
   const label = row.takeover ? 'taken over' : row.status;

@@ -70,7 +70,7 @@ export function programContext(io: Io, setExit: (code: number) => void): Program
 export async function recoverForReaders(base: Base): Promise<void> {
   // A shared store's turns may be other hosts': their daemons (and their leases) settle them, never
   // a reading command judging by this machine's process table.
-  if (base.stores.kind === 'postgres') return;
+  if (base.stores.recovery === 'leases') return;
   if (await base.sessions.anyTurnOrphaned(pidAlive))
     await (await import('../main-runners.js')).recoverForReaders(base);
 }

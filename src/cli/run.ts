@@ -36,7 +36,7 @@ async function raceTimer(promise: Promise<unknown>, ms: number): Promise<void> {
  * holds the work item): on a shared store the daemons run turns.
  */
 function refuseShared(app: App, workItem: string): string {
-  if (app.stores.kind === 'postgres')
+  if (app.stores.recovery === 'leases')
     throw new LoopError(
       'usage',
       '`the-loop run` runs a turn in this process, and this config uses a store several hosts share',

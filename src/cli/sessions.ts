@@ -274,6 +274,10 @@ export async function resumeSession(
       io.out(
         `${session.workItem}: resumed after the policy breach (${hold.reason}). Held deliveries run next.\n`,
       );
+    else if (hold.kind === 'interrupted')
+      io.out(
+        `${session.workItem}: resumed on this store's hosts after ${hold.reason}. Held deliveries run next; the interrupted turn is not run again (\`the-loop events list --status failed\`, \`events retry <id>\`).\n`,
+      );
     else
       io.out(
         `${session.workItem}: acknowledged (${hold.reason}); its turns may go unmeasured or unaudited. Held deliveries run next.\n`,

@@ -83,6 +83,12 @@ export const storeSchema = z
           .max(120, 'at most 120 seconds')
           .optional()
           .describe('How often this host renews its leases (default: leaseSeconds / 5).'),
+        onHostLoss: z
+          .enum(['hold', 'continue'])
+          .default('hold')
+          .describe(
+            "When a host dies mid-turn, its turn is interrupted (never run again by itself) and a process-runner session moves to another host with its conversation. hold: the session's deliveries wait until a person resumes it (`the-loop sessions resume`); continue: the next delivery runs at once.",
+          ),
       })
       .strict()
       .refine((s) => s.heartbeatSeconds === undefined || s.heartbeatSeconds < s.leaseSeconds / 2, {

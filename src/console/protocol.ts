@@ -13,6 +13,7 @@ export type ConsoleStatus =
   | 'over-budget'
   | 'breach'
   | 'unaccounted'
+  | 'interrupted'
   | 'lost'
   | 'closed'
   | 'ended';

@@ -22,6 +22,12 @@ export interface LeaseGate {
   settle(busy: { pending: ReadonlySet<string>; running: ReadonlySet<string> }): Promise<void>;
   /** Whether this host holds the work item now (recovery settles only those). */
   holds(workItem: string): boolean;
+  /**
+   * The work item is held here and has a delivery `running` that no turn of this dispatcher runs
+   * (its final settling was fenced or failed): settle it (its turn's end, interrupted when still
+   * recorded running; back in line when it never began one). Returns how many deliveries changed.
+   */
+  settleStranded?(workItem: string): Promise<number>;
 }
 
 export interface DispatcherDeps {

@@ -138,6 +138,11 @@ export class Dispatcher {
   private async pass(): Promise<void> {
     const { inbox } = this.deps;
     const pending = await this.leased(await routeUnrouted(this.deps, await inbox.pending()));
+    // What was settled changed the lines: read them again in a pass of their own.
+    if (await this.settleStranded(pending)) {
+      this.again = true;
+      return;
+    }
     const base = { pending, running: [...this.running.keys()], only: this.deps.only, upTo: this.deps.upTo };
     // A held session (over budget…) gets nothing more until a person resumes it: asked of the first
     // in line of each work item (asking may put the hold on: a ceiling reached).
@@ -177,6 +182,33 @@ export class Dispatcher {
       if (d.workItem && !this.running.has(d.workItem) && !first.has(d.workItem)) first.set(d.workItem, d.id);
     const owned = await leases.owned([...first].map(([workItem, deliveryId]) => ({ workItem, deliveryId })));
     return pending.filter((d) => !d.workItem || owned.has(d.workItem) || this.running.has(d.workItem));
+  }
+
+  /**
+   * Several hosts: a delivery of a held work item left `running` with no turn of this dispatcher
+   * on it (its settling write was fenced, or failed, while this host kept or took the lease again)
+   * would block its line forever: the gate settles it. Whether any changed; a failure is logged
+   * (the next pass tries again) and never stops the pass.
+   */
+  private async settleStranded(pending: readonly DeliveryRecord[]): Promise<boolean> {
+    const { leases, logger } = this.deps;
+    if (!leases?.settleStranded || this.stopped) return false;
+    const stranded = new Set<string>();
+    for (const d of pending)
+      if (d.status === 'running' && d.workItem && !this.running.has(d.workItem) && leases.holds(d.workItem))
+        stranded.add(d.workItem);
+    let changed = 0;
+    for (const workItem of stranded) {
+      try {
+        changed += await leases.settleStranded(workItem);
+      } catch (error) {
+        logger.warn('settling a delivery left running failed; the next pass tries again', {
+          workItem,
+          error,
+        });
+      }
+    }
+    return changed > 0;
   }
 
   /**

@@ -139,6 +139,12 @@ export const presetObjectSchema = z
       .describe(
         "How the merge policy is enforced before a tool runs, on headless turns: 'claude-pretooluse' = a PreToolUse command hook in a --settings file (added to the argv). Without one, a forbidden act is found in the turn's events after it ran: a breach that pauses the session.",
       ),
+    sessionFiles: z
+      .enum(['claude-projects'])
+      .optional()
+      .describe(
+        "Where the engine keeps a headless session's conversation, so a store shared by several hosts (PostgreSQL) carries it to the host that runs the session's next turn (after a host failure or `sessions move`): 'claude-projects' = projects/<cwd>/<session id>.jsonl in its config directory (sandbox.home). Saved after every turn, restored before the next one on another host.",
+      ),
     otel: z
       .object({
         enabled: z

@@ -42,6 +42,8 @@ export const BUILTIN_PRESETS: Record<string, EnginePresetInput> = {
     },
     // Headless turns get a PreToolUse hook that refuses what the repository's policy denies.
     policyHook: 'claude-pretooluse',
+    // On a shared store the conversation file moves with the session between hosts.
+    sessionFiles: 'claude-projects',
     // Claude Code keeps a path prefix in ANTHROPIC_BASE_URL (…/m/<token>/v1/messages) and sends
     // ANTHROPIC_API_KEY as x-api-key (ANTHROPIC_AUTH_TOKEN / CLAUDE_CODE_OAUTH_TOKEN as a bearer).
     gateway: { api: 'anthropic', baseUrlEnv: 'ANTHROPIC_BASE_URL', upstream: 'https://api.anthropic.com' },

@@ -9,7 +9,7 @@
  * nothing, and calls `onFenced` (the root stops every process-runner turn). A heartbeat that
  * succeeds again ends it: it then holds what that heartbeat returned, nothing more.
  */
-import type { Abandoned, Fence, HostInfo, HostStore, Lease } from '../core/ports/hosts.js';
+import type { Abandoned, Fence, FenceRefusal, HostInfo, HostStore, Lease } from '../core/ports/hosts.js';
 import { type PlacementNeeds, placeWorkItem, shouldAcquire } from '../dispatch/placement-rules.js';
 import type { Logger } from '../log/logger.js';
 
@@ -40,12 +40,33 @@ export interface KeeperWiring {
   /** Settle what a dead host left on a work item (its running turn interrupted…). */
   interruptAbandoned(abandoned: Abandoned): Promise<void>;
   /**
-   * Reap and settle in one transaction (then no host can take a reaped lease before its work item
-   * is settled); without it, the keeper reaps, then settles each.
+   * Reap and settle, one transaction per lease (then no host can take a reaped lease before its
+   * work item is settled): the leases settled; one that failed is told to `onFailed` and left to
+   * the next reap. Without it, the keeper reaps, then settles each.
    */
-  reapAbandoned?(graceSeconds: number): Promise<Abandoned[]>;
+  reapAbandoned?(
+    graceSeconds: number,
+    onFailed?: (abandoned: Abandoned, error: unknown) => void,
+  ): Promise<Abandoned[]>;
   /** Called after a reap settled work items (the dispatcher looks at the queue again). */
   onReaped?(): void;
+  /**
+   * Settle the deliveries of a work item this host holds (at that epoch) left `running` with no
+   * turn here (their settling was fenced or failed): what was done to each.
+   */
+  settleStranded?(held: Abandoned): Promise<StrandedSettled>;
+}
+
+/** What settling a work item's stranded deliveries did (`KeeperWiring.settleStranded`). */
+export interface StrandedSettled {
+  /** Turns still recorded running, interrupted. */
+  turns: number[];
+  /** Deliveries failed with their interrupted turn. */
+  failed: string[];
+  /** Deliveries settled as their turn had ended. */
+  settled: string[];
+  /** Deliveries back in line (they never began a turn). */
+  requeued: string[];
 }
 
 /** The first pending delivery of a work item this host does not run now. */
@@ -71,6 +92,8 @@ export class LeaseKeeper implements Fence {
   private failing = false;
   private stopped = false;
   private readonly now: () => number;
+  /** The refusals warned of (`refused`), each once. */
+  private readonly refusals = new Set<string>();
   /** What each delivery's session needs (a stored plan never changes): asked once per delivery. */
   private readonly needs = new Map<string, PlacementNeeds>();
 
@@ -88,9 +111,44 @@ export class LeaseKeeper implements Fence {
     return this.epochs.get(workItem)?.epoch;
   }
 
+  /**
+   * A write the stores fenced changed nothing: warned once per turn, delivery or claim (invariant
+   * 7), naming the work item, the epoch it was made under and what was not written.
+   */
+  refused(refusal: FenceRefusal): void {
+    if (this.refusals.has(refusal.key)) return;
+    if (this.refusals.size >= 10_000) this.refusals.clear();
+    this.refusals.add(refusal.key);
+    this.wiring?.logger.warn('fenced: not written (this host does not hold the lease at that epoch)', {
+      host: this.host,
+      workItem: refusal.workItem,
+      epoch: refusal.epoch,
+      notWritten: refusal.what,
+    });
+  }
+
   /** Whether this host holds `workItem` now (and may write for it). */
   holds(workItem: string): boolean {
     return this.epochOf(workItem) !== undefined;
+  }
+
+  /**
+   * The dispatcher found a delivery of `workItem` running with no turn of its own on it: settle it
+   * under the epoch held now (nothing when none is held). How many deliveries changed.
+   */
+  async settleStranded(workItem: string): Promise<number> {
+    const epoch = this.epochOf(workItem);
+    const settle = this.wiring?.settleStranded;
+    if (epoch === undefined || !settle) return 0;
+    const done = await settle({ workItem, hostId: this.host, epoch });
+    const changed = done.failed.length + done.settled.length + done.requeued.length;
+    if (changed > 0 || done.turns.length > 0)
+      this.wired().logger.warn('deliveries left running with no turn here were settled', {
+        workItem,
+        epoch,
+        ...done,
+      });
+    return changed;
   }
 
   /** Whether it stopped claiming: no heartbeat for half the lease. */
@@ -214,7 +272,9 @@ export class LeaseKeeper implements Fence {
       const down = await this.hosts.markDown(this.settings.leaseSeconds);
       if (down.length > 0) logger.warn('hosts marked down (silent past their lease)', { hosts: down });
       if (reapAbandoned) {
-        const settled = await reapAbandoned(grace);
+        const settled = await reapAbandoned(grace, (a, error) =>
+          logger.error('settling an abandoned work item failed; the next reap tries again', { ...a, error }),
+        );
         for (const a of settled)
           logger.warn('work item abandoned by a dead host; its turn interrupted', { ...a });
         if (settled.length > 0) onReaped?.();

@@ -1,6 +1,7 @@
 /**
  * Wake-ups across hosts (issue 17): a connection of its own LISTENs on the channel the PostgreSQL
- * inbox notifies when work becomes runnable, and each notification wakes the dispatcher. The
+ * inbox notifies when work becomes runnable, and each notification wakes the dispatcher, which reads
+ * the inbox: the payload (a hash of the work item, a hint) is never read. The
  * dispatcher's poll stays as the slow backstop: a notification lost while the connection was down
  * costs at most one poll interval. A dropped connection is made again with back-off (logged once).
  */

@@ -42,7 +42,12 @@ export async function resumeHeld(
   if (!hold) return { kind: 'not-held', session };
   if (hold.kind !== 'over-budget') {
     if (raise !== undefined) {
-      const what = hold.kind === 'breach' ? 'for a policy breach' : 'as unaccounted';
+      const what =
+        hold.kind === 'breach'
+          ? 'for a policy breach'
+          : hold.kind === 'interrupted'
+            ? 'after its host died'
+            : 'as unaccounted';
       throw new LoopError(
         'usage',
         `${session.workItem} is held ${what}, not over budget: resume it without --raise`,

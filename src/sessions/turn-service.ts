@@ -7,7 +7,6 @@ import { formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { capabilitiesOf } from '../engines/capabilities.js';
 import { buildEngineEnv, type EngineEnv } from '../engines/env.js';
 import type { EnginePreset } from '../engines/preset.js';
-import { whichBinary } from '../engines/which.js';
 import type { Payer } from '../ledger/payer.js';
 import {
   isAdopting,
@@ -20,7 +19,7 @@ import {
 } from '../runners/runner.js';
 import { planTurn } from './plan-turn.js';
 import { TurnDriver } from './turn-drive.js';
-import { engineFacts, logTurnStart, withArgs } from './turn-start.js';
+import { engineFacts, logTurnStart, resolveBinary, withArgs } from './turn-start.js';
 import type { TurnPlan, TurnRequest, TurnResult, TurnServiceDeps } from './turn-types.js';
 
 export { turnWarnings } from './turn-drive.js';
@@ -43,6 +42,14 @@ const DETACHED: Omit<RunOutcome, 'endedAt'> = {
   stoppedBy: 'still-running',
   detached: true,
 };
+
+/** A failure before the turn is begun gives back what preparing it took (the turn's token). */
+const releasing =
+  (prepared: { release?: (() => Promise<void>) | undefined } | undefined) =>
+  async (error: unknown): Promise<never> => {
+    await prepared?.release?.().catch(() => {});
+    throw error;
+  };
 
 const digest = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 // Linux caps one argv element at 128 KiB (MAX_ARG_STRLEN) and the turn text is one element, with
@@ -79,27 +86,6 @@ export class TurnService {
       });
     }
     return runner;
-  }
-
-  private resolveBinary(
-    preset: EnginePreset,
-    engineName: string,
-    env: Record<string, string>,
-    cwd: string,
-  ): string {
-    const found = whichBinary(preset.binary, env.PATH, cwd);
-    if (!found) {
-      throw new LoopError(
-        'binary-missing',
-        `the ${engineName} engine's binary "${preset.binary}" was not found on PATH`,
-        {
-          hint: preset.install
-            ? `Install it: ${preset.install} — or set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`
-            : `Set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`,
-        },
-      );
-    }
-    return found;
   }
 
   /**
@@ -143,7 +129,7 @@ export class TurnService {
       const preset = this.preset(session.engine);
       const env = buildEngineEnv(preset, this.deps.env);
       this.checkCwd(session.cwd);
-      this.resolveBinary(preset, session.engine, env.env, session.cwd);
+      resolveBinary(preset, session.engine, env.env, session.cwd);
       return {
         item,
         workItem,
@@ -166,7 +152,7 @@ export class TurnService {
     const cwd = resolve(request.cwd ?? defaults.cwd);
     this.checkCwd(cwd);
     const env = buildEngineEnv(preset, this.deps.env);
-    this.resolveBinary(preset, engineName, env.env, cwd);
+    resolveBinary(preset, engineName, env.env, cwd);
     // A slug another work item holds is refused here, before anything is created (never shared).
     const slug = await store.slugFor(workItem);
     return {
@@ -253,6 +239,16 @@ export class TurnService {
     const runner = this.runner(session.runner);
     const hook = this.deps.policyHook?.(session, preset);
     const prepared = await this.deps.prepareEngine?.({ session, preset, env: env.env });
+    // Several hosts: the conversation another host saved last, restored before the turn is begun.
+    const carry = isSessionHolding(runner)
+      ? undefined
+      : this.deps.carry && {
+          session,
+          preset,
+          env: prepared?.env ?? env.env,
+          log: this.deps.logger.child({ workItem: plan.workItem, session: session.id }),
+        };
+    if (carry && !created) await this.deps.carry?.restore(carry).catch(releasing(prepared));
     const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
     const planned = planTurn({
       engine: engineFacts(preset),
@@ -270,7 +266,7 @@ export class TurnService {
     });
     const log = this.deps.logger.child({ workItem: plan.workItem, session: session.id, turn: turn.seq });
     logTurnStart(log, session, plan.promptBytes, prepared, planned);
-    return this.driver.drive({
+    const result = await this.driver.drive({
       session,
       turn,
       preset: withArgs(preset, planned.args, planned.interactiveArgs),
@@ -286,6 +282,8 @@ export class TurnService {
       payer,
       start: (input) => runner.runTurn(input),
     });
+    if (carry) await this.deps.carry?.save({ ...carry, session: result.session }, result.turn.id);
+    return result;
   }
 
   /**

@@ -1,6 +1,8 @@
+import { LoopError } from '../core/errors.js';
 import type { SessionRecord } from '../core/ports/sessions.js';
 import { capabilitiesOf, POLICY_HOOK_ARGS } from '../engines/capabilities.js';
 import type { EnginePreset } from '../engines/preset.js';
+import { whichBinary } from '../engines/which.js';
 import type { Logger } from '../log/logger.js';
 import type { EngineFacts, PlannedTurn } from './plan-turn.js';
 import type { PreparedEngine } from './turn-types.js';
@@ -47,4 +49,26 @@ export function logTurnStart(
   });
   // Said, never silent (invariant 7): what guards it, and what the config asks that cannot apply.
   for (const warning of planned.warnings) log.warn(warning.message, warning.fields);
+}
+
+/** The engine's binary on PATH, or a clear error naming how to install it. */
+export function resolveBinary(
+  preset: EnginePreset,
+  engineName: string,
+  env: Record<string, string>,
+  cwd: string,
+): string {
+  const found = whichBinary(preset.binary, env.PATH, cwd);
+  if (!found) {
+    throw new LoopError(
+      'binary-missing',
+      `the ${engineName} engine's binary "${preset.binary}" was not found on PATH`,
+      {
+        hint: preset.install
+          ? `Install it: ${preset.install} — or set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`
+          : `Set engines.${engineName}.binary to its path. \`the-loop doctor\` checks every engine.`,
+      },
+    );
+  }
+  return found;
 }

@@ -7,6 +7,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { Payer } from '../ledger/payer.js';
 import type { Logger } from '../log/logger.js';
 import type { Runner, RunOutcome, RunTurnInput } from '../runners/runner.js';
+import type { SessionCarry } from './carry.js';
 
 /** What a turn is asked for, what it plans, what it gives back, and what the turn service needs. */
 export interface TurnRequest {
@@ -103,6 +104,11 @@ export interface TurnServiceDeps {
    * with the environment as built.
    */
   prepareEngine?: ((input: PrepareEngineInput) => Promise<PreparedEngine> | PreparedEngine) | undefined;
+  /**
+   * Several hosts sharing a store: a process-runner session's conversation files, saved to the
+   * store after every turn and restored before a turn on the host that runs it (sessions/carry.ts).
+   */
+  carry?: Pick<SessionCarry, 'save' | 'restore'> | undefined;
   /**
    * The tool calls the policy hook refused in a session (its own record): Claude Code lists them
    * among its permission denials, but they are the policy's refusals, not the permission mode's.

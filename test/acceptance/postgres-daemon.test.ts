@@ -13,19 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { fakeEngineConfig, freePort, runCli } from '../helpers/cli.js';
 import { type DaemonProcess, fixture, sendDelivery, startDaemonProcess } from '../helpers/daemon.js';
-import { freshDatabase, testCluster } from '../helpers/postgres.js';
+import { freshDatabase, testCluster, testTrustCluster } from '../helpers/postgres.js';
 
 const SECRET = 'test-webhook-secret-0123456789abcdef';
-const PASSWORD = 'pg-daemon-canary-7Yq2Lw9';
+
 const WI = 'github:acme/widgets#15';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The URL with a password (trust authentication ignores it: it is there to be kept secret). */
-const withPassword = (url: string) => {
-  const parsed = new URL(url);
-  parsed.password = PASSWORD;
-  return parsed.toString();
-};
 
 describe('the daemon on PostgreSQL', () => {
   let root: string;
@@ -33,9 +26,11 @@ describe('the daemon on PostgreSQL', () => {
   let database: Awaited<ReturnType<typeof freshDatabase>>;
   let client: pg.Client;
   let admin: pg.Client;
+  // The cluster's real password: it must appear nowhere (output, log).
+  let PASSWORD: string;
   const env = () => ({
     THE_LOOP_CONFIG: join(root, 'config.yaml'),
-    THE_LOOP_DATABASE_URL: withPassword(database.url),
+    THE_LOOP_DATABASE_URL: database.url,
   });
 
   const delivery = async (id: string) =>
@@ -59,6 +54,7 @@ describe('the daemon on PostgreSQL', () => {
     mkdirSync(state);
     mkdirSync(repo);
     database = await freshDatabase();
+    PASSWORD = decodeURIComponent(new URL(database.url).password);
     client = new pg.Client({ connectionString: database.url });
     // Its connection is cut with the daemon's below (and made anew): an error event, not a crash.
     client.on('error', () => {});
@@ -151,6 +147,20 @@ describe('the daemon on PostgreSQL', () => {
     expect(log.length).toBeGreaterThan(0);
     expect(log).not.toContain(PASSWORD);
     expect(daemon.output()).not.toContain(PASSWORD);
+  });
+
+  it('refuses a server that lets the store user in without a password (an engine could sign in too)', async () => {
+    const trusted = new URL(`${testTrustCluster()}${database.name}`);
+    trusted.password = PASSWORD;
+    const r = await runCli(['serve', '--port', '0'], {
+      cwd: root,
+      env: { ...env(), THE_LOOP_DATABASE_URL: trusted.toString() },
+      timeoutMs: 60_000,
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/lets loop_trust sign in without a password from this host: an engine/);
+    expect(r.stderr).toMatch(/pg_hba\.conf/);
+    expect(r.stderr + r.stdout).not.toContain(PASSWORD);
   });
 
   it('a database unreachable at start is a clear error, without the password', async () => {

@@ -20,7 +20,6 @@ import { SqliteSessionStore } from '../../src/store/sqlite/sessions.js';
 import { makeProject, runCli } from '../helpers/cli.js';
 import { freshDatabase } from '../helpers/postgres.js';
 
-const PASSWORD = 'pg-canary-Zq81xv0Lm';
 const SESSIONS = 1000;
 const LEDGER_ROWS = 100_000;
 const scrub = (text: string) => text;
@@ -149,6 +148,7 @@ describe('store copy: a SQLite registry into PostgreSQL', () => {
   const registry = join(project.dir, '.the-loop', 'the-loop.db');
   let database: Awaited<ReturnType<typeof freshDatabase>>;
   let url: string;
+  let PASSWORD: string;
   const sqliteConfig = join(project.dir, 'sqlite.yaml');
   const pgConfig = join(project.dir, 'postgres.yaml');
   const cli = (config: string, ...args: string[]) =>
@@ -171,9 +171,9 @@ describe('store copy: a SQLite registry into PostgreSQL', () => {
 
   beforeAll(async () => {
     database = await freshDatabase();
-    const parsed = new URL(database.url);
-    parsed.password = PASSWORD;
-    url = parsed.toString();
+    // The cluster's real password: it must never be printed.
+    url = database.url;
+    PASSWORD = decodeURIComponent(new URL(url).password);
     const db = openDb(registry);
     await seed(db);
     db.close();

@@ -20,6 +20,7 @@ export default async function setup(): Promise<() => void> {
     const db = await openPg(cluster.url(TEMPLATE_DB), { max: 1 });
     await db.close();
     process.env.THE_LOOP_TEST_PG_URL = cluster.url('');
+    process.env.THE_LOOP_TEST_PG_TRUST_URL = cluster.trustUrl('');
   } catch (error) {
     cluster?.stop();
     cluster = undefined;
@@ -28,5 +29,6 @@ export default async function setup(): Promise<() => void> {
   return () => {
     cluster?.stop();
     delete process.env.THE_LOOP_TEST_PG_URL;
+    delete process.env.THE_LOOP_TEST_PG_TRUST_URL;
   };
 }

@@ -1,7 +1,9 @@
 /**
  * A private PostgreSQL cluster for the tests and benchmarks: Debian's `postgresql` binaries, a data
- * directory and socket under the system temp dir, a free TCP port on 127.0.0.1, trust
- * authentication for its one role (`loop`), removed when stopped. As root (CI), the server runs as
+ * directory and socket under the system temp dir, a free TCP port on 127.0.0.1, removed when
+ * stopped. Its role `loop` signs in with a password (scram-sha-256), as on a server the daemon
+ * accepts; the role `loop_trust` is let in without one (trust), to test that the daemon refuses such
+ * a server (an engine on the host could sign in as well). As root (CI), the server runs as
  * the `postgres` user: PostgreSQL refuses to run as root.
  *
  * The test run starts one (test/helpers/global-postgres.ts) and hands its URL to every test process
@@ -27,8 +29,10 @@ import pg from 'pg';
 export const TEMPLATE_DB = 'loop_template';
 
 export interface Cluster {
-  /** `postgres://loop@127.0.0.1:<port>/<database>` */
+  /** `postgres://loop:<password>@127.0.0.1:<port>/<database>` */
   url(database: string): string;
+  /** `postgres://loop_trust@127.0.0.1:<port>/<database>`: a role the server lets in without a password. */
+  trustUrl(database: string): string;
   port: number;
   dir: string;
   stop(): void;
@@ -90,6 +94,12 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The uid and gid of the `postgres` user (the server's, when this process is root). */
+function postgresIds(): [number, number] {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return [id('-u'), id('-g')];
+}
+
 /** Runs a PostgreSQL binary (as `postgres` when this process is root); its output on failure. */
 function asOwner(bin: string, args: string[]): void {
   const root = process.getuid?.() === 0;
@@ -111,21 +121,22 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
   const dir = mkdtempSync(join(tmpdir(), 'the-loop-pg-'));
   // Who started it: a run killed before its teardown leaves a cluster the next start stops.
   writeFileSync(join(dir, 'owner.pid'), String(process.pid));
-  if (process.getuid?.() === 0) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-    chownSync(dir, uid, gid);
-  }
+  if (process.getuid?.() === 0) chownSync(dir, ...postgresIds());
   const data = join(dir, 'data');
   const port = await freePort();
+  const password = randomBytes(12).toString('hex');
+  const pwfile = join(dir, 'pwfile');
+  writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+  if (process.getuid?.() === 0) chownSync(pwfile, ...postgresIds());
   // The databases' default collation is ICU's en-US, as on a typical server (not byte order): a query
   // that needs SQLite's byte order must say so (COLLATE "C"), or the tests see the difference.
   const locale = ['--locale=C.UTF-8', '--locale-provider=icu', '--icu-locale=en-US'];
   asOwner(join(bin, 'initdb'), [
     '-D',
     data,
-    '-A',
-    'trust',
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    `--pwfile=${pwfile}`,
     '-U',
     'loop',
     '--no-sync',
@@ -133,6 +144,14 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
     'UTF8',
     ...locale,
   ]);
+  rmSync(pwfile);
+  // First match wins: the trusted role before the password rule.
+  const hba = join(data, 'pg_hba.conf');
+  writeFileSync(
+    hba,
+    'local all all trust\nhost all loop_trust 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n',
+  );
+  if (process.getuid?.() === 0) chownSync(hba, ...postgresIds());
   const settings = [
     `-p ${port}`,
     `-k ${dir}`,
@@ -142,8 +161,14 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
   ];
   asOwner(join(bin, 'pg_ctl'), ['-D', data, '-o', settings.join(' '), '-l', join(dir, 'log'), '-w', 'start']);
   let stopped = false;
+  const url = (database: string) => `postgres://loop:${password}@127.0.0.1:${port}/${database}`;
+  const admin = new pg.Client({ connectionString: url('postgres') });
+  await admin.connect();
+  await admin.query('CREATE ROLE loop_trust LOGIN SUPERUSER');
+  await admin.end();
   return {
-    url: (database) => `postgres://loop@127.0.0.1:${port}/${database}`,
+    url,
+    trustUrl: (database) => `postgres://loop_trust@127.0.0.1:${port}/${database}`,
     port,
     dir,
     stop: () => {
@@ -156,6 +181,13 @@ export async function startCluster(options: { durable?: boolean } = {}): Promise
       }
     },
   };
+}
+
+/** The run's cluster as the role it lets in without a password (no database in the URL). */
+export function testTrustCluster(): string {
+  const url = process.env.THE_LOOP_TEST_PG_TRUST_URL;
+  if (!url) throw new Error('no PostgreSQL for the tests: THE_LOOP_TEST_PG_TRUST_URL is not set');
+  return url;
 }
 
 /** The test run's cluster (global setup), as a URL with no database; throws why there is none. */

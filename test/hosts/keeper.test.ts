@@ -204,6 +204,50 @@ describe('LeaseKeeper', () => {
     expect(k.epochOf('o/r#9')).toBe(2);
   });
 
+  it('reaping through reapAbandoned: a work item that failed to settle is logged, the settled ones reported', async () => {
+    const errors: Array<[string, unknown]> = [];
+    const logger = { ...nullLogger, error: (m: string, f?: unknown) => errors.push([m, f]) };
+    const settled = { workItem: 'o/r#1', hostId: 'dead', epoch: 1 };
+    const failed = { workItem: 'o/r#2', hostId: 'dead', epoch: 3 };
+    const reapAbandoned = vi.fn(
+      async (_grace: number, onFailed?: (a: Abandoned, error: unknown) => void): Promise<Abandoned[]> => {
+        onFailed?.(failed, new Error('refused'));
+        return [settled];
+      },
+    );
+    const onReaped = vi.fn();
+    const k = keeper('a', { heartbeatSeconds: 60 });
+    await k.start(wiring({ logger, reapAbandoned, onReaped }));
+    expect(await k.reap()).toEqual([settled]);
+    expect(reapAbandoned).toHaveBeenCalledWith(0.5, expect.any(Function));
+    expect(onReaped).toHaveBeenCalledTimes(1);
+    expect(errors).toEqual([
+      [
+        expect.stringMatching(/^settling an abandoned work item failed/),
+        { ...failed, error: new Error('refused') },
+      ],
+    ]);
+  });
+
+  it('settles the stranded deliveries of a work item it holds, under the epoch it holds; nothing of one it does not', async () => {
+    const warned: string[] = [];
+    const logger = { ...nullLogger, warn: (m: string) => warned.push(m) };
+    const settleStranded = vi.fn(async (_: Abandoned) => ({
+      turns: [7],
+      failed: ['d1'],
+      settled: [],
+      requeued: ['d2'],
+    }));
+    const k = keeper('a', { heartbeatSeconds: 60 });
+    await k.start(wiring({ logger, settleStranded }));
+    await k.owned([{ workItem: 'o/r#1', deliveryId: 'd1' }]);
+    expect(await k.settleStranded('o/r#1')).toBe(2);
+    expect(settleStranded).toHaveBeenCalledWith({ workItem: 'o/r#1', hostId: 'a', epoch: 1 });
+    expect(warned).toContain('deliveries left running with no turn here were settled');
+    expect(await k.settleStranded('o/r#2')).toBe(0);
+    expect(settleStranded).toHaveBeenCalledTimes(1);
+  });
+
   it('takes a lease only where it is the least-loaded host that fits', async () => {
     await direct.register({ id: 'b', ...info({ labels: ['tmux'] }) });
     await direct.acquire('o/r#0', 'b', 1, 30);

@@ -132,4 +132,20 @@ export interface HostStore {
 export interface Fence {
   readonly host: string;
   epochOf(workItem: string): number | undefined;
+  /**
+   * A fenced write changed nothing (invariant 7: said, never silent): the stores tell the fence,
+   * which warns once per `key` (a turn's or a delivery's write, a work item's claims at an epoch).
+   */
+  refused?(refusal: FenceRefusal): void;
+}
+
+/** What a fenced write did not write, and why (`Fence.refused`). */
+export interface FenceRefusal {
+  workItem: string;
+  /** The epoch the write was made under (null: this host held no lease of the work item). */
+  epoch: number | null;
+  /** What was not written: "the end of turn 12", "the settling of delivery d-1 (done)"… */
+  what: string;
+  /** Warned once per key. */
+  key: string;
 }

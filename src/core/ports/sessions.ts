@@ -96,7 +96,23 @@ export interface SessionRecord {
 
 export type BudgetDimension = 'turns' | 'tokens' | 'usd';
 
-export type SessionHold = BudgetHold | BreachHold | UnaccountedHold;
+export type SessionHold = BudgetHold | BreachHold | UnaccountedHold | InterruptedHold;
+
+/**
+ * Several hosts: the host running the session's turn died, and the turn was interrupted (never run
+ * again by itself). The session moved to another host with its conversation; its deliveries wait
+ * until a person resumes it (`the-loop sessions resume`), or at once when `store.onHostLoss` is
+ * `continue`.
+ */
+export interface InterruptedHold {
+  kind: 'interrupted';
+  reason: string;
+  /** The interrupted turn. */
+  turnId: number;
+  /** The host that died. */
+  hostId: string;
+  since: string;
+}
 
 /**
  * The accountability assertion failed: the engine declares a structured meter, yet its first

@@ -10,6 +10,7 @@ import { unpricedIndex } from './v19-unpriced-index.js';
 import { usageHours } from './v20-usage-hours.js';
 import { activeSessionsByAge } from './v21-active-sessions-by-age.js';
 import { hostsLeases } from './v22-hosts-leases.js';
+import { sessionFiles } from './v23-session-files.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -371,4 +372,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   usageHours,
   activeSessionsByAge,
   hostsLeases,
+  sessionFiles,
 ];

@@ -51,10 +51,32 @@ export function fencedBy(
 }
 
 /**
- * End the leases unrenewed more than `graceSeconds` past expiry, on the caller's connection: in a
- * transaction that also settles what each holder left (PgAbandon.reapAndSettle), no host can take
- * one of them (acquire waits on the row) before it is settled.
+ * End one lease unrenewed more than `graceSeconds` past expiry (the first by work item, passing over
+ * those in `skip` and those another transaction has locked: `FOR UPDATE SKIP LOCKED`), on the
+ * caller's transaction: the row stays locked until it ends, so no host can take the lease (acquire
+ * waits on the row) before what its holder left is settled in that same transaction
+ * (PgAbandon.reapAndSettle). undefined: none left to reap.
  */
+export async function reapOneExpiredIn(
+  q: Queryable,
+  graceSeconds: number,
+  skip: readonly string[] = [],
+): Promise<Abandoned | undefined> {
+  const row = await q.row<{ work_item: string; host_id: string; epoch: number }>(
+    `UPDATE leases SET ended = true, draining = false
+      WHERE work_item = (
+        SELECT work_item FROM leases
+         WHERE NOT ended AND expires_at < now() - make_interval(secs => $1::float8)
+           AND work_item <> ALL($2::text[])
+         ORDER BY work_item LIMIT 1 FOR UPDATE SKIP LOCKED)
+        AND NOT ended AND expires_at < now() - make_interval(secs => $1::float8)
+     RETURNING work_item, host_id, epoch`,
+    [graceSeconds, [...skip]],
+  );
+  return row ? { workItem: row.work_item, hostId: row.host_id, epoch: row.epoch } : undefined;
+}
+
+/** End every lease unrenewed more than `graceSeconds` past expiry, in one statement (`reapExpired`). */
 export async function reapExpiredIn(q: Queryable, graceSeconds: number): Promise<Abandoned[]> {
   const rows = await q.rows<{ work_item: string; host_id: string; epoch: number }>(
     `UPDATE leases SET ended = true, draining = false

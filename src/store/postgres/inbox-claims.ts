@@ -35,6 +35,7 @@ import type { Claim, ClaimWrites } from '../../core/ports/inbox.js';
 import { fencedBy } from './hosts.js';
 import { pgText } from './inbox-accept.js';
 import type { Queryable } from './pg.js';
+import { noteRefused } from './session-fence.js';
 
 /** The advisory lock namespace (the first key) of work items being claimed: "clm\0". */
 export const CLAIM_LOCKS = 0x636c6d00;
@@ -108,8 +109,18 @@ export async function applyClaimWrites(
   for (const i of writes.ignored) await q.run(IGNORE_SQL, [pgText(scrub(i.reason)), at, i.deliveryId]);
   const won: Claim[] = [];
   for (const c of writes.claims) {
-    const fenced = fence ? [fence.host, c.workItem, fence.epochOf(c.workItem) ?? null] : [null, null, null];
-    if ((await q.run(CLAIM_SQL, [at, c.deliveryId, ...fenced])) === 1) won.push(c);
+    const epoch = fence?.epochOf(c.workItem) ?? null;
+    const fenced = fence ? [fence.host, c.workItem, epoch] : [null, null, null];
+    const changed = await q.run(CLAIM_SQL, [at, c.deliveryId, ...fenced]);
+    if (changed === 1) won.push(c);
+    // Not won: by the fence (said once per work item and epoch), or by its line (not a refusal).
+    else
+      await noteRefused(q, fence, changed, {
+        workItem: c.workItem,
+        epoch,
+        what: `the claim of delivery ${c.deliveryId}`,
+        key: `claim ${c.workItem} ${epoch ?? 'none'}`,
+      });
   }
   return won;
 }

@@ -1,18 +1,24 @@
 /**
  * Wake-ups across hosts (issue 17): a write that makes work runnable (a delivery accepted into a
- * work item's line, retried, put back) sends `NOTIFY the_loop_inbox, '<work item>'` in its own
- * transaction: PostgreSQL delivers it to every `LISTEN`ing connection when the transaction commits,
- * never if it rolls back. One payload per work item per transaction (PostgreSQL folds duplicates).
- * A listener still polls slowly as a backstop (a notification is lost while it is disconnected).
+ * work item's line, retried, put back) sends a `NOTIFY the_loop_inbox` in its own transaction:
+ * PostgreSQL delivers it to every `LISTEN`ing connection when the transaction commits, never if it
+ * rolls back. A listener still polls slowly as a backstop (a notification is lost while it is
+ * disconnected).
+ *
+ * The payload is a hint only, of a fixed size: the md5 of the work item (32 hex characters), one
+ * per work item per transaction (PostgreSQL folds duplicates). Never the work item itself: a payload
+ * is limited to 8000 bytes, and a longer work item (a hostile or odd payload routed to one) would
+ * fail the arrival's transaction, so the webhook would be refused and redelivered forever. A listener
+ * wakes on the channel and reads the inbox; it needs nothing from the payload.
  */
 import type { Queryable } from './pg.js';
 
-/** The channel the inbox notifies on; the payload is the work item whose line has work. */
+/** The channel the inbox notifies on; the payload is the md5 of the work item whose line has work. */
 export const INBOX_CHANNEL = 'the_loop_inbox';
 
-/** Notify each work item once, delivered when the caller's transaction commits. */
+/** Notify each work item once (its md5), delivered when the caller's transaction commits. */
 export async function notifyInbox(q: Queryable, workItems: readonly (string | null)[]): Promise<void> {
   const items = [...new Set(workItems.filter((w): w is string => w !== null))];
   if (items.length === 0) return;
-  await q.rows(`SELECT pg_notify($1::text, w) FROM unnest($2::text[]) AS w`, [INBOX_CHANNEL, items]);
+  await q.rows(`SELECT pg_notify($1::text, md5(w)) FROM unnest($2::text[]) AS w`, [INBOX_CHANNEL, items]);
 }

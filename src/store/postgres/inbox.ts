@@ -20,7 +20,7 @@ import { applyClaimWrites, lockLines } from './inbox-claims.js';
 import { notifyInbox } from './inbox-notify.js';
 import { pruneBatch } from './inbox-prune.js';
 import type { Pg, Queryable } from './pg.js';
-import { fenceHolds, fenceValues } from './session-fence.js';
+import { fenceHolds, fenceValues, noteRefused } from './session-fence.js';
 
 export { INBOX_CHANNEL } from './inbox-notify.js';
 
@@ -221,11 +221,30 @@ export class PgInbox implements Inbox {
   ): Promise<void> {
     const error = result.error === null ? null : pgText(this.scrub(result.error));
     const [host, workItem, epoch] = await this.fenceOf(id);
-    await this.db.run(
+    const changed = await this.db.run(
       `UPDATE deliveries SET status = $6, turn_id = COALESCE($7::bigint, turn_id), error = $8, updated_at = $2
         WHERE id = $1 AND ${FENCED_SETTLE}`,
       [id, this.now(), host, workItem, epoch, result.status, result.turnId, error],
     );
+    await this.noteSettleRefused(
+      changed,
+      id,
+      workItem,
+      epoch,
+      `the settling of delivery ${id} (${result.status})`,
+    );
+  }
+
+  /** A fenced settling of delivery `id` that changed nothing: the fence is told (session-fence.ts). */
+  private async noteSettleRefused(
+    changed: number,
+    id: string,
+    workItem: string | null,
+    epoch: number | null,
+    what: string,
+  ): Promise<void> {
+    if (workItem === null) return;
+    await noteRefused(this.db, this.options.fence, changed, { workItem, epoch, what, key: `delivery ${id}` });
   }
 
   /** The fence values of a settling write of delivery `id` (host, work item, epoch), nulls without one. */
@@ -272,14 +291,16 @@ export class PgInbox implements Inbox {
 
   async requeue(id: string): Promise<void> {
     const [host, workItem, epoch] = await this.fenceOf(id);
-    await this.db.tx(async (q) => {
+    const requeued = await this.db.tx(async (q) => {
       const row = await q.row<{ work_item: string | null }>(
         `UPDATE deliveries SET status = 'queued', updated_at = $2
           WHERE id = $1 AND status = 'running' AND ${FENCED_SETTLE} RETURNING work_item`,
         [id, this.now(), host, workItem, epoch],
       );
       if (row) await notifyInbox(q, [row.work_item]);
+      return row !== undefined;
     });
+    await this.noteSettleRefused(requeued ? 1 : 0, id, workItem, epoch, `the requeueing of delivery ${id}`);
   }
 
   async prune(options: PruneOptions): Promise<PruneReport> {

@@ -5,7 +5,7 @@
  */
 
 import type { Abandoned } from '../../core/ports/hosts.js';
-import type { EndReason, TurnStatus } from '../../core/ports/sessions.js';
+import type { EndReason, InterruptedHold, TurnStatus } from '../../core/ports/sessions.js';
 import { insertUnmeteredDrive } from './ledger-shared.js';
 import type { Queryable } from './pg.js';
 
@@ -61,6 +61,36 @@ export async function interruptHostTurns(
     sessionId: r.session_id,
     runner: r.runner,
   }));
+}
+
+/**
+ * Hold each active process-runner session whose turn was interrupted (its deliveries wait for a
+ * person's resume, `store.onHostLoss: hold`); a session already held keeps its hold. Returns the
+ * sessions held.
+ */
+export async function holdInterrupted(
+  q: Queryable,
+  interrupted: readonly InterruptedTurn[],
+  abandoned: Abandoned,
+  at: string,
+): Promise<string[]> {
+  const held: string[] = [];
+  for (const t of interrupted) {
+    if (t.runner === 'tmux') continue;
+    const hold: InterruptedHold = {
+      kind: 'interrupted',
+      reason: `host ${abandoned.hostId} died during turn ${t.turnId}`,
+      turnId: t.turnId,
+      hostId: abandoned.hostId,
+      since: at,
+    };
+    const n = await q.run(
+      `UPDATE sessions SET hold = $2, updated_at = $3 WHERE id = $1 AND status = 'active' AND hold IS NULL`,
+      [t.sessionId, JSON.stringify(hold), at],
+    );
+    if (n > 0) held.push(t.sessionId);
+  }
+  return held;
 }
 
 export interface NewestTurn {

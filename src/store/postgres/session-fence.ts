@@ -13,6 +13,7 @@
 import { LoopError } from '../../core/errors.js';
 import type { Fence } from '../../core/ports/hosts.js';
 import { fencedBy } from './hosts.js';
+import type { Queryable } from './pg.js';
 
 /** The host and epoch bound for a fenced write of `workItem` (both null without a fence). */
 export function fenceValues(fence: Fence | undefined, workItem: string): [string | null, number | null] {
@@ -55,3 +56,52 @@ export const fencedError = (workItem: string, host: string | null, epoch: number
       hint: 'Another host owns this work item now (`the-loop hosts list`); its writes go through that host.',
     },
   );
+
+/**
+ * A write of a turn changed nothing (`changed` 0): when the turn's own fence refused it (the turn
+ * records a host), tell the fence what was not written, naming the work item and the turn's epoch
+ * (invariant 7: said, never silent; the fence warns once per turn and kind of write).
+ */
+export async function noteTurnRefused(
+  q: Queryable,
+  fence: Fence | undefined,
+  changed: number,
+  turnId: number,
+  what: string,
+): Promise<void> {
+  if (changed > 0 || !fence?.refused) return;
+  const row = await q.row<{ work_item: string; epoch: number | null; host_id: string | null }>(
+    'SELECT s.work_item, t.epoch, t.host_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = $1',
+    [turnId],
+  );
+  if (!row || row.host_id === null) return;
+  fence.refused({
+    workItem: row.work_item,
+    epoch: row.epoch,
+    what: `${what} of turn ${turnId} (host ${row.host_id})`,
+    key: `turn ${turnId} ${what}`,
+  });
+}
+
+/**
+ * A write under this host's fence changed nothing (`changed` 0): when the lease of `workItem` at
+ * `epoch` is not held (or no epoch is held), tell the fence what was not written; when it is held,
+ * the write found nothing to change for another reason and is not a fenced write.
+ */
+export async function noteRefused(
+  q: Queryable,
+  fence: Fence | undefined,
+  changed: number,
+  refusal: { workItem: string; epoch: number | null; what: string; key: string },
+): Promise<void> {
+  if (changed > 0 || !fence?.refused) return;
+  if (refusal.epoch !== null) {
+    const row = await q.row<{ held: boolean }>(`SELECT ${fencedBy('$1', '$2', '$3')} AS held`, [
+      refusal.workItem,
+      fence.host,
+      refusal.epoch,
+    ]);
+    if (row?.held === true) return;
+  }
+  fence.refused(refusal);
+}

@@ -24,7 +24,7 @@ import { type SessionRow, type TurnRow, toSession, toTurn } from '../sqlite/sess
 import type { Pg } from './pg.js';
 import { insertSession, insertTurn, type TurnInput, turnBusy } from './session-begin.js';
 import { endTakeover, writeTakeover } from './session-console.js';
-import { fenceHolds, fenceValues, turnFenceHolds } from './session-fence.js';
+import { fenceHolds, fenceValues, noteRefused, noteTurnRefused, turnFenceHolds } from './session-fence.js';
 import { listQuery, type SessionFilter, sessionListings } from './session-list.js';
 import {
   appendTurnEvent,
@@ -60,8 +60,8 @@ const sessionBusy = (workItem: string, cause: unknown) =>
  * `appendEvent`, `adoptTurn`, `clearEvents`) apply only from that host while that lease is current;
  * the session columns a turn writes (`markEngineSessionStarted`, `setUsageBaseline`) only under this
  * host's lease. A fenced write of a running turn changes nothing and throws nothing (`finishTurn`
- * returns the turn as stored): the turn service goes on, and the lease's next owner settles it
- * (abandon.ts). Recovery (`recoverLostTurns`, `orphanTurns`, `anyTurnOrphaned`) judges only this
+ * returns the turn as stored), but is said: the fence is told what was not written (its keeper
+ * warns). The turn service goes on, and the lease's next owner settles it (abandon.ts). Recovery (`recoverLostTurns`, `orphanTurns`, `anyTurnOrphaned`) judges only this
  * host's turns and those begun before hosts.
  */
 export class PgSessionStore implements SessionStore, SessionLister {
@@ -168,11 +168,18 @@ export class PgSessionStore implements SessionStore, SessionLister {
     const of = await this.db.row<{ work_item: string }>('SELECT work_item FROM sessions WHERE id = $1', [id]);
     if (!of) throw new LoopError('session-missing', `no session ${id}`);
     const [host, epoch] = fenceValues(this.options.fence, of.work_item);
-    await this.db.run(
+    const changed = await this.db.run(
       `UPDATE sessions SET ${set}, updated_at = $2 WHERE id = $3 AND work_item = $4
           AND ${fenceHolds('$4', '$5', '$6')}`,
       [value, this.now(), id, of.work_item, host, epoch],
     );
+    const column = set.split(' = ')[0] ?? set;
+    await noteRefused(this.db, this.options.fence, changed, {
+      workItem: of.work_item,
+      epoch,
+      what: `${column} of session ${id}`,
+      key: `session ${id} ${column}`,
+    });
   }
 
   async markEngineSessionStarted(id: string, engineSessionId: string): Promise<void> {
@@ -289,16 +296,20 @@ export class PgSessionStore implements SessionStore, SessionLister {
   }
 
   async setTurnPid(turnId: number, pid: number): Promise<void> {
-    await setTurnPid(this.db, turnId, pid, this.host);
+    const changed = await setTurnPid(this.db, turnId, pid, this.host);
+    await noteTurnRefused(this.db, this.options.fence, changed, turnId, 'the pid');
   }
 
   async appendEvent(turnId: number, event: TurnEvent): Promise<void> {
     const data = this.options.scrub(JSON.stringify(event));
-    await appendTurnEvent(this.db, turnId, this.now(), event, data, this.host);
+    const changed = await appendTurnEvent(this.db, turnId, this.now(), event, data, this.host);
+    await noteTurnRefused(this.db, this.options.fence, changed, turnId, 'the events');
   }
 
   async finishTurn(turnId: number, end: TurnEnd): Promise<TurnRecord> {
-    return writeTurnEnd(this.db, turnId, end, this.options.scrub, this.host);
+    return writeTurnEnd(this.db, turnId, end, this.options.scrub, this.host, () =>
+      noteTurnRefused(this.db, this.options.fence, 0, turnId, `the end (${end.status}, ${end.endReason})`),
+    );
   }
 
   async turnsForDelivery(deliveryId: string): Promise<TurnRecord[]> {

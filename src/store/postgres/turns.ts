@@ -56,8 +56,8 @@ export async function setTurnPid(
   turnId: number,
   pid: number,
   host: string | null = null,
-): Promise<void> {
-  await q.run(`UPDATE turns SET pid = $2 WHERE id = $1 AND ${turnFenceHolds('turns', '$3')}`, [
+): Promise<number> {
+  return q.run(`UPDATE turns SET pid = $2 WHERE id = $1 AND ${turnFenceHolds('turns', '$3')}`, [
     turnId,
     pid,
     host,
@@ -77,16 +77,15 @@ export async function appendTurnEvent(
   event: TurnEvent,
   data: string,
   host: string | null = null,
-): Promise<void> {
+): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await q.run(
+      return await q.run(
         `INSERT INTO turn_events (turn_id, seq, at, type, data)
            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM turn_events WHERE turn_id = $1
            HAVING ${STALE_TURN}`,
         [turnId, at, event.type, data, host],
       );
-      return;
     } catch (error) {
       if (!(isUniqueViolation(error) && attempt < 20)) throw error;
     }
@@ -150,6 +149,7 @@ export async function writeTurnEnd(
   end: TurnEnd,
   scrub: (text: string) => string,
   host: string | null = null,
+  onRefused?: () => Promise<void>,
 ): Promise<TurnRecord> {
   const u = end.usage;
   const row = await q.row<TurnRow>(
@@ -178,6 +178,7 @@ export async function writeTurnEnd(
     ],
   );
   if (row) return toTurn(row);
+  await onRefused?.();
   const stored = await q.row<TurnRow>('SELECT * FROM turns WHERE id = $1', [turnId]);
   if (!stored) throw new LoopError('internal', `no turn ${turnId}`);
   return toTurn(stored);

@@ -3,6 +3,7 @@
  * item, in one transaction, once. Host a holds three work items (1 s leases), dies (its leases
  * expire and are reaped), and host b recovers each.
  */
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Abandoned } from '../../../src/core/ports/hosts.js';
 import { PgAbandon } from '../../../src/store/postgres/abandon.js';
@@ -15,9 +16,10 @@ const ENDED = 'github:octo/widgets#3';
 let a: Host;
 let b: Host;
 let close: () => Promise<void>;
+let url: string;
 
 beforeEach(async () => {
-  ({ a, b, close } = await twoHosts());
+  ({ a, b, close, url } = await twoHosts());
 });
 afterEach(async () => close());
 
@@ -62,6 +64,7 @@ describe('interruptAbandoned', () => {
       requeued: [],
       settled: [],
       lostSessions: [tmux],
+      heldSessions: [],
     });
     expect(await recovery.interruptAbandoned(of(IDLE))).toEqual({
       turns: [],
@@ -69,6 +72,7 @@ describe('interruptAbandoned', () => {
       requeued: ['d-2'],
       settled: [],
       lostSessions: [],
+      heldSessions: [],
     });
     expect(await recovery.interruptAbandoned(of(ENDED))).toMatchObject({ settled: ['d-3'], requeued: [] });
 
@@ -99,26 +103,100 @@ describe('interruptAbandoned', () => {
         requeued: [],
         settled: [],
         lostSessions: [],
+        heldSessions: [],
       });
     }
     expect(await statusOf('d-2')).toBe('queued');
   });
 
-  it('reaped and settled in one transaction: a host taking the work item waits, then finds the unbegun delivery back in line', async () => {
-    const { tmuxTurn } = await aDies();
+  it('reaped and settled in one transaction per lease: a host taking the work item waits for the settling, then finds the unbegun delivery back in line', async () => {
+    await aDies();
     const recovery = new PgAbandon(b.db);
-    // b reaps and settles while a (back from the dead: a new incarnation) tries to take IDLE at once.
-    const [reaped] = await Promise.all([recovery.reapAndSettle(0), b.acquire(IDLE)]);
-    expect(reaped.map((x) => x.workItem)).toEqual([TMUX, IDLE, ENDED]);
-    // Whoever holds IDLE now, its claimed-but-unbegun delivery went back in line (never left running).
+    // Forced: a second client holds IDLE's unbegun delivery, so the reaper has ended IDLE's lease
+    // (its row locked) and waits to settle it; b then tries to take IDLE.
+    const blocker = new pg.Client({ connectionString: url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query("SELECT id FROM deliveries WHERE id = 'd-2' FOR UPDATE");
+      const reaping = recovery.reapAndSettle(0);
+      await waitForWaiters(1);
+      const taking = b.acquire(IDLE);
+      // The take-over waits on the reaped lease's row: it cannot take IDLE before IDLE is settled.
+      await waitForWaiters(2);
+      expect(await statusOf('d-2')).toBe('running');
+      await blocker.query('COMMIT');
+      expect((await reaping).map((x) => x.workItem)).toEqual([TMUX, IDLE, ENDED]);
+      expect(await taking).toBe(2);
+    } finally {
+      await blocker.end();
+    }
+    // Taken after the settling committed: its claimed-but-unbegun delivery went back in line.
     expect(await statusOf('d-2')).toBe('queued');
     expect(await statusOf('d-1')).toBe('failed');
-    expect((await b.sessions.turns((await b.sessions.findActive(ENDED))?.id ?? ''))[0]?.status).toBe(
-      'succeeded',
-    );
-    expect(tmuxTurn).toBeGreaterThan(0);
+    expect(await statusOf('d-3')).toBe('done');
     // Settled once: a second reap finds nothing.
     expect(await recovery.reapAndSettle(0)).toEqual([]);
+  });
+
+  it('one lease failing to settle does not hold back the others; it stays unreaped and the next reap settles it', async () => {
+    await aDies();
+    // Settling IDLE fails: its unbegun delivery cannot be written.
+    await b.db.run(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'refused %', NEW.id; END $$`);
+    await b.db.run(`CREATE TRIGGER refuse BEFORE UPDATE ON deliveries FOR EACH ROW
+      WHEN (NEW.id = 'd-2') EXECUTE FUNCTION refuse()`);
+    const recovery = new PgAbandon(b.db);
+    const failed: Array<[string, string]> = [];
+    const reaped = await recovery.reapAndSettle(0, (x, error) =>
+      failed.push([x.workItem, (error as Error).message]),
+    );
+    expect(reaped.map((x) => x.workItem)).toEqual([TMUX, ENDED]);
+    expect(failed).toEqual([[IDLE, 'refused d-2']]);
+    expect(await statusOf('d-1')).toBe('failed');
+    expect(await statusOf('d-3')).toBe('done');
+    expect(await statusOf('d-2')).toBe('running');
+    // Rolled back whole: IDLE's lease is not ended, so no host may take it unsettled.
+    expect((await b.hosts.lease(IDLE))?.ended).toBe(false);
+    await expect(b.acquire(IDLE)).rejects.toThrow(/could not take/);
+
+    await b.db.run('DROP TRIGGER refuse ON deliveries');
+    expect((await recovery.reapAndSettle(0)).map((x) => x.workItem)).toEqual([IDLE]);
+    expect(await statusOf('d-2')).toBe('queued');
+  });
+
+  it('passes over a lease another reaper holds, settling the rest without waiting for it', async () => {
+    await aDies();
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    let waited = false;
+    try {
+      // Another host's reaper is settling IDLE (its lease row locked until it commits).
+      await other.query('BEGIN');
+      await other.query('SELECT work_item FROM leases WHERE work_item = $1 FOR UPDATE', [IDLE]);
+      const reaping = new PgAbandon(b.db).reapAndSettle(0);
+      let done = false;
+      void reaping.finally(() => {
+        done = true;
+      });
+      // Were this reap to wait on the other's lock, it is seen waiting (and the lock let go, so
+      // the test ends and says so).
+      while (!done) {
+        if ((await waiters()) > 0) {
+          waited = true;
+          await other.query('ROLLBACK');
+        }
+        await sleep(10);
+      }
+      expect(waited).toBe(false);
+      expect((await reaping).map((x) => x.workItem)).toEqual([TMUX, ENDED]);
+      expect(await statusOf('d-2')).toBe('running');
+    } finally {
+      if (!waited) await other.query('ROLLBACK');
+      await other.end();
+    }
+    expect((await new PgAbandon(b.db).reapAndSettle(0)).map((x) => x.workItem)).toEqual([IDLE]);
+    expect(await statusOf('d-2')).toBe('queued');
   });
 
   it('once another host took the work item, only what the dead host ran is settled', async () => {
@@ -154,3 +232,19 @@ describe('interruptAbandoned', () => {
     ]);
   });
 });
+
+/** Sessions of this database waiting on a lock (a row's). */
+async function waiters(): Promise<number> {
+  const row = await b.db.row<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
+  return row?.n ?? 0;
+}
+
+async function waitForWaiters(n: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if ((await waiters()) >= n) return;
+    await sleep(10);
+  }
+  throw new Error(`no ${n} sessions waiting on a lock`);
+}

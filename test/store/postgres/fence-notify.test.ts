@@ -1,8 +1,9 @@
 /**
  * Wake-ups across hosts (issue 17): the inbox's writes that make work runnable notify
- * `INBOX_CHANNEL` with the work item, delivered to a `LISTEN`ing connection when their transaction
+ * `INBOX_CHANNEL` with a hint of the work item (its md5), delivered to a `LISTEN`ing connection when their transaction
  * commits, never before and never when it rolls back.
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { INBOX_CHANNEL, PgInbox } from '../../../src/store/postgres/inbox.js';
@@ -13,6 +14,8 @@ import { freshDatabase } from '../../helpers/postgres.js';
 import { claimOf, delivery, onlyClaims, routed } from '../contract/fixtures.js';
 
 const WI = 'github:octo/widgets#7';
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+const HINT = md5(WI);
 let db: Pg;
 let drop: () => Promise<void>;
 let listener: pg.Client;
@@ -50,7 +53,7 @@ describe('inbox wake-ups', () => {
     await inbox.acceptArriving([{ ...arriving, route: () => routed('start', WI) }]);
     await inbox.accept(delivery('d-1', routed('deliver', WI))); // a duplicate: nothing new runnable
     await settle();
-    expect(heard).toEqual([WI, WI]);
+    expect(heard).toEqual([HINT, HINT]);
   });
 
   it('nothing is heard before the transaction commits, nor when it rolls back', async () => {
@@ -67,7 +70,7 @@ describe('inbox wake-ups', () => {
     release();
     await tx;
     await settle();
-    expect(heard).toEqual([WI]);
+    expect(heard).toEqual([HINT]);
     await expect(
       db.tx(async (q) => {
         await notifyInbox(q, ['github:octo/widgets#8']);
@@ -75,27 +78,36 @@ describe('inbox wake-ups', () => {
       }),
     ).rejects.toThrow('rolled back');
     await settle();
-    expect(heard).toEqual([WI]);
+    expect(heard).toEqual([HINT]);
+  });
+
+  it('a work item longer than a NOTIFY payload may be (8000 bytes) is accepted, and still wakes the hosts', async () => {
+    const long = `github:octo/${'w'.repeat(9000)}#1`;
+    expect(await inbox.accept(delivery('d-long', routed('deliver', long)))).toBe('accepted');
+    expect((await inbox.get('d-long'))?.workItem).toBe(long);
+    await settle();
+    // A fixed-size hint, not the work item.
+    expect(heard).toEqual([md5(long)]);
   });
 
   it('a retry and a requeue notify; a claim and a finish do not', async () => {
     await inbox.accept(delivery('d-1', routed('deliver', WI)));
     await settle();
-    expect(heard).toEqual([WI]);
+    expect(heard).toEqual([HINT]);
     await inbox.applyClaims(onlyClaims(claimOf('d-1', WI)));
     await settle();
-    expect(heard).toEqual([WI]);
+    expect(heard).toEqual([HINT]);
     await inbox.requeue('d-1');
     await settle();
-    expect(heard).toEqual([WI, WI]);
+    expect(heard).toEqual([HINT, HINT]);
     await inbox.applyClaims(onlyClaims(claimOf('d-1', WI)));
     await inbox.finish('d-1', { status: 'failed', turnId: null, error: 'boom' });
     await settle();
-    expect(heard).toEqual([WI, WI]);
+    expect(heard).toEqual([HINT, HINT]);
     heard = [];
     await inbox.retry('d-1');
     await inbox.requeue('d-1'); // not running: nothing changes, nothing heard
     await settle();
-    expect(heard).toEqual([WI]);
+    expect(heard).toEqual([HINT]);
   });
 });

@@ -3,7 +3,7 @@
  * pool of its own (own connections, nothing shared in memory), its real `PgHostStore` leases (short
  * ones, expiry waited for in real time), and a `Fence` kept by hand as a lease keeper would.
  */
-import type { Fence, HostInfo } from '../../../src/core/ports/hosts.js';
+import type { Fence, FenceRefusal, HostInfo } from '../../../src/core/ports/hosts.js';
 import type { NewSession, TurnEnd } from '../../../src/core/ports/sessions.js';
 import { PgHostStore } from '../../../src/store/postgres/hosts.js';
 import { PgInbox } from '../../../src/store/postgres/inbox.js';
@@ -18,9 +18,14 @@ export const sleep = (ms: number) => new Promise((go) => setTimeout(go, ms));
 /** The epochs a host holds, set by hand (a lease keeper's work in the daemon). */
 export class HandFence implements Fence {
   readonly epochs = new Map<string, number>();
+  /** What the stores said they did not write (a keeper warns of each key once). */
+  readonly refusals: FenceRefusal[] = [];
   constructor(readonly host: string) {}
   epochOf(workItem: string): number | undefined {
     return this.epochs.get(workItem);
+  }
+  refused(refusal: FenceRefusal): void {
+    this.refusals.push(refusal);
   }
 }
 
