@@ -3,8 +3,8 @@
  *
  *   npm run bench:store      (builds dist/ first: the daemons run bin/the-loop.js)
  *
- * Sections, each measuring both stores in alternating rounds (the order rotates each round, so drift
- * on the machine does not always favour the same store):
+ * Sections; ingest and claims measure both stores in alternating rounds (the order rotates each
+ * round, so drift on the machine does not always favour the same store), hosts PostgreSQL only:
  *
  *   ingest   the real daemon, `node bin/the-loop.js serve --port 0`, twice: one configured with SQLite
  *            (the default: a file in its directory), one with `store: { kind: postgres, url:
@@ -19,9 +19,15 @@
  *            (bench/store-claims.ts): BENCH_CLAIM_DELIVERIES queued deliveries over BENCH_CLAIM_ITEMS
  *            work items, then passes claiming the head of every line; per pass and per claim (a
  *            pass's time over its claims). A new SQLite file / PostgreSQL database per round.
- *   hosts    (not yet: it comes with the host leases) three daemons sharing the PostgreSQL store
- *            versus one, a fake engine whose turn takes 1 s, concurrency 2 per host; goal: three
- *            hosts sustain ≥ 2.5× one host's turns per second. A section beside these two.
+ *   hosts    three hosts sharing the PostgreSQL store versus one (bench/store-hosts.ts): the real
+ *            daemon on each, separate processes, distinct `store.host` ids, one database (the one
+ *            host a database of its own); the fake engine's turn takes BENCH_HOSTS_TURN_MS (1 s),
+ *            `dispatch.concurrency` BENCH_HOSTS_CONCURRENCY (2) per host; BENCH_HOSTS_ITEMS (60)
+ *            work items × BENCH_HOSTS_TURNS (2) mentions each, sent up front, round-robin. Turns/s
+ *            from the BENCH_HOSTS_SKIP-th (10th) turn ended to the last, each host's turns, leases
+ *            and CPU, the ratio; goal: three hosts sustain ≥ 2.5× one host's turns per second.
+ *
+ * BENCH_SECTIONS=ingest,claims,hosts (the default: all) runs only the sections named.
  *
  * Fairness: PostgreSQL is a private cluster (test/helpers/postgres.ts, `durable: true`: fsync on,
  * PostgreSQL's defaults) on a free port, its data directory under os.tmpdir() like the SQLite files
@@ -47,6 +53,7 @@ import {
   stopChild,
 } from './store-client.js';
 import { type BenchDaemon, type StoreKind, startDaemon, storedRows } from './store-daemon.js';
+import { type HostsRun, hostsSection, reportHosts } from './store-hosts.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -57,13 +64,28 @@ const WARMUP = knob('BENCH_WARMUP', 500);
 const CLAIM_DELIVERIES = knob('BENCH_CLAIM_DELIVERIES', 2000);
 const CLAIM_ITEMS = knob('BENCH_CLAIM_ITEMS', 20);
 const KINDS: readonly StoreKind[] = ['sqlite', 'postgres'];
+const ALL_SECTIONS = ['ingest', 'claims', 'hosts'] as const;
+type Section = (typeof ALL_SECTIONS)[number];
+
+/** BENCH_SECTIONS: the sections to run, comma-separated (default: all of them). */
+function sectionsWanted(): ReadonlySet<Section> {
+  const raw = process.env.BENCH_SECTIONS?.trim();
+  if (!raw) return new Set(ALL_SECTIONS);
+  const names = raw.split(',').map((x) => x.trim());
+  const unknown = names.filter((x) => !(ALL_SECTIONS as readonly string[]).includes(x));
+  if (unknown.length > 0 || names.length === 0)
+    throw new Error(
+      `BENCH_SECTIONS: unknown section ${unknown.join(', ')} (known: ${ALL_SECTIONS.join(', ')})`,
+    );
+  return new Set(names as Section[]);
+}
 
 /** What every section is given. */
 interface Bench {
   tmp: string;
   cluster: Cluster;
   bin: string;
-  client: ChildProcess;
+  client?: ChildProcess;
   /** Children to kill on an interrupt. */
   children: ChildProcess[];
 }
@@ -107,7 +129,7 @@ function ingestFigures(rounds: LoadResult[], rows: Array<{ status: string; n: nu
 }
 
 /** Ingest through the real daemon, one per store, in alternating rounds. */
-async function ingestSection(b: Bench): Promise<Map<StoreKind, IngestFigures>> {
+async function ingestSection(b: Bench & { client: ChildProcess }): Promise<Map<StoreKind, IngestFigures>> {
   const fixture = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/github/issues.opened.json'), 'utf8'));
   const body = JSON.stringify(fixture);
   if (body.includes('@the-loop')) throw new Error('the payload must not mention @the-loop (it would run)');
@@ -201,48 +223,67 @@ async function claimSection(b: Bench): Promise<Map<StoreKind, ClaimFigures>> {
 
 const ms = (x: number) => `${x.toFixed(2).padStart(7)} ms`;
 
-function report(ingest: Map<StoreKind, IngestFigures>, claims: Map<StoreKind, ClaimFigures>): boolean {
+/** The store table: the sections that ran (ingest, claims), a row per store and their ratio. */
+function report(ingest?: Map<StoreKind, IngestFigures>, claims?: Map<StoreKind, ClaimFigures>): boolean {
+  const ingestCols = (i: IngestFigures) =>
+    ` ${`${i.rps.toFixed(0)} [${i.min.toFixed(0)}–${i.max.toFixed(0)}]`.padEnd(24)} ${ms(i.p50)} ${ms(i.p99)}`;
+  const claimCols = (c: ClaimFigures) =>
+    `   ${ms(c.passP50).padStart(14)} ${ms(c.passP99)}   ${ms(c.claimP50).padStart(13)} ${ms(c.claimP99)}`;
   console.log(
-    `\n${'store'.padEnd(9)} ${'ingest req/s [min–max]'.padEnd(24)} ${'p50'.padStart(10)} ${'p99'.padStart(10)}` +
-      `   ${'claim pass p50'.padStart(14)} ${'p99'.padStart(10)}   ${'per claim p50'.padStart(13)} ${'p99'.padStart(10)}`,
+    `\n${'store'.padEnd(9)}${ingest ? ` ${'ingest req/s [min–max]'.padEnd(24)} ${'p50'.padStart(10)} ${'p99'.padStart(10)}` : ''}` +
+      `${claims ? `   ${'claim pass p50'.padStart(14)} ${'p99'.padStart(10)}   ${'per claim p50'.padStart(13)} ${'p99'.padStart(10)}` : ''}`,
   );
   for (const kind of KINDS) {
-    const i = ingest.get(kind) as IngestFigures;
-    const c = claims.get(kind) as ClaimFigures;
-    console.log(
-      `${kind.padEnd(9)} ${`${i.rps.toFixed(0)} [${i.min.toFixed(0)}–${i.max.toFixed(0)}]`.padEnd(24)} ${ms(i.p50)} ${ms(i.p99)}` +
-        `   ${ms(c.passP50).padStart(14)} ${ms(c.passP99)}   ${ms(c.claimP50).padStart(13)} ${ms(c.claimP99)}`,
-    );
+    const i = ingest?.get(kind);
+    const c = claims?.get(kind);
+    console.log(`${kind.padEnd(9)}${i ? ingestCols(i) : ''}${c ? claimCols(c) : ''}`);
   }
-  const [s, p] = [ingest.get('sqlite'), ingest.get('postgres')] as IngestFigures[];
-  const [cs, cp] = [claims.get('sqlite'), claims.get('postgres')] as ClaimFigures[];
-  if (s && p && cs && cp) {
-    const x = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
-    console.log(
-      `${'pg/sqlite'.padEnd(9)} ${x(p.rps, s.rps).padEnd(24)} ${x(p.p50, s.p50).padStart(10)} ${x(p.p99, s.p99).padStart(10)}` +
-        `   ${x(cp.passP50, cs.passP50).padStart(14)} ${x(cp.passP99, cs.passP99).padStart(10)}` +
-        `   ${x(cp.claimP50, cs.claimP50).padStart(13)} ${x(cp.claimP99, cs.claimP99).padStart(10)}`,
-    );
-    console.log(
-      '(ratios: PostgreSQL over SQLite; req/s above 1× = PostgreSQL faster, latency above 1× = slower)',
-    );
-  }
+  const x = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+  const [s, p] = [ingest?.get('sqlite'), ingest?.get('postgres')];
+  const [cs, cp] = [claims?.get('sqlite'), claims?.get('postgres')];
+  console.log(
+    `${'pg/sqlite'.padEnd(9)}` +
+      (s && p
+        ? ` ${x(p.rps, s.rps).padEnd(24)} ${x(p.p50, s.p50).padStart(10)} ${x(p.p99, s.p99).padStart(10)}`
+        : '') +
+      (cs && cp
+        ? `   ${x(cp.passP50, cs.passP50).padStart(14)} ${x(cp.passP99, cs.passP99).padStart(10)}` +
+          `   ${x(cp.claimP50, cs.claimP50).padStart(13)} ${x(cp.claimP99, cs.claimP99).padStart(10)}`
+        : ''),
+  );
+  console.log(
+    '(ratios: PostgreSQL over SQLite; req/s above 1× = PostgreSQL faster, latency above 1× = slower)',
+  );
   let ok = true;
   const sent = WARMUP + ROUNDS * REQUESTS;
   for (const kind of KINDS) {
-    const i = ingest.get(kind) as IngestFigures;
-    const c = claims.get(kind) as ClaimFigures;
-    console.log(
-      `${kind}: stored (sent ${sent.toLocaleString()}) ${i.stored}${i.complete ? '' : '  ← NOT ALL STORED'};` +
-        ` client CPU ${(i.clientCpu * 100).toFixed(0)}% (near 100%: client-bound);` +
-        ` ${c.passes} claim passes, ${c.lost} claims lost${c.lost > 0 ? '  ← CLAIMS LOST' : ''}`,
-    );
-    ok &&= i.complete && c.lost === 0;
+    const i = ingest?.get(kind);
+    const c = claims?.get(kind);
+    const parts: string[] = [];
+    if (i)
+      parts.push(
+        `stored (sent ${sent.toLocaleString()}) ${i.stored}${i.complete ? '' : '  ← NOT ALL STORED'};` +
+          ` client CPU ${(i.clientCpu * 100).toFixed(0)}% (near 100%: client-bound)`,
+      );
+    if (c)
+      parts.push(`${c.passes} claim passes, ${c.lost} claims lost${c.lost > 0 ? '  ← CLAIMS LOST' : ''}`);
+    console.log(`${kind}: ${parts.join('; ')}`);
+    ok &&= (i?.complete ?? true) && (c?.lost ?? 0) === 0;
   }
   return ok;
 }
 
+/** The client child of the ingest section (requests from a process of its own). */
+function forkClient(): ChildProcess {
+  return fork(import.meta.filename, ['client'], {
+    cwd: ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
 async function main(): Promise<void> {
+  const sections = sectionsWanted();
   const loadBefore = loadavg();
   const bin = join(ROOT, 'bin/the-loop.js');
   if (!existsSync(join(ROOT, 'dist/cli/main.js')))
@@ -260,31 +301,32 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
   try {
     cluster = await startCluster({ durable: true });
-    const client = fork(import.meta.filename, ['client'], {
-      cwd: ROOT,
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    children.push(client);
-    const b: Bench = { tmp, cluster, bin, client, children };
+    const b: Bench = { tmp, cluster, bin, children };
     const settings = await durabilitySettings({ dir: tmp, cluster });
-    const ingest = await ingestSection(b);
-    const claims = await claimSection(b);
-    // A `hosts` section (three hosts versus one) joins these with the host leases.
+    let ingest: Map<StoreKind, IngestFigures> | undefined;
+    if (sections.has('ingest')) {
+      const client = forkClient();
+      children.push(client);
+      ingest = await ingestSection({ ...b, client });
+      client.disconnect();
+      await stopChild(client);
+    }
+    const claims = sections.has('claims') ? await claimSection(b) : undefined;
+    let hosts: HostsRun[] | undefined;
+    if (sections.has('hosts')) hosts = await hostsSection(b);
     const loadAfter = loadavg();
     console.log(
       `ingest: issues.opened compacted, ${CONCURRENCY} in flight, keep-alive, ${ROUNDS} rounds × ${REQUESTS.toLocaleString()} requests` +
         ` per daemon after ${WARMUP.toLocaleString()} warm-up; claims: ${ROUNDS} rounds × ${CLAIM_DELIVERIES.toLocaleString()} deliveries` +
-        ` over ${CLAIM_ITEMS} work items (${CLAIM_ITEMS} claims a pass)`,
+        ` over ${CLAIM_ITEMS} work items (${CLAIM_ITEMS} claims a pass); sections: ${[...sections].join(', ')}`,
     );
     console.log(
       `${cpus().length} CPUs; load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ` +
         `${loadAfter.map((x) => x.toFixed(2)).join(' ')} after; node ${process.version}; tmp ${tmpdir()}`,
     );
     console.log(settings);
-    if (!report(ingest, claims)) process.exitCode = 1;
-    client.disconnect();
-    await stopChild(client);
+    if ((ingest || claims) && !report(ingest, claims)) process.exitCode = 1;
+    if (hosts && !reportHosts(hosts)) process.exitCode = 1;
   } finally {
     for (const c of children) c.kill('SIGKILL');
     cluster?.stop();

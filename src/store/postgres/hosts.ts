@@ -4,7 +4,9 @@
  * hosts whose clocks disagree still agree on who holds what.
  *
  * Two hosts at once: `acquire` is one `INSERT … ON CONFLICT DO UPDATE … WHERE` (the loser waits for
- * the winner's row lock, then finds the lease held and gets nothing); `heartbeat`, `reapExpired` and
+ * the winner's row lock, then finds the lease held and gets nothing); a lease held and unexpired is
+ * seen so before any row is locked, so asking for it locks nothing (no wait behind its holder's
+ * fenced writes, no commit to flush: placement asks for others' work items on every pass); `heartbeat`, `reapExpired` and
  * `markDown` are single UPDATE statements whose WHERE PostgreSQL checks again on the row it locked
  * (so a lease is renewed or reaped, never both, and reaped once); `move` and `cancelMove` are one
  * UPDATE each; `release`, `leave` and `register` run their two statements in one transaction (each
@@ -267,6 +269,9 @@ export class PgHostStore implements HostStore {
       `INSERT INTO leases AS l (work_item, host_id, incarnation, epoch, expires_at, seconds)
        SELECT $1, h.id, h.incarnation, 1, now() + make_interval(secs => $4::float8), $4::float8
          FROM hosts h WHERE h.id = $2 AND h.incarnation = $3 AND h.status = 'up'
+          -- Held and live: nothing to try (the conflict clause would lock the row first). An expired
+          -- one goes on to the conflict clause: it waits for a reap in progress, then sees it ended.
+          AND NOT EXISTS (SELECT 1 FROM leases x WHERE x.work_item = $1 AND NOT x.ended AND x.expires_at > now())
        ON CONFLICT (work_item) DO UPDATE
           SET host_id = EXCLUDED.host_id, incarnation = EXCLUDED.incarnation, epoch = l.epoch + 1,
               expires_at = EXCLUDED.expires_at, seconds = EXCLUDED.seconds,

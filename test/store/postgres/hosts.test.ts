@@ -143,6 +143,37 @@ describe('PgHostStore: leases', () => {
     expect(await one.acquire('o/r#1', 'nobody', 1, 60)).toBeUndefined();
   });
 
+  it('asking for a lease another host holds locks nothing: the answer does not wait for its fenced write', async () => {
+    await one.register(info('a'));
+    await two.register(info('b'));
+    await one.acquire('o/r#1', 'a', 1, 60);
+    // Host a writes under its lease (the lease row share-locked until the write commits).
+    const write = `UPDATE hosts SET address = $5 WHERE id = $1 AND ${fencedBy('$2', '$3', '$4', { lock: true })}`;
+    let finish: () => void = () => {};
+    const held = new Promise<void>((go) => {
+      finish = go;
+    });
+    let locked: () => void = () => {};
+    const writing = new Promise<void>((go) => {
+      locked = go;
+    });
+    const tx = db().tx(async (q) => {
+      await q.run(write, ['a', 'o/r#1', 'a', 1, 'in-tx.example']);
+      locked();
+      await held;
+    });
+    await writing;
+    try {
+      // Placement may name b for a's work item; b's answer must not wait for a's commit.
+      const answer = await Promise.race([two.acquire('o/r#1', 'b', 1, 60), sleep(5000).then(() => 'waited')]);
+      expect(answer).toBeUndefined();
+    } finally {
+      finish();
+      await tx;
+    }
+    expect(await one.lease('o/r#1')).toMatchObject({ hostId: 'a', epoch: 1, ended: false });
+  });
+
   it('an expired lease stays its holder’s until reaped; then another host takes it with a larger epoch', async () => {
     await one.register(info('a'));
     await two.register(info('b'));
