@@ -13,67 +13,9 @@ import type { Abandoned, Fence, FenceRefusal, HostInfo, HostStore, Lease } from 
 import { type PlacementNeeds, placeWorkItem, shouldAcquire } from '../dispatch/placement-rules.js';
 import type { Logger } from '../log/logger.js';
 
-export interface KeeperSettings {
-  /** This host's id. */
-  host: string;
-  leaseSeconds: number;
-  heartbeatSeconds: number;
-  /** How long past its expiry a dead host's lease is reaped (default: leaseSeconds). */
-  graceSeconds?: number;
-  /** Reap dead hosts' leases every this many heartbeats (default 3). */
-  reapEvery?: number;
-  /** Monotonic milliseconds (default `performance.now`): the self-fencing deadline only. */
-  now?: () => number;
-}
+import type { KeeperSettings, KeeperWiring, LeaseCandidate, StrandedSettled } from './keeper-types.js';
 
-/** What the composition root gives the keeper when the daemon starts. */
-export interface KeeperWiring {
-  /** What this host offers (its id is the settings'). */
-  info: Omit<HostInfo, 'id'>;
-  logger: Logger;
-  /** What the session a delivery starts (or continues) needs of its host. */
-  needsOf(deliveryId: string): Promise<PlacementNeeds>;
-  /** Whether the work item has an active session (a lease is kept while it has). */
-  hasActiveSession(workItem: string): Promise<boolean>;
-  /** Self-fenced (or its registration lost): stop every process-runner turn now. */
-  onFenced(): void;
-  /** Settle what a dead host left on a work item (its running turn interrupted…). */
-  interruptAbandoned(abandoned: Abandoned): Promise<void>;
-  /**
-   * Reap and settle, one transaction per lease (then no host can take a reaped lease before its
-   * work item is settled): the leases settled; one that failed is told to `onFailed` and left to
-   * the next reap. Without it, the keeper reaps, then settles each.
-   */
-  reapAbandoned?(
-    graceSeconds: number,
-    onFailed?: (abandoned: Abandoned, error: unknown) => void,
-  ): Promise<Abandoned[]>;
-  /** Called after a reap settled work items (the dispatcher looks at the queue again). */
-  onReaped?(): void;
-  /**
-   * Settle the deliveries of a work item this host holds (at that epoch) left `running` with no
-   * turn here (their settling was fenced or failed): what was done to each.
-   */
-  settleStranded?(held: Abandoned): Promise<StrandedSettled>;
-}
-
-/** What settling a work item's stranded deliveries did (`KeeperWiring.settleStranded`). */
-export interface StrandedSettled {
-  /** Turns still recorded running, interrupted. */
-  turns: number[];
-  /** Deliveries failed with their interrupted turn. */
-  failed: string[];
-  /** Deliveries settled as their turn had ended. */
-  settled: string[];
-  /** Deliveries back in line (they never began a turn). */
-  requeued: string[];
-}
-
-/** The first pending delivery of a work item this host does not run now. */
-export interface LeaseCandidate {
-  workItem: string;
-  deliveryId: string;
-}
+export type { KeeperSettings, KeeperWiring, LeaseCandidate, StrandedSettled } from './keeper-types.js';
 
 export class LeaseKeeper implements Fence {
   readonly host: string;
@@ -127,6 +69,14 @@ export class LeaseKeeper implements Fence {
     });
   }
 
+  /** A warning said once per key (the dispatcher's passes repeat: the log must not). */
+  private sayOnce(key: string, message: string, fields: Record<string, unknown>): void {
+    if (this.refusals.has(key)) return;
+    if (this.refusals.size >= 10_000) this.refusals.clear();
+    this.refusals.add(key);
+    this.wiring?.logger.warn(message, fields);
+  }
+
   /** Whether this host holds `workItem` now (and may write for it). */
   holds(workItem: string): boolean {
     return this.epochOf(workItem) !== undefined;
@@ -140,7 +90,25 @@ export class LeaseKeeper implements Fence {
     const epoch = this.epochOf(workItem);
     const settle = this.wiring?.settleStranded;
     if (epoch === undefined || !settle) return 0;
-    const done = await settle({ workItem, hostId: this.host, epoch });
+    let done: StrandedSettled;
+    try {
+      done = await settle({ workItem, hostId: this.host, epoch });
+    } catch (error) {
+      this.sayOnce(
+        `stranded-failed ${workItem} ${String(error)}`,
+        'settling a delivery left running failed; the next pass tries again',
+        { workItem, error },
+      );
+      return 0;
+    }
+    if (done.blockedBy) {
+      this.sayOnce(
+        `stranded-blocked ${workItem} ${done.blockedBy.turnId}`,
+        `${workItem}'s line waits behind turn ${done.blockedBy.turnId} (${done.blockedBy.runner} runner, host ${done.blockedBy.hostId ?? 'none'}), recorded running, which this host does not settle: a tmux turn is adopted or ends with its terminal; another host's is settled by its owner or the reaper`,
+        { workItem, epoch, ...done.blockedBy },
+      );
+      return 0;
+    }
     const changed = done.failed.length + done.settled.length + done.requeued.length;
     if (changed > 0 || done.turns.length > 0)
       this.wired().logger.warn('deliveries left running with no turn here were settled', {

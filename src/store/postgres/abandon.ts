@@ -52,6 +52,11 @@ export interface Interrupted {
   lostSessions: string[];
   /** Process-runner sessions held until a person resumes them (`store.onHostLoss: hold`). */
   heldSessions: string[];
+  /**
+   * `settleStranded` only: a running turn it must not settle — a tmux turn (its TUI may run on, to
+   * be adopted) or another host's — with nothing settled.
+   */
+  blockedBy?: { turnId: number; hostId: string | null; runner: string };
 }
 
 /** Why: the error of each interrupted turn and its delivery, and the close reason of a lost session. */
@@ -184,6 +189,18 @@ export class PgAbandon {
         [held.workItem, held.hostId, held.epoch],
       );
       if (holds?.ok !== true) return nothingSettled();
+      const blocking = await q.row<{ id: number; host_id: string | null; runner: string }>(
+        `SELECT t.id, t.host_id, s.runner FROM turns t JOIN sessions s ON s.id = t.session_id
+          WHERE s.work_item = $1 AND t.status = 'running'
+            AND (s.runner = 'tmux' OR t.host_id IS DISTINCT FROM $2::text)
+          ORDER BY t.id LIMIT 1`,
+        [held.workItem, held.hostId],
+      );
+      if (blocking)
+        return {
+          ...nothingSettled(),
+          blockedBy: { turnId: blocking.id, hostId: blocking.host_id, runner: blocking.runner },
+        };
       const at = (this.options.now?.() ?? new Date()).toISOString();
       const error = strandedError(held);
       const running = await runningDeliveries(q, held.workItem);

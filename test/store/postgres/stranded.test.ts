@@ -52,6 +52,18 @@ async function whileFenced(write: () => Promise<unknown>): Promise<void> {
 const held = () => ({ workItem: WI, hostId: 'a', epoch: a.fence.epochs.get(WI) as number });
 
 describe('settleStranded', () => {
+  it('leaves a tmux turn recorded running alone (its TUI may run on, to be adopted), and says what blocks', async () => {
+    await a.inbox.accept(delivery('d-1', routed('deliver', WI)));
+    expect(await a.inbox.applyClaims(onlyClaims(claimOf('d-1', WI)))).toHaveLength(1);
+    const session = await a.sessions.create(newSession(WI, { runner: 'tmux' }));
+    const turn = await a.sessions.beginTurn(session.id, turnInput('d-1'));
+    const done = await new PgAbandon(a.db).settleStranded(held());
+    expect(done).toMatchObject({ turns: [], failed: [], requeued: [], settled: [] });
+    expect(done.blockedBy).toEqual({ turnId: turn.id, hostId: 'a', runner: 'tmux' });
+    expect((await a.sessions.turns(session.id)).at(-1)?.status).toBe('running');
+    expect(await statusOf('d-1')).toBe('running');
+  });
+
   it('settles a delivery whose turn ended but whose settling was fenced, as the turn ended', async () => {
     const session = await claimed();
     const turn = await a.sessions.beginTurn(session.id, turnInput('d-1'));
