@@ -40,9 +40,9 @@ export function keeperSettings(store: PgStoreConfig, host: string) {
  * this host (trust-probe.ts), since an engine could then sign in too and rewrite the store.
  */
 async function refuseTrusting(db: Pg): Promise<void> {
-  if (!(await acceptsWithoutPassword(db.url))) return;
+  const user = await acceptsWithoutPassword(db.url);
+  if (user === null) return;
   await db.close();
-  const user = decodeURIComponent(new URL(db.url).username) || 'the default user';
   throw new LoopError(
     'config-invalid',
     `PostgreSQL at ${redactUrl(db.url)} lets ${user} sign in without a password from this host: an engine running here could sign in too and rewrite the store (its holds, the ledger, the acts)`,

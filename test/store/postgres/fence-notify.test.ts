@@ -1,6 +1,6 @@
 /**
  * Wake-ups across hosts (issue 17): the inbox's writes that make work runnable notify
- * `INBOX_CHANNEL` with a hint of the work item (its md5), delivered to a `LISTEN`ing connection when their transaction
+ * `INBOX_CHANNEL` with a hint of the work item (its sha256), delivered to a `LISTEN`ing connection when their transaction
  * commits, never before and never when it rolls back.
  */
 import { createHash } from 'node:crypto';
@@ -14,8 +14,8 @@ import { freshDatabase } from '../../helpers/postgres.js';
 import { claimOf, delivery, onlyClaims, routed } from '../contract/fixtures.js';
 
 const WI = 'github:octo/widgets#7';
-const md5 = (text: string) => createHash('md5').update(text).digest('hex');
-const HINT = md5(WI);
+const sha256hex = (text: string) => createHash('sha256').update(text).digest('hex');
+const HINT = sha256hex(WI);
 let db: Pg;
 let drop: () => Promise<void>;
 let listener: pg.Client;
@@ -87,7 +87,7 @@ describe('inbox wake-ups', () => {
     expect((await inbox.get('d-long'))?.workItem).toBe(long);
     await settle();
     // A fixed-size hint, not the work item.
-    expect(heard).toEqual([md5(long)]);
+    expect(heard).toEqual([sha256hex(long)]);
   });
 
   it('a retry and a requeue notify; a claim and a finish do not', async () => {

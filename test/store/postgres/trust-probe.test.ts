@@ -19,18 +19,24 @@ describe('acceptsWithoutPassword', () => {
     const url = `${testCluster()}postgres`;
     expect(new URL(url).password).not.toBe('');
     process.env.PGPASSWORD = decodeURIComponent(new URL(url).password);
-    expect(await acceptsWithoutPassword(url)).toBe(false);
-    expect(await acceptsWithoutPassword(`${url}?password=${new URL(url).password}`)).toBe(false);
+    expect(await acceptsWithoutPassword(url)).toBeNull();
+    expect(await acceptsWithoutPassword(`${url}?password=${new URL(url).password}`)).toBeNull();
   });
 
   it('is true for a role the server trusts, whatever password the URL carries', async () => {
     const trusted = new URL(`${testTrustCluster()}postgres`);
-    expect(await acceptsWithoutPassword(trusted.toString())).toBe(true);
+    expect(await acceptsWithoutPassword(trusted.toString())).toBe('loop_trust');
     trusted.password = 'not-needed-123';
-    expect(await acceptsWithoutPassword(trusted.toString())).toBe(true);
+    expect(await acceptsWithoutPassword(trusted.toString())).toBe('loop_trust');
+  });
+
+  it('reads the URL as pg does: ?host=, ?port= and ?user= name where and as whom', async () => {
+    const trusted = new URL(testTrustCluster());
+    const url = `postgres:///postgres?host=${trusted.hostname}&port=${trusted.port}&user=loop_trust`;
+    expect(await acceptsWithoutPassword(url)).toBe('loop_trust');
   });
 
   it('is false when nothing answers', async () => {
-    expect(await acceptsWithoutPassword('postgres://loop@127.0.0.1:1/x', 1000)).toBe(false);
+    expect(await acceptsWithoutPassword('postgres://loop@127.0.0.1:1/x', 1000)).toBeNull();
   });
 });
