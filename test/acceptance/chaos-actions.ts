@@ -152,11 +152,18 @@ export async function cutMidTurn(
  * Wait until nothing is queued or running (or nothing has changed for `stallMs`): whatever is left
  * is for the checks to report.
  */
-export async function settle(client: pg.Client, timeoutMs: number, stallMs = 30_000): Promise<string> {
+export async function settle(
+  client: pg.Client,
+  timeoutMs: number,
+  stallMs = 30_000,
+  /** Called each round (a person acting meanwhile): what it changes counts as progress. */
+  meanwhile?: () => Promise<void>,
+): Promise<string> {
   const start = Date.now();
   let lastState = '';
   let lastChange = Date.now();
   for (;;) {
+    await meanwhile?.();
     const r = await client.query(
       `SELECT (SELECT count(*) FROM deliveries WHERE status IN ('queued', 'running'))::int AS pending,
               (SELECT count(*) FROM turns WHERE status = 'running')::int AS running,

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import {
   backlog,
@@ -136,7 +137,11 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
     log(
       `all ${result.sendsDone} sends acknowledged (${result.retries} resent after 5xx/no answer); handed ${proxy.handed.join('/')}`,
     );
-    const settled = await settle(client, 150_000);
+    // A person resumes each session held after its host died mid-turn (store.onHostLoss: hold): its
+    // later deliveries wait until then, and run on the host that took it.
+    const resumed = new Set<string>();
+    const settled = await settle(client, 150_000, 30_000, () => resumeHeld(client, a, resumed));
+    log(`resumed after a host died: ${[...resumed].join(', ') || 'none'}`);
     log(`${settled} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     if (settled !== 'settled')
@@ -157,7 +162,12 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
       orderKept: orderKept(s, plan, result),
       noStaleEpoch: noStaleEpoch(s, hostOfPid),
     };
-    if (killed) verdicts.killedTurnInterrupted = killedTurnsInterrupted(s, killed.turnIds, killed.at, b.pid);
+    if (killed) {
+      verdicts.killedTurnInterrupted = killedTurnsInterrupted(s, killed.turnIds, killed.at, b.pid);
+      verdicts.killedSessionsHeld = killed.workItems
+        .filter((w) => !resumed.has(w))
+        .map((w) => `${w}: its session was not held after host-b died mid-turn`);
+    }
     if (fenced) verdicts.fencedHostStoppedEngines = fencedVerdict(s, fenced);
     verdicts.enginesLeft = [a, c].flatMap((h) =>
       liveEngines(h).map((e) => `${h.id} engine ${e.pid} still alive`),
@@ -172,6 +182,21 @@ describe('chaos: three daemons on one PostgreSQL behind one address', () => {
     expect(verdicts).toEqual(Object.fromEntries(Object.keys(verdicts).map((k) => [k, []])));
   }, 240_000);
 });
+
+/** Resume (the CLI, as a person does) each session held `interrupted` not resumed yet. */
+async function resumeHeld(client: pg.Client, host: ChaosHost, resumed: Set<string>): Promise<void> {
+  const held = await client.query<{ work_item: string }>(
+    `SELECT work_item FROM sessions WHERE status = 'active' AND hold::jsonb ->> 'kind' = 'interrupted'`,
+  );
+  for (const { work_item: workItem } of held.rows) {
+    const r = await runCli(['sessions', 'resume', workItem], {
+      cwd: host.dir,
+      env: { THE_LOOP_CONFIG: join(host.dir, 'config.yaml'), THE_LOOP_DATABASE_URL: host.databaseUrl },
+    });
+    if (r.code !== 0) throw new Error(`sessions resume ${workItem} failed: ${r.stderr}`);
+    resumed.add(workItem);
+  }
+}
 
 /**
  * The fenced host: every engine alive when it was cut off was gone before its lease ended; the turns
