@@ -25,7 +25,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { LoopError } from '../core/errors.js';
+import { describeError, LoopError } from '../core/errors.js';
 import type { SessionFileStore } from '../core/ports/session-files.js';
 import type { SessionRecord } from '../core/ports/sessions.js';
 import type { EnginePreset } from '../engines/preset.js';
@@ -149,9 +149,7 @@ function writeUnder(home: string, name: string, body: Buffer): void {
     try {
       mkdirSync(dir, { mode: 0o700 });
     } catch (error) {
-      throw new LoopError('store-failed', `cannot restore ${name}: ${dir} is not a directory`, {
-        cause: error,
-      });
+      throw cannotRestore(name, `${dir} is not a directory`, error);
     }
   }
   const target = join(home, name);
@@ -161,9 +159,16 @@ function writeUnder(home: string, name: string, body: Buffer): void {
     renameSync(tmp, target);
   } catch (error) {
     rmSync(tmp, { force: true });
-    throw error;
+    throw cannotRestore(name, describeError(error), error);
   }
 }
+
+/** The session's conversation cannot be put where its engine reads it: the delivery fails, saying how to go on. */
+const cannotRestore = (name: string, why: string, cause: unknown) =>
+  new LoopError('store-failed', `cannot restore the session's conversation ${name}: ${why}`, {
+    cause,
+    hint: 'Something the engine left in its config directory is in the way: remove it there, or close the session (`the-loop sessions close <work item>`) so the next delivery starts a new one.',
+  });
 
 export class SessionCarry {
   constructor(private readonly deps: CarryDeps) {}

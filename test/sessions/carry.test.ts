@@ -168,6 +168,20 @@ describe('carrying a session between hosts', () => {
     expect(readFileSync(join(homeOf(b), NAME), 'utf8')).toBe('real\n');
   });
 
+  it('a directory the engine left at the transcript path fails the restore with a hint, not a bare EISDIR', async () => {
+    writeTranscript(a, 'hello\n');
+    await carrier(a).save(input(a), turnId);
+    mkdirSync(join(homeOf(b), NAME), { recursive: true });
+    const error = await carrier(b)
+      .restore(input(b))
+      .then(
+        () => undefined,
+        (e: unknown) => e as { message: string; hint?: string },
+      );
+    expect(error?.message).toMatch(/cannot restore the session's conversation projects\/.*\.jsonl/);
+    expect(error?.hint).toMatch(/sessions close/);
+  });
+
   it('saves nothing when the stored copy is the same', async () => {
     writeTranscript(a, 'same\n');
     await carrier(a).save(input(a), turnId);
@@ -198,7 +212,7 @@ describe('carrying a session between hosts', () => {
     mkdirSync(outside);
     mkdirSync(homeOf(b), { recursive: true });
     symlinkSync(outside, join(homeOf(b), 'projects'));
-    await expect(carrier(b).restore(input(b))).rejects.toThrow(/is not a directory/);
+    await expect(carrier(b).restore(input(b))).rejects.toThrow(/cannot restore .* is not a directory/);
     expect(existsSync(join(outside, DIR))).toBe(false);
 
     // A tampered row names a path outside the config directory: refused, said, nothing written.
