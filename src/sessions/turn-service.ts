@@ -249,10 +249,13 @@ export class TurnService {
           log: this.deps.logger.child({ workItem: plan.workItem, session: session.id }),
         };
     if (carry && !created) {
-      const lastTurnId = (await this.deps.store.turns(session.id)).findLast(
-        (t) => t.status !== 'running',
-      )?.id;
-      await this.deps.carry?.restore({ ...carry, lastTurnId }).catch(releasing(prepared));
+      const restore = async () => {
+        const lastTurnId = (await this.deps.store.turns(session.id)).findLast(
+          (t) => t.status !== 'running',
+        )?.id;
+        await this.deps.carry?.restore({ ...carry, lastTurnId });
+      };
+      await restore().catch(releasing(prepared));
     }
     const otelEnv = this.deps.telemetry?.envFor(session.id, preset);
     const planned = planTurn({
