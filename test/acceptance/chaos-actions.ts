@@ -94,6 +94,8 @@ export interface Fenced {
   /** When the earliest of the host's leases ended, in ms since the cut (by the database's clock). */
   leaseEndMs: number | null;
   cutMs: number;
+  /** When the link was cut (this machine's clock, ms since the epoch). */
+  cutAt: number;
 }
 
 async function leaseEndMs(client: pg.Client, hostId: string, workItems: string[]): Promise<number | null> {
@@ -145,6 +147,7 @@ export async function cutMidTurn(
     engineGoneMs: gone,
     leaseEndMs: end === null ? null : end - cutAt,
     cutMs: seconds * 1000,
+    cutAt,
   };
 }
 

@@ -217,6 +217,10 @@ function fencedVerdict(s: Awaited<ReturnType<typeof snapshot>>, fenced: Fenced):
   });
   for (const id of fenced.turnIds) {
     const t = s.turns.find((x) => x.id === id);
+    // Seen running just before the cut, its engine had already ended and its end was written while
+    // the link still held: that write was in time (a later one would be stale, and change nothing).
+    const endedBeforeCut = t?.ended_at != null && Date.parse(t.ended_at) < fenced.cutAt;
+    if (t?.status === 'succeeded' && endedBeforeCut) continue;
     if (!t || t.status === 'running' || t.status === 'succeeded') {
       wrong.push(`host-c's turn ${id} cut off mid-run is ${t?.status}/${t?.end_reason}`);
       continue;
