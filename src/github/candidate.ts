@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ReactionTarget } from '../core/ports/github.js';
 import { sanitizeLine } from '../core/text.js';
 import { type GitHubUser, payloadSchemas, type RoutedEventName } from './events.js';
 import { mentions, mentionsIn } from './mention.js';
@@ -60,6 +61,12 @@ export interface Candidate {
   actor: GitHubUser;
   association: string | null;
   trigger: string | null;
+  /** What the eyes reaction goes on (undefined: a review, which GitHub gives no reactions). */
+  react: ReactionTarget | undefined;
+  /** A pull request's head commit, when the payload carries it. */
+  headSha: string | undefined;
+  /** The App that wrote it (`performed_via_github_app`), when an App did. */
+  viaApp: number | undefined;
 }
 
 export interface Triggers {
@@ -73,8 +80,8 @@ type Item = Payloads['issues']['issue'] | Payloads['pull_request']['pull_request
 /** A pull request's head and base branch names, when the payload has them (an issue has none). */
 function branches(item: Item | Payloads['pull_request_review']['pull_request']) {
   return 'head' in item
-    ? { head: item.head?.ref, base: item.base?.ref }
-    : { head: undefined, base: undefined };
+    ? { head: item.head?.ref, base: item.base?.ref, headSha: item.head?.sha }
+    : { head: undefined, base: undefined, headSha: undefined };
 }
 
 /**
@@ -108,6 +115,9 @@ export function candidateFor(parsed: RoutedPayload, triggers: Triggers): Candida
         actor: e.comment.user,
         association: e.comment.author_association ?? 'NONE',
         trigger: byMention(triggers, e.comment.body),
+        react: e.comment.id === undefined ? undefined : { kind: 'issue-comment', id: e.comment.id },
+        headSha: undefined,
+        viaApp: e.comment.performed_via_github_app?.id,
       };
     }
     case 'pull_request_review_comment':
@@ -169,7 +179,7 @@ function itemStart(
   item: Item,
   who: Pick<Candidate, 'event' | 'actor' | 'association' | 'trigger'>,
 ): Candidate {
-  const { head, base } = branches(item);
+  const { head, base, headSha } = branches(item);
   return {
     action: 'start',
     number: item.number,
@@ -184,6 +194,9 @@ function itemStart(
     actor: who.actor,
     association: who.association,
     trigger: who.trigger,
+    react: { kind: 'issue', number: item.number },
+    headSha,
+    viaApp: item.performed_via_github_app?.id,
   };
 }
 
@@ -211,6 +224,8 @@ function reviewCandidate(
       actor: e.comment.user,
       association: e.comment.author_association ?? 'NONE',
       trigger: byMention(triggers, e.comment.body),
+      react: e.comment.id === undefined ? undefined : { kind: 'review-comment', id: e.comment.id },
+      viaApp: e.comment.performed_via_github_app?.id,
     };
   }
   const e = parsed.p;
@@ -223,5 +238,7 @@ function reviewCandidate(
     actor: e.review.user,
     association: e.review.author_association ?? 'NONE',
     trigger: byMention(triggers, e.review.body),
+    react: undefined,
+    viaApp: e.review.performed_via_github_app?.id,
   };
 }

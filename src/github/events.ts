@@ -19,8 +19,12 @@ function buildSchemas(z: typeof Z) {
     html_url: z.string().optional(),
   });
 
+  /** Set on what an App wrote (its comments, its issues): our own App's are never triggers. */
+  const viaApp = z.object({ id: z.number() }).loose().nullish().catch(undefined);
+
   const issueSchema = z.object({
     number: z.number().int().positive(),
+    performed_via_github_app: viaApp,
     title: z.string().max(100_000).default(''),
     body: z.string().nullish(),
     html_url: z.string().optional(),
@@ -32,20 +36,35 @@ function buildSchemas(z: typeof Z) {
   });
 
   /** A branch of a pull request: its name is chosen by whoever opened it (untrusted, like a title). */
-  const branchSchema = z.object({ ref: z.string().max(1000) }).loose();
+  const branchSchema = z
+    .object({
+      ref: z.string().max(1000),
+      sha: z
+        .string()
+        .regex(/^[0-9a-f]{40,64}$/)
+        .optional()
+        .catch(undefined),
+    })
+    .loose();
 
   const pullRequestSchema = issueSchema
     .omit({ pull_request: true })
     .extend({ head: branchSchema.optional(), base: branchSchema.optional() });
 
   const commentSchema = z.object({
+    /** What a reaction goes on (issue 18); absent in older fixtures. */
+    id: z.number().int().positive().optional().catch(undefined),
+    performed_via_github_app: viaApp,
     body: z.string().nullish(),
     html_url: z.string().optional(),
     user: userSchema,
     author_association: z.string().optional(),
   });
 
-  const base = { repository: repositorySchema, sender: userSchema };
+  /** The App installation a delivery came through (an App's webhook): the daemon answers as it. */
+  const installation = z.object({ id: z.number().int().positive() }).loose().optional().catch(undefined);
+
+  const base = { repository: repositorySchema, sender: userSchema, installation };
 
   return {
     issues: z.object({

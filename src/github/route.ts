@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { describeError } from '../core/errors.js';
-import type { RoutedDelivery } from '../core/ports/inbox.js';
+import { STATUS_MARKER_PREFIX } from '../core/ports/github.js';
+import type { AnswerTarget, RoutedDelivery } from '../core/ports/inbox.js';
 import { sanitizeLine, sanitizeUntrusted } from '../core/text.js';
 import { canonicalRepository, formatWorkItem, parseWorkItem } from '../core/work-item.js';
 import { type Candidate, candidateFor, parsePayload, type RoutedPayload } from './candidate.js';
@@ -11,6 +12,15 @@ import { DEFAULT_TEMPLATES, type MarkerSource, randomMarker, renderPrompt } from
 export { mentions } from './mention.js';
 
 export type RoutingConfig = Pick<Config, 'routing' | 'repos' | 'defaults'>;
+
+/**
+ * Who we are on GitHub (issue 18): what our App and our bot write is never a trigger, nor any text
+ * carrying our hidden marker. Learned at start (the App's slug, the token's user) or configured.
+ */
+export interface OwnIdentity {
+  login?: string | undefined;
+  appId?: number | undefined;
+}
 
 /** What the router makes of a delivery (the inbox stores it whole, on arrival). */
 export type RouteResult = RoutedDelivery;
@@ -66,6 +76,7 @@ export function routeEvent(
   payload: unknown,
   config: RoutingConfig,
   nextMarker: MarkerSource = randomMarker,
+  self: OwnIdentity = {},
 ): RouteResult {
   const parsed = parsePayload(eventName, payload);
   if (parsed === undefined)
@@ -92,6 +103,8 @@ export function routeEvent(
   const candidate = candidateFor(parsed, triggers);
   if (!candidate)
     return { action: 'ignore', reason: `${name}.${sanitizeLine(action, 40)} is not routed`, workItem };
+  const own = ownReason(candidate, parsed.p.sender, self);
+  if (own) return { action: 'ignore', reason: own, workItem };
   if (!candidate.trigger) {
     return {
       action: 'ignore',
@@ -99,9 +112,49 @@ export function routeEvent(
       workItem,
     };
   }
-  return (
-    refusal(candidate, config, found, workItem) ?? planFor(candidate, config, found, workItem, nextMarker)
-  );
+  const answer = answerOf(parsed, candidate);
+  const refused = refusal(candidate, config, found, workItem);
+  if (refused) return standing(candidate, config, found) ? { ...refused, answer } : refused;
+  return planFor(candidate, config, found, workItem, nextMarker, answer);
+}
+
+/**
+ * Why this is our own doing (our bot, our App, our marker in its text), never a trigger; or
+ * undefined. Our status comments must not start the work they report on.
+ */
+function ownReason(candidate: Candidate, sender: GitHubUser, self: OwnIdentity): string | undefined {
+  const login = self.login?.toLowerCase();
+  if (login && (candidate.actor.login.toLowerCase() === login || sender.login.toLowerCase() === login))
+    return `our own ${candidate.event} (${sanitizeLine(self.login ?? '', 100)})`;
+  if (self.appId !== undefined && candidate.viaApp === self.appId)
+    return `our own ${candidate.event} (performed via our GitHub App ${self.appId})`;
+  if (candidate.body.includes(STATUS_MARKER_PREFIX))
+    return `our own ${candidate.event} (it carries the-loop's status marker)`;
+  return undefined;
+}
+
+/** Where the delivery is answered on GitHub: its item, what to react to, the installation, the head. */
+function answerOf(parsed: RoutedPayload, candidate: Candidate): AnswerTarget {
+  return {
+    repository: parsed.p.repository.full_name,
+    number: candidate.number,
+    pull: candidate.kind === 'pull request',
+    react: candidate.react,
+    installationId: parsed.p.installation?.id,
+    headSha: candidate.headSha,
+  };
+}
+
+/**
+ * A person with standing (not a bot; an author association the repository allows, or one GitHub's
+ * permissions vouch for) is told why a trigger was refused; an outsider never is, so the bot
+ * cannot be used to post on anyone's behalf.
+ */
+function standing(candidate: Candidate, config: RoutingConfig, found: Repo): boolean {
+  if (isBot(candidate.actor)) return false;
+  const allowed = (found.repo.authorization?.authorAssociations ??
+    config.routing.authorization.authorAssociations) as string[];
+  return candidate.association === null || allowed.includes(candidate.association);
 }
 
 /**
@@ -165,6 +218,7 @@ function planFor(
   found: Repo,
   workItem: string,
   nextMarker: MarkerSource,
+  answer: AnswerTarget,
 ): Extract<RouteResult, { action: 'start' | 'deliver' }> {
   const { repo } = found;
   const login = sanitizeLine(candidate.actor.login, 100);
@@ -187,6 +241,7 @@ function planFor(
     author: login,
     trigger: candidate.trigger ?? '',
     routedUnder: routingDigest(config),
+    answer,
   };
 }
 

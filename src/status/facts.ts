@@ -38,7 +38,6 @@ export type StatusFacts = {
   /** Where to see the session (the console's page), or undefined when no public console URL is set. */
   consoleUrl: string | undefined;
   sessionId: string | undefined;
-  /** The `the-loop` command that shows it, for when there is no console link. */
   now: string;
 } & (
   | {
@@ -101,4 +100,4 @@ export interface RenderedStatus {
 }
 
 /** The hidden marker every comment we write ends with: a comment carrying it is never a trigger. */
-export const STATUS_MARKER_PREFIX = '<!-- the-loop:status';
+export { STATUS_MARKER_PREFIX } from '../core/ports/github.js';

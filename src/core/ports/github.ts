@@ -5,6 +5,12 @@
  * a token, paced and retried. Every method either does what it says or throws a GitHubCallError.
  */
 
+/**
+ * The hidden marker every comment the daemon writes carries: an event whose text holds it is our
+ * own, never a trigger (with our App's id and our bot's login, see routeEvent).
+ */
+export const STATUS_MARKER_PREFIX = '<!-- the-loop:status';
+
 /** A repository, with the App installation that covers it when the payload named one. */
 export interface RepoRef {
   owner: string;

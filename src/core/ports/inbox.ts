@@ -1,3 +1,5 @@
+import type { ReactionTarget } from './github.js';
+
 export type DeliveryStatus = 'queued' | 'running' | 'done' | 'failed' | 'rejected' | 'ignored';
 export type RouteAction = 'start' | 'deliver' | 'close' | 'ignore' | 'reject';
 
@@ -22,6 +24,24 @@ export interface TurnPlan {
    * more, from its body, when it runs. Absent: a plan no config made (`the-loop run`), run as stored.
    */
   routedUnder?: string | undefined;
+  /** Where the daemon answers on GitHub (issue 18); absent for a plan no webhook made. */
+  answer?: AnswerTarget | undefined;
+}
+
+/**
+ * Where a delivery is answered on GitHub: the issue or pull request, what the eyes reaction goes
+ * on, the App installation it came through and a pull request's head (for its check).
+ */
+export interface AnswerTarget {
+  /** owner/repo as the payload named it. */
+  repository: string;
+  number: number;
+  pull: boolean;
+  /** undefined: nothing to react to (GitHub has no reactions on a review). */
+  react: ReactionTarget | undefined;
+  installationId: number | undefined;
+  /** The pull request's head commit when the payload carries it (else looked up). */
+  headSha: string | undefined;
 }
 
 /** What the router made of a delivery: run a turn, close the work item, or nothing (with why). */
@@ -29,7 +49,13 @@ export type RoutedDelivery =
   | ({ action: 'start' | 'deliver'; workItem: string } & TurnPlan)
   | { action: 'close'; workItem: string; repo: string; reason: string }
   | { action: 'ignore'; reason: string; workItem?: string | undefined }
-  | { action: 'reject'; reason: string; workItem?: string | undefined };
+  | {
+      action: 'reject';
+      reason: string;
+      workItem?: string | undefined;
+      /** Set only when the person asking had standing: they are told why (never outsiders). */
+      answer?: AnswerTarget | undefined;
+    };
 
 /** A delivery that runs a turn, with its plan. */
 export type RoutedTurn = Extract<RoutedDelivery, { action: 'start' | 'deliver' }>;

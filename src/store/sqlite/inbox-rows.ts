@@ -1,4 +1,6 @@
+import type { ReactionTarget } from '../../core/ports/github.js';
 import type {
+  AnswerTarget,
   DeliveryRecord,
   DeliveryStatus,
   RouteAction,
@@ -85,7 +87,39 @@ export function turnPlanOf(json: unknown): Omit<RoutedTurn, 'action' | 'workItem
     'action' | 'workItem'
   >;
   if (Object.hasOwn(o, 'routedUnder')) plan.routedUnder = routedUnder as string | undefined;
+  const answer = answerTargetOf(o.answer);
+  if (answer) plan.answer = answer;
   return plan;
+}
+
+const positiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+
+/** A stored plan's answer target (issue 18), checked field by field; undefined when it is not one. */
+export function answerTargetOf(v: unknown): AnswerTarget | undefined {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const o = v as Record<string, unknown>;
+  if (typeof o.repository !== 'string' || !positiveInt(o.number) || typeof o.pull !== 'boolean')
+    return undefined;
+  if (o.installationId !== undefined && !positiveInt(o.installationId)) return undefined;
+  if (o.headSha !== undefined && (typeof o.headSha !== 'string' || !/^[0-9a-f]{40,64}$/.test(o.headSha)))
+    return undefined;
+  const r = o.react as Record<string, unknown> | undefined;
+  let react: ReactionTarget | undefined;
+  if (r !== undefined) {
+    if (!r || typeof r !== 'object') return undefined;
+    if (r.kind === 'issue' && positiveInt(r.number)) react = { kind: 'issue', number: r.number };
+    else if ((r.kind === 'issue-comment' || r.kind === 'review-comment') && positiveInt(r.id))
+      react = { kind: r.kind, id: r.id };
+    else return undefined;
+  }
+  return {
+    repository: o.repository,
+    number: o.number,
+    pull: o.pull,
+    react,
+    installationId: o.installationId as number | undefined,
+    headSha: o.headSha as string | undefined,
+  };
 }
 
 /** A stored turn plan back as the router returned it; undefined when the column does not hold one. */

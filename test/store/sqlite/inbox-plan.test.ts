@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parsePlan, turnPlanOf } from '../../../src/store/sqlite/inbox-rows.js';
+import { answerTargetOf, parsePlan, turnPlanOf } from '../../../src/store/sqlite/inbox-rows.js';
 
 // The schema the inbox used before its hand-written check: the check must give what it gave.
 const turnPlanSchema = z.object({
@@ -64,5 +64,41 @@ describe('the inbox turn plan check', () => {
       workItem: 'o/r#1',
       ...good,
     });
+  });
+});
+
+describe("a stored plan's answer target (issue 18)", () => {
+  const answer = {
+    repository: 'o/r',
+    number: 7,
+    pull: true,
+    react: { kind: 'issue-comment', id: 2 ** 40 },
+    installationId: 99,
+    headSha: 'a'.repeat(40),
+  };
+
+  it('round-trips a good one, and every reaction kind', () => {
+    expect(turnPlanOf({ ...good, answer })?.answer).toStrictEqual(answer);
+    for (const react of [{ kind: 'issue', number: 7 }, { kind: 'review-comment', id: 3 }, undefined])
+      expect(answerTargetOf({ ...answer, react })?.react).toStrictEqual(react);
+  });
+
+  it.each([
+    ['not an object', 'x'],
+    ['an array', [answer]],
+    ['no repository', { ...answer, repository: 1 }],
+    ['a number of 0', { ...answer, number: 0 }],
+    ['a fractional number', { ...answer, number: 1.5 }],
+    ['pull not a boolean', { ...answer, pull: 'yes' }],
+    ['a negative installation', { ...answer, installationId: -1 }],
+    ['a head that is not a sha', { ...answer, headSha: 'main; rm -rf /' }],
+    ['an unknown reaction kind', { ...answer, react: { kind: 'review', id: 1 } }],
+    ['a reaction without its id', { ...answer, react: { kind: 'issue-comment' } }],
+    ['a reaction id past 2^53', { ...answer, react: { kind: 'issue-comment', id: 2 ** 60 } }],
+  ])('%s is no answer target, and the plan is kept without one', (_why, bad) => {
+    expect(answerTargetOf(bad)).toBeUndefined();
+    const plan = turnPlanOf({ ...good, answer: bad });
+    expect(plan).toBeDefined();
+    expect(plan && 'answer' in plan).toBe(false);
   });
 });
