@@ -46,6 +46,8 @@ export type StatusFacts = {
       behind: { deliveryId: string; turnSeq: number | undefined; running: boolean } | undefined;
       /** How many deliveries are ahead of it in line. */
       position: number;
+      /** Why an earlier run of it stopped before it finished (a daemon shutdown or crash): it runs again. */
+      interrupted?: string | undefined;
     }
   | {
       phase: 'held';

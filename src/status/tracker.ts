@@ -1,0 +1,413 @@
+import { createHash } from 'node:crypto';
+import type { TurnEvent } from '../core/events.js';
+import { GitHubCallError, type GitHubWrites, type RepoRef } from '../core/ports/github.js';
+import type { StatusPatch, StatusRow, StatusStore } from '../core/ports/github-status.js';
+import type { AnswerTarget } from '../core/ports/inbox.js';
+import type { Logger } from '../log/logger.js';
+import type { RenderedStatus, StatusFacts, TodoItem } from './facts.js';
+import type { LiveFacts } from './gather.js';
+import { checkWrite, commitStatusOf, isFinal } from './write-rules.js';
+
+/**
+ * Tells GitHub about each delivery that runs a turn (issue 18): the eyes reaction, one tracking
+ * comment edited in place (queued → running → held → finished), and on a pull request a check run
+ * (App) or a commit status (token). It renders whatever the stores say now, so the edit after a
+ * restart finishes what a crash left "running". Edits of one comment are at most one per
+ * `editIntervalMs`; the client paces all writes and waits out rate limits. GitHub failing never
+ * touches the turn: each failure is a log line and the row's `lastError`.
+ */
+export interface StatusSettings {
+  reactions: boolean;
+  comments: boolean;
+  checks: boolean;
+  replyToRejections: boolean;
+  editIntervalMs: number;
+  /** A running comment with no other news is refreshed this often (its elapsed time). */
+  tickMs: number;
+  checkName: string;
+}
+
+export interface TodoFollower {
+  push(event: TurnEvent): boolean;
+  readonly items: TodoItem[];
+}
+
+export interface TrackerDeps {
+  github: GitHubWrites;
+  store: StatusStore;
+  gather(deliveryId: string, live: LiveFacts): Promise<StatusFacts | undefined>;
+  /** Where a delivery is answered (its stored plan's answer target); undefined: nowhere (made by hand). */
+  answerOf(deliveryId: string): Promise<AnswerTarget | undefined>;
+  /** Queued deliveries of a work item (their place in line changed). */
+  queuedOf(workItem: string): Promise<string[]>;
+  render(facts: StatusFacts): RenderedStatus;
+  followTodos(): TodoFollower;
+  settings: StatusSettings;
+  logger: Logger;
+  now?: () => number;
+}
+
+interface Entry {
+  timer: NodeJS.Timeout | undefined;
+  run: Promise<void> | undefined;
+  again: boolean;
+  lastWrite: number;
+  todos: TodoFollower | undefined;
+  /** The check's last state written (status, conclusion, title): the summary alone is not re-sent. */
+  checkDigest: string | undefined;
+  /** Failures in a row (GitHub unreachable, a store error): the next try backs off. */
+  failures: number;
+  /** The comment was refused for good (403/404/410): not tried again for this delivery. */
+  commentRefused: boolean;
+}
+
+const PERMANENT = new Set([401, 403, 404, 410]);
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+export class StatusTracker {
+  private readonly entries = new Map<string, Entry>();
+  private stopped = false;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: TrackerDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** A delivery was accepted: a turn to track, or a refusal to explain to a person with standing. */
+  arrived(
+    deliveryId: string,
+    routed: {
+      action: string;
+      workItem?: string | undefined;
+      reason?: string;
+      answer?: AnswerTarget | undefined;
+    },
+  ): void {
+    if (this.stopped || !routed.answer || !routed.workItem) return;
+    if (routed.action === 'start' || routed.action === 'deliver') {
+      const workItem = routed.workItem;
+      void this.deps.store
+        .track(deliveryId, workItem)
+        .then(() => this.changed(deliveryId))
+        .catch((error: unknown) =>
+          this.deps.logger.warn('GitHub status: could not start tracking a delivery', {
+            delivery: deliveryId,
+            error,
+          }),
+        );
+    } else if (routed.action === 'reject' && this.deps.settings.replyToRejections) {
+      void this.replyRefused(deliveryId, routed.answer, routed.reason ?? 'refused');
+    }
+  }
+
+  /** Something about the delivery changed (claimed, finished, held, queued again). */
+  changed(deliveryId: string): void {
+    if (this.stopped) return;
+    const e = this.entry(deliveryId);
+    if (e.run) {
+      e.again = true;
+      return;
+    }
+    if (e.timer) return;
+    const wait = Math.max(0, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
+    this.arm(deliveryId, e, wait);
+  }
+
+  /** Deliveries of this work item moved up in line. */
+  workItemChanged(workItem: string): void {
+    if (this.stopped) return;
+    this.deps
+      .queuedOf(workItem)
+      .then((ids) => {
+        for (const id of ids) if (this.entries.has(id)) this.changed(id);
+      })
+      .catch((error: unknown) =>
+        this.deps.logger.debug('GitHub status: could not list a line', { workItem, error }),
+      );
+  }
+
+  /** A running delivery's turn event: its checklist, and acts it may have made. */
+  event(deliveryId: string, event: TurnEvent): void {
+    if (this.stopped) return;
+    const e = this.entries.get(deliveryId);
+    if (!e) return;
+    e.todos ??= this.deps.followTodos();
+    if (e.todos.push(event) || event.type === 'tool-result' || event.type === 'attention')
+      this.changed(deliveryId);
+  }
+
+  /** After a start: finish what an earlier daemon left unsaid (a crash's "running" comment). */
+  async recover(): Promise<number> {
+    const rows = await this.deps.store.unfinished(1000);
+    for (const row of rows) this.changed(row.deliveryId);
+    return rows.length;
+  }
+
+  /**
+   * Stop: what is waiting for its edit interval is written now (a shutdown's "runs again", a final
+   * state), within `graceMs`; then nothing more is written.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    for (const [id, e] of this.entries) {
+      if (!e.timer) continue;
+      clearTimeout(e.timer);
+      e.timer = undefined;
+      this.start(id, e);
+    }
+    const runs = [...this.entries.values()].map((e) => e.run).filter((r) => r !== undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(runs),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    this.stopped = true;
+    for (const e of this.entries.values()) clearTimeout(e.timer);
+    this.entries.clear();
+  }
+
+  private entry(id: string): Entry {
+    let e = this.entries.get(id);
+    if (!e) {
+      e = {
+        timer: undefined,
+        run: undefined,
+        again: false,
+        lastWrite: 0,
+        todos: undefined,
+        checkDigest: undefined,
+        failures: 0,
+        commentRefused: false,
+      };
+      this.entries.set(id, e);
+    }
+    return e;
+  }
+
+  private arm(id: string, e: Entry, waitMs: number): void {
+    e.timer = setTimeout(() => {
+      e.timer = undefined;
+      this.start(id, e);
+    }, waitMs);
+    e.timer.unref();
+  }
+
+  private start(id: string, e: Entry): void {
+    e.run = this.refresh(id, e)
+      .then((next) => {
+        e.failures = 0;
+        return next;
+      })
+      .catch((error: unknown) => {
+        e.failures++;
+        this.deps.logger.warn('GitHub status: could not update; trying again later', {
+          delivery: id,
+          attempt: e.failures,
+          error: describe(error),
+        });
+        return 'retry' as const;
+      })
+      .then((next) => {
+        e.run = undefined;
+        if (this.stopped) return;
+        if (next === 'done') {
+          if (!e.again) this.entries.delete(id);
+          else this.changed(id);
+          return;
+        }
+        if (e.again || next === 'retry') {
+          e.again = false;
+          const backoff = next === 'retry' ? Math.min(MAX_BACKOFF_MS, 1000 * 2 ** e.failures) : 0;
+          const wait = Math.max(backoff, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
+          this.arm(id, e, wait);
+          return;
+        }
+        // Running: its elapsed time and checklist are refreshed now and then with no other news.
+        if (next === 'running')
+          this.arm(id, e, Math.max(this.deps.settings.tickMs, this.deps.settings.editIntervalMs));
+      });
+  }
+
+  /** One refresh: react (once), the comment, the check. What it wrote is saved with the row. */
+  private async refresh(id: string, e: Entry): Promise<'done' | 'running' | 'idle'> {
+    const { store, github, settings } = this.deps;
+    const answer = await this.deps.answerOf(id);
+    const row = await store.get(id);
+    if (!answer || !row || row.final) return 'done';
+    const facts = await this.deps.gather(id, { todos: e.todos?.items });
+    if (!facts) {
+      await store.update(id, { final: true, lastError: 'the delivery is gone (pruned?)' });
+      return 'done';
+    }
+    const repo = repoOf(answer);
+    const patch: StatusPatch = {};
+    if (!row.reacted) {
+      if (settings.reactions && answer.react) await this.react(id, repo, answer, patch);
+      patch.reacted = true;
+    }
+    const rendered = this.deps.render(facts);
+    if (settings.comments && !e.commentRefused)
+      await this.writeComment(id, e, repo, answer, row, rendered, patch);
+    if (settings.checks && answer.pull)
+      await this.writeCheck(id, e, repo, answer, row, facts, rendered, patch);
+    const final = isFinal(facts.phase);
+    patch.phase = facts.phase === 'rejected' ? 'finished' : facts.phase;
+    if (final) patch.final = true;
+    await store.update(id, patch);
+    return final ? 'done' : facts.phase === 'running' ? 'running' : 'idle';
+  }
+
+  private async react(id: string, repo: RepoRef, answer: AnswerTarget, patch: StatusPatch): Promise<void> {
+    if (!answer.react) return;
+    try {
+      await this.deps.github.react(repo, answer.react, 'eyes');
+    } catch (error) {
+      // Never tried again: a deleted comment stays deleted, and a late reaction says nothing.
+      patch.lastError = `reaction: ${describe(error)}`;
+      this.deps.logger.warn('GitHub status: could not react to the trigger (deleted, or no permission?)', {
+        delivery: id,
+        status: statusOf(error),
+        error: describe(error),
+      });
+    }
+  }
+
+  private async writeComment(
+    id: string,
+    e: Entry,
+    repo: RepoRef,
+    answer: AnswerTarget,
+    row: StatusRow,
+    rendered: RenderedStatus,
+    patch: StatusPatch,
+  ): Promise<void> {
+    const digest = createHash('sha256').update(rendered.body).digest('hex');
+    if (row.commentId !== null && digest === row.digest) return;
+    const { github, logger } = this.deps;
+    try {
+      if (row.commentId === null) {
+        patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
+      } else {
+        try {
+          await github.updateComment(repo, row.commentId, rendered.body);
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+          logger.warn('GitHub status: the tracking comment was deleted; writing a new one', { delivery: id });
+          patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
+        }
+      }
+      patch.digest = digest;
+      e.lastWrite = this.now();
+    } catch (error) {
+      const status = statusOf(error);
+      patch.lastError = `comment: ${describe(error)}`;
+      if (status !== undefined && PERMANENT.has(status)) {
+        e.commentRefused = true;
+        logger.warn(
+          'GitHub status: GitHub refused the tracking comment; no more comments for this delivery',
+          {
+            delivery: id,
+            status,
+            error: describe(error),
+            hint:
+              status === 403 ? 'the App (or token) needs issues: write and pull requests: write' : undefined,
+          },
+        );
+        return;
+      }
+      // 422 (a body GitHub will not take) is this edit's alone: the next state tries again.
+      if (status === 422) {
+        logger.warn('GitHub status: GitHub refused an edit of the tracking comment', {
+          delivery: id,
+          error: describe(error),
+        });
+        return;
+      }
+      throw error;
+    }
+  }
+
+  private async writeCheck(
+    id: string,
+    e: Entry,
+    repo: RepoRef,
+    answer: AnswerTarget,
+    row: StatusRow,
+    facts: StatusFacts,
+    rendered: RenderedStatus,
+    patch: StatusPatch,
+  ): Promise<void> {
+    const { github, settings, logger } = this.deps;
+    const write = checkWrite(rendered, facts, e.checkDigest);
+    if (!write) return;
+    try {
+      const sha = row.checkSha ?? answer.headSha ?? (await github.headSha(repo, answer.number));
+      patch.checkSha = sha;
+      if (github.mode === 'app') {
+        const input = {
+          name: settings.checkName,
+          headSha: sha,
+          status: rendered.check.status,
+          conclusion: rendered.check.conclusion,
+          detailsUrl: facts.consoleUrl,
+          externalId: id,
+          title: rendered.check.title,
+          summary: rendered.check.summary,
+        };
+        if (row.checkRunId === null) patch.checkRunId = (await github.createCheckRun(repo, input)).id;
+        else await github.updateCheckRun(repo, row.checkRunId, input);
+      } else {
+        await github.createStatus(repo, sha, commitStatusOf(rendered, settings.checkName, facts.consoleUrl));
+      }
+      e.checkDigest = write.digest;
+      e.lastWrite = this.now();
+    } catch (error) {
+      const status = statusOf(error);
+      patch.lastError = `check: ${describe(error)}`;
+      if (status !== undefined && status < 500) {
+        e.checkDigest = write.digest;
+        logger.warn('GitHub status: GitHub refused the check', {
+          delivery: id,
+          status,
+          error: describe(error),
+          hint: status === 403 ? 'the App needs checks: write (a token: commit statuses: write)' : undefined,
+        });
+        return;
+      }
+      throw error;
+    }
+  }
+
+  /** A person with standing is told, once, why their trigger was refused. */
+  private async replyRefused(id: string, answer: AnswerTarget, reason: string): Promise<void> {
+    const body = this.deps.render({
+      workItem: `${answer.repository}#${answer.number}`,
+      deliveryId: id,
+      consoleUrl: undefined,
+      sessionId: undefined,
+      now: new Date(this.now()).toISOString(),
+      phase: 'rejected',
+      reason,
+    }).body;
+    try {
+      await this.deps.github.createComment(repoOf(answer), answer.number, body);
+    } catch (error) {
+      this.deps.logger.warn('GitHub status: could not say why a trigger was refused', {
+        delivery: id,
+        status: statusOf(error),
+        error: describe(error),
+      });
+    }
+  }
+}
+
+function repoOf(answer: AnswerTarget): RepoRef {
+  const [owner = '', repo = ''] = answer.repository.split('/');
+  return { owner, repo, installationId: answer.installationId };
+}
+
+const statusOf = (error: unknown) => (error instanceof GitHubCallError ? error.status : undefined);
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
