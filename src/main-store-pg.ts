@@ -13,6 +13,7 @@ import { PgAbandon } from './store/postgres/abandon.js';
 import { PgActStore } from './store/postgres/acts.js';
 import { PgBudgets } from './store/postgres/budgets.js';
 import { PgDriveAudit } from './store/postgres/drive-audit.js';
+import { PgGithubStatus } from './store/postgres/github-status.js';
 import { PgHostStore } from './store/postgres/hosts.js';
 import { PgInbox } from './store/postgres/inbox.js';
 import { PgLedgerStore } from './store/postgres/ledger.js';
@@ -85,6 +86,7 @@ export async function openPostgresStores(
     scanCursors,
     tokens: new PgTokenStore(db),
     drives: new PgDriveAudit(db, { scrub }),
+    githubStatus: new PgGithubStatus(db, { scrub }),
     inbox,
     hosts,
     hostId: host,

@@ -9,6 +9,7 @@ import type { LoadedConfig } from './config/load-types.js';
 import type { BudgetStore } from './core/ports/budgets.js';
 import type { CopyOptions, CopyReport } from './core/ports/copy.js';
 import type { DriveAuditStore } from './core/ports/drives.js';
+import type { StatusStore } from './core/ports/github-status.js';
 import type { Abandoned, HostStore } from './core/ports/hosts.js';
 import type { Inbox } from './core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from './core/ports/ledger.js';
@@ -20,6 +21,7 @@ import { openDb, schemaVersion } from './store/db.js';
 import { SqliteActStore } from './store/sqlite/acts.js';
 import { SqliteBudgets } from './store/sqlite/budgets.js';
 import { SqliteDriveAudit } from './store/sqlite/drive-audit.js';
+import { SqliteGithubStatus } from './store/sqlite/github-status.js';
 import { SqliteInbox } from './store/sqlite/inbox.js';
 import { SqliteLedgerStore } from './store/sqlite/ledger.js';
 import { SqliteScanCursors } from './store/sqlite/scan-files.js';
@@ -58,6 +60,8 @@ export interface Stores {
   scanCursors: ScanCursorStore;
   tokens: TokenStore;
   drives: DriveAuditStore;
+  /** What was said on GitHub per delivery (issue 18): reaction, tracking comment, check run. */
+  githubStatus: StatusStore;
   /** The inbox over the same store. */
   inbox(masking: InboxMasking): Inbox;
   /**
@@ -143,6 +147,7 @@ function sqliteStores(path: string, scrub: (text: string) => string): Stores {
     scanCursors: new SqliteScanCursors(db),
     tokens: new SqliteTokenStore(db),
     drives: new SqliteDriveAudit(db, { scrub }),
+    githubStatus: new SqliteGithubStatus(db, { scrub }),
     inbox: (masking) => new SqliteInbox(db, masking),
     watchStores: () => {
       const own = openDb(path);

@@ -21,6 +21,8 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; key: string; identity
   { table: 'turns', key: 'id', identity: 'id' },
   { table: 'turn_events', key: 'turn_id, seq' },
   { table: 'deliveries', key: 'id', identity: 'seq' },
+  // What was said on GitHub per delivery: a moved daemon edits the same comments and check runs.
+  { table: 'github_status', key: 'delivery_id' },
   { table: 'usage_ledger', key: 'id', identity: 'id' },
   { table: 'unmetered_drives', key: 'id', identity: 'id' },
   { table: 'scan_files', key: 'path' },
@@ -108,16 +110,19 @@ const keyOf = (row: Row, key: string) =>
     .map((k) => `${k}=${String(row[k])}`)
     .join(' ');
 
+/** The rows left out so far, by table, that other rows reference. */
+interface LeftOut {
+  sessions: Set<unknown>;
+  turns: Set<unknown>;
+  deliveries: Set<unknown>;
+}
+
 /**
  * A row that cannot be copied because a row it references is left out (its foreign key would
  * break): a turn of a left-out session, an event or act of a left-out turn or session, a token of a
- * left-out session.
+ * left-out session, the GitHub status of a left-out delivery.
  */
-function orphaned(
-  table: string,
-  row: Row,
-  left: { sessions: Set<unknown>; turns: Set<unknown> },
-): string | null {
+function orphaned(table: string, row: Row, left: LeftOut): string | null {
   if (
     left.sessions.size > 0 &&
     ['turns', 'acts', 'gateway_tokens'].includes(table) &&
@@ -126,13 +131,15 @@ function orphaned(
     return `its session (${String(row.session_id)}) is left out`;
   if (left.turns.size > 0 && ['turn_events', 'acts'].includes(table) && left.turns.has(row.turn_id))
     return `its turn (${String(row.turn_id)}) is left out`;
+  if (left.deliveries.size > 0 && table === 'github_status' && left.deliveries.has(row.delivery_id))
+    return `its delivery (${String(row.delivery_id)}) is left out`;
   return null;
 }
 
 /** Every row of every copied table that PostgreSQL would reject, or that references one. */
 export async function findRejected(sqlite: Db, pg: Queryable): Promise<RejectedRow[]> {
   const out: RejectedRow[] = [];
-  const left = { sessions: new Set<unknown>(), turns: new Set<unknown>() };
+  const left: LeftOut = { sessions: new Set(), turns: new Set(), deliveries: new Set() };
   for (const { table, key } of COPIED_TABLES) {
     const columns = await commonColumns(sqlite, pg, table);
     for (const row of sqlite.prepare(`SELECT * FROM ${table}`).iterate() as Iterable<Row>) {
@@ -141,6 +148,7 @@ export async function findRejected(sqlite: Db, pg: Queryable): Promise<RejectedR
       out.push({ table, key: keyOf(row, key), reason });
       if (table === 'sessions') left.sessions.add(row.id);
       if (table === 'turns') left.turns.add(row.id);
+      if (table === 'deliveries') left.deliveries.add(row.id);
     }
   }
   return out;

@@ -11,6 +11,7 @@ import { usageHours } from './v20-usage-hours.js';
 import { activeSessionsByAge } from './v21-active-sessions-by-age.js';
 import { hostsLeases } from './v22-hosts-leases.js';
 import { sessionFiles } from './v23-session-files.js';
+import { githubStatus } from './v24-github-status.js';
 
 /**
  * Versioned schema migrations, applied in order inside one transaction each. Never edit a shipped
@@ -373,4 +374,5 @@ ALTER TABLE sessions ADD COLUMN waiting TEXT;
   activeSessionsByAge,
   hostsLeases,
   sessionFiles,
+  githubStatus,
 ];

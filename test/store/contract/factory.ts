@@ -12,6 +12,7 @@ import { afterEach, beforeEach } from 'vitest';
 import type { ActStore } from '../../../src/core/ports/acts.js';
 import type { BudgetStore } from '../../../src/core/ports/budgets.js';
 import type { DriveAuditStore } from '../../../src/core/ports/drives.js';
+import type { StatusStore } from '../../../src/core/ports/github-status.js';
 import type { Inbox } from '../../../src/core/ports/inbox.js';
 import type { LedgerStore, ScanCursorStore } from '../../../src/core/ports/ledger.js';
 import type { SessionStore } from '../../../src/core/ports/sessions.js';
@@ -27,6 +28,7 @@ export interface Ports {
   tokens: TokenStore;
   cursors: ScanCursorStore;
   drives: DriveAuditStore;
+  githubStatus: StatusStore;
 }
 
 /** A handle on an open backing store. */
@@ -54,6 +56,8 @@ export interface StoreHandle extends Ports {
 export interface StoreOptions {
   /** The scrubber the stores that scrub are given (sessions, inbox, acts, drives): what they mask. */
   scrub: (text: string) => string;
+  /** The clock of the stores that read one themselves (github status); the host's when left out. */
+  now?: () => Date;
 }
 
 export interface StoreFactory {

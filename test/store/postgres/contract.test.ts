@@ -8,6 +8,7 @@ import { afterAll } from 'vitest';
 import { PgActStore } from '../../../src/store/postgres/acts.js';
 import { PgBudgets } from '../../../src/store/postgres/budgets.js';
 import { PgDriveAudit } from '../../../src/store/postgres/drive-audit.js';
+import { PgGithubStatus } from '../../../src/store/postgres/github-status.js';
 import { PgInbox } from '../../../src/store/postgres/inbox.js';
 import { PgLedgerStore } from '../../../src/store/postgres/ledger.js';
 import { openPg } from '../../../src/store/postgres/migrate.js';
@@ -21,13 +22,14 @@ import { budgetsContract } from '../contract/budgets.contract.js';
 import { cursorsContract } from '../contract/cursors.contract.js';
 import { drivesContract } from '../contract/drives.contract.js';
 import type { Ports, StoreFactory, StoreHandle, StoreOptions } from '../contract/factory.js';
+import { githubStatusContract } from '../contract/github-status.contract.js';
 import { inboxContract } from '../contract/inbox.contract.js';
 import { ledgerContract } from '../contract/ledger.contract.js';
 import { sessionsContract } from '../contract/sessions.contract.js';
 import { tokensContract } from '../contract/tokens.contract.js';
 
 /** Every PostgreSQL store over one pool, as the composition root builds them. */
-function portsOver(db: Pg, { scrub }: StoreOptions): Ports {
+function portsOver(db: Pg, { scrub, now }: StoreOptions): Ports {
   return {
     sessions: new PgSessionStore(db, { scrub }),
     inbox: new PgInbox(db, { scrub }),
@@ -37,6 +39,7 @@ function portsOver(db: Pg, { scrub }: StoreOptions): Ports {
     tokens: new PgTokenStore(db),
     cursors: new PgScanCursors(db),
     drives: new PgDriveAudit(db, { scrub }),
+    githubStatus: new PgGithubStatus(db, { scrub, now }),
   };
 }
 
@@ -108,3 +111,4 @@ budgetsContract(postgres);
 tokensContract(postgres);
 cursorsContract(postgres);
 drivesContract(postgres);
+githubStatusContract(postgres);

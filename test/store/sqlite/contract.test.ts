@@ -15,6 +15,7 @@ import { type Db, openDb } from '../../../src/store/db.js';
 import { SqliteActStore } from '../../../src/store/sqlite/acts.js';
 import { SqliteBudgets } from '../../../src/store/sqlite/budgets.js';
 import { SqliteDriveAudit } from '../../../src/store/sqlite/drive-audit.js';
+import { SqliteGithubStatus } from '../../../src/store/sqlite/github-status.js';
 import { SqliteInbox } from '../../../src/store/sqlite/inbox.js';
 import { SqliteLedgerStore } from '../../../src/store/sqlite/ledger.js';
 import { SqliteScanCursors } from '../../../src/store/sqlite/scan-files.js';
@@ -32,6 +33,7 @@ import {
   useStore,
 } from '../contract/factory.js';
 import { delivery, finishedTurn, openSession, routed } from '../contract/fixtures.js';
+import { githubStatusContract } from '../contract/github-status.contract.js';
 import { inboxContract } from '../contract/inbox.contract.js';
 import { ledgerContract } from '../contract/ledger.contract.js';
 import { sessionsContract } from '../contract/sessions.contract.js';
@@ -43,7 +45,7 @@ afterAll(() => {
 });
 
 /** Every SQLite store over one connection, as main-base.ts (and main.ts, the inbox) construct them. */
-function portsOver(db: Db, { scrub }: StoreOptions): Ports {
+function portsOver(db: Db, { scrub, now }: StoreOptions): Ports {
   return {
     sessions: new SqliteSessionStore(db, { scrub }),
     inbox: new SqliteInbox(db, { scrub }),
@@ -53,6 +55,7 @@ function portsOver(db: Db, { scrub }: StoreOptions): Ports {
     tokens: new SqliteTokenStore(db),
     cursors: new SqliteScanCursors(db),
     drives: new SqliteDriveAudit(db, { scrub }),
+    githubStatus: new SqliteGithubStatus(db, { scrub, now }),
   };
 }
 
@@ -125,6 +128,7 @@ budgetsContract(sqlite);
 tokensContract(sqlite);
 cursorsContract(sqlite);
 drivesContract(sqlite);
+githubStatusContract(sqlite);
 
 /**
  * Two processes at once. The suites' two handles share this thread: better-sqlite3 runs each call

@@ -93,6 +93,7 @@ describe('openDb and migrations', () => {
       'connector_audit',
       'deliveries',
       'gateway_tokens',
+      'github_status',
       'scan_files',
       'schema_migrations',
       'sessions',
