@@ -33,12 +33,17 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[], prefix: Path =
 const urlPassword = (path: Path, value: string): string[] =>
   path[0] === 'store' ? secretParts(value).slice(1) : [];
 
-/** Config keys whose values are secrets: engine environments, the webhook secret, the store's URL. */
+/**
+ * Config keys whose values are secrets: engine environments, the webhook secret, the store's URL,
+ * the credentials, and GitHub's token and App key.
+ */
 export const isSecretPath = (path: Path): boolean =>
   (path[0] === 'engines' && path[2] === 'env') ||
   (path[0] === 'webhook' && path[1] === 'secret') ||
   (path[0] === 'store' && path[1] === 'url') ||
-  path[0] === 'credentials';
+  path[0] === 'credentials' ||
+  (path[0] === 'github' && path[1] === 'token' && path.length === 2) ||
+  (path[0] === 'github' && path[1] === 'app' && path[2] === 'privateKey');
 
 /** Key paths of secret values written literally in the file (not `env:NAME`). */
 export function literalSecretPaths(value: unknown, path: Path = []): string[] {
@@ -211,6 +216,9 @@ export function validateConfig(
   // A credential written into the file itself is as secret as one read through env:.
   for (const value of Object.values(config.credentials)) {
     const text = typeof value === 'string' ? value : value?.value;
+    if (text && !secretValues.includes(text)) secretValues.push(text);
+  }
+  for (const text of [config.github.token, config.github.app?.privateKey]) {
     if (text && !secretValues.includes(text)) secretValues.push(text);
   }
   const engines = mergeEngines(config, resolved, where);

@@ -4,6 +4,7 @@ import { headlessSchema, presetObjectSchema } from '../engines/preset.js';
 import { connectorSchema } from './connector-schema.js';
 import { consoleSchema } from './console-schema.js';
 import { credentialsSchema, gatewaySchema, sandboxSchema } from './gateway-schema.js';
+import { githubSchema } from './github-schema.js';
 import { serverSchema } from './server-schema.js';
 import { storeSchema } from './store-schema.js';
 import { usageSchema } from './usage-schema.js';
@@ -346,6 +347,7 @@ export const configSchema = z
       ),
     gateway: gatewaySchema,
     credentials: credentialsSchema,
+    github: githubSchema,
     sandbox: sandboxSchema,
     engines: z
       .record(

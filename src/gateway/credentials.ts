@@ -1,4 +1,6 @@
 import type { CredentialsConfig } from '../config/gateway-schema.js';
+import type { GitHubConfig } from '../config/github-schema.js';
+import { githubSecretValues } from '../config/github-secrets.js';
 import type { CredentialKind } from '../core/credential.js';
 import type { EnginePreset } from '../engines/preset.js';
 import type { ModelApi } from './types.js';
@@ -86,13 +88,14 @@ export function githubUrls(github: { host: string; url?: string | undefined; api
 /**
  * Every credential value this config and environment can hand an engine or hold at the gateway: each
  * engine's credential variables (from its preset's env or the daemon's), the model credentials and
- * the GitHub token. Every command registers them with its scrubber, so one that only reads the
+ * the GitHub token, and `github:`'s token and App key. Every command registers them with its scrubber, so one that only reads the
  * registry (`sessions show`) masks what the daemon masked.
  */
 export function credentialValues(
   engines: Readonly<Record<string, EnginePreset>>,
   env: Readonly<Record<string, string | undefined>>,
   credentials: CredentialsConfig,
+  github?: GitHubConfig,
 ): string[] {
   const values = new Set<string>();
   for (const preset of Object.values(engines)) {
@@ -105,7 +108,8 @@ export function credentialValues(
     const value = typeof configured === 'string' ? configured : configured?.value;
     if (value) values.add(value);
   }
-  const github = githubCredential(env, credentials)?.value;
-  if (github) values.add(github);
+  const token = githubCredential(env, credentials)?.value;
+  if (token) values.add(token);
+  for (const value of githubSecretValues(github)) values.add(value);
   return [...values];
 }

@@ -13,7 +13,7 @@ import { looksLikeKey } from '../log/secret-forms.js';
 export function scrubberFor(loaded: LoadedConfig, env: Readonly<Record<string, string | undefined>>) {
   const scrubber = new SecretScrubber();
   for (const value of loaded.secretValues) scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
-  for (const value of credentialValues(loaded.engines, env, loaded.config.credentials))
+  for (const value of credentialValues(loaded.engines, env, loaded.config.credentials, loaded.config.github))
     scrubber.add(value, looksLikeKey(value) ? 'key' : 'exact');
   scrubber.add(loaded.config.webhook.secret);
   // The store's URL and its password, also when the file holds them as written (not env:).

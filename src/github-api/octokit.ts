@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { retry } from '@octokit/plugin-retry';
+import { throttling } from '@octokit/plugin-throttling';
+import { Octokit } from '@octokit/rest';
+import Bottleneck from 'bottleneck';
+import type { Logger } from '../log/logger.js';
+
+/**
+ * The Octokit the client calls through: paced (our write and comment gaps), waiting out GitHub's
+ * rate limits, retrying 5xx, logging to our logger at debug. It holds no credential: each call
+ * names its own (the installation's token or the static one), so one Octokit serves every
+ * installation.
+ */
+
+export interface OctokitOptions {
+  baseUrl: string;
+  userAgent: string;
+  logger: Logger;
+  pacing: { writeGapMs: number; commentGapMs: number };
+  /** The unit of `retry-after` and of the 5xx backoff, in ms (GitHub's: seconds). Tests make it small. */
+  retryBaseMs?: number | undefined;
+}
+
+/** Rate-limit waits taken for one request before it is given up. */
+const RATE_LIMIT_RETRIES = 3;
+
+/** Every 4xx: a refusal that asking again will not change (rate limits are the throttle's, not retry's). */
+const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i);
+
+const PacedOctokit = Octokit.plugin(throttling, retry);
+export type PacedOctokit = InstanceType<typeof PacedOctokit>;
+
+export function createOctokit(options: OctokitOptions): PacedOctokit {
+  const { logger } = options;
+  const base = options.retryBaseMs ?? 1000;
+  // Octokit's own lines (deprecations, throttle notes) are ours at debug: they are not the daemon's
+  // to print, and their extra arguments (request options) are dropped unread.
+  const debug = (message: unknown) => logger.debug(`octokit: ${String(message).slice(0, 300)}`);
+  const onLimit =
+    (kind: string) =>
+    (retryAfter: number, options: { method?: string; url?: string }, _o: unknown, retryCount: number) => {
+      const again = retryCount < RATE_LIMIT_RETRIES;
+      logger.warn(`GitHub ${kind} rate limit: ${again ? 'waiting, then asking again' : 'giving up'}`, {
+        method: options.method,
+        route: options.url,
+        retryAfter,
+        retryCount,
+      });
+      return again;
+    };
+  return new PacedOctokit({
+    baseUrl: options.baseUrl,
+    userAgent: options.userAgent,
+    log: { debug, info: debug, warn: debug, error: debug },
+    throttle: {
+      // Our own limiters, keyed by an id of this client's: two clients never share a gap.
+      id: `the-loop-${randomUUID()}`,
+      write: new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.writeGapMs }),
+      notifications: new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.commentGapMs }),
+      retryAfterBaseValue: base,
+      onRateLimit: onLimit('primary'),
+      onSecondaryRateLimit: onLimit('secondary'),
+    },
+    retry: { doNotRetry: DO_NOT_RETRY, retryAfterBaseValue: base },
+  });
+}
