@@ -157,7 +157,7 @@ async function serveGateway(upstream: string): Promise<void> {
     },
     modelRoute: () => ({ api: 'anthropic', upstream, credential: { value: 'sk-bench', kind: 'api-key' } }),
     overBudget: async () => undefined,
-    github: { gitUrl: 'http://127.0.0.1:9', apiUrl: 'http://127.0.0.1:9' },
+    github: { gitUrl: 'http://127.0.0.1:9', apiUrl: 'http://127.0.0.1:9', tokenFor: async () => undefined },
   };
   // As main-guard.ts composes it, with the config's defaults.
   const config = configSchema.parse({ gateway: { port: 0 } });

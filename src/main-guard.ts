@@ -63,6 +63,8 @@ export function createGuard(deps: {
   budgets: BudgetStore;
   logger: Logger;
   policyFor: (workItem: string) => Policy;
+  /** The daemon's GitHub client: the gateway sends its credential for each repository (the App's installation token). */
+  github?: { tokenFor(repoFullName: string): Promise<string | undefined> } | undefined;
 }): Guard {
   const { loaded } = deps;
   const tokens = new GatewayTokens(deps.tokenStore);
@@ -76,6 +78,7 @@ export function createGuard(deps: {
     engines: loaded.engines,
     env: deps.env,
     policyFor: deps.policyFor,
+    github: deps.github,
   });
   // Every handler gives up on a silent upstream after the same time (the listeners wait longer).
   const idleTimeoutMs = loaded.config.gateway.idleTimeoutSeconds * 1000;

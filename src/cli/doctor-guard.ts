@@ -50,7 +50,7 @@ export function guardReport(
     gateway: {
       enabled: gw.enabled,
       listen: `${gw.host}:${gw.port}`,
-      github: { token: github ? `token (${github.source})` : null },
+      github: { token: githubHeld(config, github) },
     },
     engines: Object.entries(engines).map(([engine, preset]) => {
       const cloud = usesCloudCredential(preset, env, config.credentials);
@@ -89,4 +89,11 @@ export function formatGuardReport(report: GuardReport): string {
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** What the gateway sends GitHub, by kind and source, never by value. */
+function githubHeld(config: Config, fallback: { source: string } | undefined): string | null {
+  if (config.github.app) return `GitHub App ${config.github.app.id} (installation tokens)`;
+  if (config.github.token) return 'token (github.token)';
+  return fallback ? `token (${fallback.source})` : null;
 }

@@ -74,6 +74,18 @@ export function githubCredential(
   return undefined;
 }
 
+/** The gateway holds a GitHub credential: the App's installation tokens, `github.token`, or the token above. */
+export function holdsGitHubCredential(
+  config: { github: GitHubConfig; credentials: CredentialsConfig },
+  env: Readonly<Record<string, string | undefined>>,
+): boolean {
+  return (
+    config.github.app !== undefined ||
+    config.github.token !== undefined ||
+    githubCredential(env, config.credentials) !== undefined
+  );
+}
+
 /** GitHub's URLs as the gateway reaches them, from `gateway.github`. */
 export function githubUrls(github: { host: string; url?: string | undefined; apiUrl?: string | undefined }): {
   host: string;

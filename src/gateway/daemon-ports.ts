@@ -29,10 +29,19 @@ export interface DaemonPortsDeps {
   /** The daemon's environment: where credentials not written in the config come from. */
   env: Readonly<Record<string, string | undefined>>;
   policyFor(workItem: string): Policy;
+  /**
+   * The daemon's GitHub client, when it has one: the credential for a repository (`owner/repo`), the
+   * App installation's token as the App. Without it, the configured token (github.token,
+   * credentials.github, GH_TOKEN, GITHUB_TOKEN) for every repository.
+   */
+  github?: { tokenFor(repoFullName: string): Promise<string | undefined> } | undefined;
 }
 
 export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
   const urls = githubUrls(deps.config.gateway.github);
+  // Without a client (or before the composition root wires one): one token for every repository.
+  const token = deps.config.github.token ?? githubCredential(deps.env, deps.config.credentials)?.value;
+  const client = deps.github;
   return {
     logger: deps.logger,
     policyFor: (workItem) => deps.policyFor(workItem),
@@ -59,7 +68,7 @@ export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
     github: {
       gitUrl: urls.gitUrl,
       apiUrl: urls.apiUrl,
-      token: githubCredential(deps.env, deps.config.credentials)?.value,
+      tokenFor: async (session) => (client ? client.tokenFor(`${session.owner}/${session.repo}`) : token),
     },
   };
 }

@@ -88,8 +88,13 @@ export interface GitHubUpstream {
   gitUrl: string;
   /** Where REST and GraphQL requests go, e.g. `https://api.github.com` (no trailing slash). */
   apiUrl: string;
-  /** The real token (sent as Basic `x-access-token:<token>` to git, `Bearer` to the API); undefined: none. */
-  token?: string | undefined;
+  /**
+   * The real credential for the session's repository (sent as Basic `x-access-token:<token>` to git,
+   * `Bearer` to the API): the GitHub App installation's token that covers it, or the configured
+   * token; undefined: none. Asked per request (an installation token is short-lived; the client
+   * keeps it). Never throws: a credential that cannot be had is logged where it failed.
+   */
+  tokenFor(session: GatewaySession): Promise<string | undefined>;
 }
 
 /**

@@ -8,8 +8,8 @@ import { parseWorkItem } from '../core/work-item.js';
 import type { EnginePreset } from '../engines/preset.js';
 import { whichBinary } from '../engines/which.js';
 import {
-  githubCredential,
   githubUrls,
+  holdsGitHubCredential,
   modelCredential,
   usesCloudCredential,
 } from '../gateway/credentials.js';
@@ -118,7 +118,7 @@ export async function prepareEngine(
     gateway: endpoint,
     token,
     modelCredential: cloud ? undefined : modelCredential(preset, deps.env, config.credentials),
-    githubToken: githubCredential(deps.env, config.credentials) !== undefined,
+    githubToken: holdsGitHubCredential(config, deps.env),
     ...files,
     githubHost: urls.host,
     repository: repositoryOf(session.workItem),

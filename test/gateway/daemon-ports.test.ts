@@ -38,7 +38,11 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function world(config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
+async function world(
+  config: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+  github?: { tokenFor(repo: string): Promise<string | undefined> },
+) {
   const scrub = (t: string) => t.replaceAll('SECRET', '[secret]');
   const store = new SqliteSessionStore(db, { scrub });
   const ledger = new Ledger(new SqliteLedgerStore(db), priceTable());
@@ -54,6 +58,7 @@ async function world(config: Record<string, unknown> = {}, env: Record<string, s
     engines: { claude: mergeEngine('claude', BUILTIN_PRESETS.claude, undefined) },
     env,
     policyFor: () => resolvePolicy(undefined, undefined, 'main'),
+    github,
   });
   const record = await store.create({
     workItem: 'github:acme/demo#1',
@@ -249,11 +254,24 @@ describe('model routes and credentials', () => {
       upstream: 'https://api.anthropic.com',
       credential: undefined,
     });
-    expect(plain.ports.github).toEqual({
+    expect(plain.ports.github).toMatchObject({
       gitUrl: 'https://github.com',
       apiUrl: 'https://api.github.com',
-      token: 'ghp_x',
     });
+    expect(await plain.ports.github.tokenFor(plain.session)).toBe('ghp_x');
+  });
+
+  it("sends the GitHub client's credential for the session's repository when there is a client", async () => {
+    const asked: string[] = [];
+    const client = {
+      tokenFor: async (repo: string) => {
+        asked.push(repo);
+        return `ghs_installation_token_for_${repo}`;
+      },
+    };
+    const app = await world({}, { GITHUB_TOKEN: 'ghp_x' }, client);
+    expect(await app.ports.github.tokenFor(app.session)).toBe('ghs_installation_token_for_acme/demo');
+    expect(asked).toEqual(['acme/demo']);
   });
 });
 

@@ -37,6 +37,8 @@ export interface HarnessOptions {
   gitUrl: string;
   /** The real credential the gateway holds (undefined: none). */
   upstreamToken: string | undefined;
+  /** The credential per session, as the daemon's ports ask the GitHub client (overrides upstreamToken). */
+  tokenFor?: (session: GatewaySession) => Promise<string | undefined>;
   policy: Policy;
   owner?: string;
   repo?: string;
@@ -67,7 +69,11 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     recordUsage: async () => {},
     modelRoute: () => undefined,
     overBudget: async () => undefined,
-    github: { gitUrl: options.gitUrl, apiUrl: 'http://127.0.0.1:9', token: options.upstreamToken },
+    github: {
+      gitUrl: options.gitUrl,
+      apiUrl: 'http://127.0.0.1:9',
+      tokenFor: options.tokenFor ?? (async () => options.upstreamToken),
+    },
   };
   const handler = options.handler ?? handleGit;
   const pending = new Set<Promise<void>>();

@@ -106,7 +106,7 @@ export async function startHarness(
     recordUsage: async () => {},
     modelRoute: () => undefined,
     overBudget: async () => undefined,
-    github: { apiUrl: mock.url, gitUrl: 'http://127.0.0.1:1', token: REAL_TOKEN },
+    github: { apiUrl: mock.url, gitUrl: 'http://127.0.0.1:1', tokenFor: async () => REAL_TOKEN },
   };
   const sockets = new Set<Socket>();
   const serve = (unix: boolean) =>

@@ -67,7 +67,7 @@ export function fakePorts(route: ModelRoute | undefined): FakePorts {
       ports.budgetChecks += 1;
       return ports.over;
     },
-    github: { gitUrl: 'http://127.0.0.1:9', apiUrl: 'http://127.0.0.1:9' },
+    github: { gitUrl: 'http://127.0.0.1:9', apiUrl: 'http://127.0.0.1:9', tokenFor: async () => undefined },
   };
   return ports;
 }

@@ -130,7 +130,7 @@ function fakePorts(): GatewayPorts {
     recordUsage: async () => undefined,
     modelRoute: () => undefined,
     overBudget: async () => undefined,
-    github: { gitUrl: 'http://127.0.0.1:1', apiUrl: 'http://127.0.0.1:1' },
+    github: { gitUrl: 'http://127.0.0.1:1', apiUrl: 'http://127.0.0.1:1', tokenFor: async () => undefined },
   };
 }
 

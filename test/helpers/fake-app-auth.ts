@@ -41,6 +41,11 @@ export interface FakeAppAuth {
   close(): Promise<void>;
 }
 
+/** The token the fake mints as the `n`th (from 1) of all it mints, for installation `installationId`. */
+export function fakeInstallationToken(installationId: number, n: number): string {
+  return `ghs_inst${installationId}n${n}abcdefghijklmnop`;
+}
+
 export function testAppKey(): { privateKey: string; publicKey: KeyObject } {
   // PKCS#1, the form GitHub gives an App's key in.
   const pair = generateKeyPairSync('rsa', {
@@ -108,7 +113,7 @@ export async function startFakeAppAuth(options: {
         return { status: 401, body: { message: 'A JSON web token could not be decoded' } };
       const installationId = Number(app[1]);
       if (!installations.has(installationId)) return { status: 404, body: { message: 'Not Found' } };
-      const token = `ghs_inst${installationId}n${minted.length + 1}abcdefghijklmnop`;
+      const token = fakeInstallationToken(installationId, minted.length + 1);
       minted.push({ installationId, token });
       validTokens.add(token);
       const expires = options.expiresAt?.() ?? new Date(Date.now() + 3_600_000).toISOString();

@@ -1,4 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { githubToken } from '../github-token.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct, WireOutcome } from '../types.js';
 import { type GitRoute, routeGit } from './git-route.js';
 import {
@@ -54,6 +55,8 @@ interface Exchange {
   ports: GatewayPorts;
   url: string;
   headers: OutgoingHttpHeaders;
+  /** The gateway sent a credential of its own upstream. */
+  held: boolean;
   idleTimeoutMs: number;
 }
 
@@ -73,13 +76,16 @@ export function createGitHandler(options: GitProxyOptions = {}): GatewayHandler 
       return;
     }
     const pushing = route.endpoint === 'git-receive-pack';
+    // The App's installation token for this repository, or the configured token.
+    const token = await githubToken(ports, session);
     const ex: Exchange = {
       req,
       res,
       session,
       ports,
       url: `${ports.github.gitUrl}${route.upstreamPath}`,
-      headers: upstreamHeaders(req, ports.github.token, pushing),
+      headers: upstreamHeaders(req, token, pushing),
+      held: token !== undefined,
       idleTimeoutMs,
     };
     if (pushing) await receivePack(ex, limits);
@@ -124,7 +130,7 @@ function passThrough(ex: Exchange): Promise<void> {
 function refuseCredential(ex: Exchange, ures: IncomingMessage): boolean {
   if (ures.statusCode !== 401 && ures.statusCode !== 407) return false;
   ures.resume();
-  const why = ex.ports.github.token
+  const why = ex.held
     ? "refused the gateway's GitHub credential"
     : 'needs a credential the gateway does not hold';
   ex.ports.logger.warn('git upstream refused the credential', {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { busyHeaders, readBodyWithin } from '../../web/read-body.js';
+import { githubToken } from '../github-token.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct } from '../types.js';
 import { upstreamAgents } from '../upstream-agents.js';
 import {
@@ -147,7 +148,9 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
       return send(res, p.refused.status, `[the-loop gateway] ${p.refused.message}`);
     }
     const agentFor = (url: URL) => agents.get(url.protocol);
-    const lookups = { github: ports.github, session, timeoutMs: lookupMs, agentFor };
+    // The App's installation token for this repository, or the configured token.
+    const token = await githubToken(ports, session);
+    const lookups = { github: ports.github, token, session, timeoutMs: lookupMs, agentFor };
     if (p.targets.length > 0) {
       // Allowed mutations name the node they write to; it must be the session's repository's.
       const bad = await targetRefusal(p.targets, lookups);
@@ -166,7 +169,7 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
       idleMs,
       agent: agentFor(p.url),
       headers: (identity) =>
-        upstreamHeaders(req.headers, ctx.token, ports.github.token, { identity, length: body.length }),
+        upstreamHeaders(req.headers, ctx.token, token, { identity, length: body.length }),
     };
     if (p.acts.length === 0) {
       answerFailure(res, await relay({ ...exchange, headers: exchange.headers(false), keep: 0 }));

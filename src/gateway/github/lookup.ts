@@ -73,6 +73,8 @@ export function foundInNode(type: NodeType, json: unknown): Found | undefined {
 
 export interface LookupContext {
   github: GitHubUpstream;
+  /** The credential the session's requests carry upstream (asked once per request). */
+  token: string | undefined;
   session: SessionRepo;
   timeoutMs: number;
   /** The connection pool for a URL (the handler's keep-alive agents). */
@@ -81,7 +83,7 @@ export interface LookupContext {
 
 /** Runs one lookup against the upstream; undefined when it fails or finds nothing. */
 export async function lookUp(lookup: Lookup, ctx: LookupContext): Promise<Found | undefined> {
-  const { github, session, timeoutMs } = ctx;
+  const { github, session, timeoutMs, token } = ctx;
   const agent = (url: URL) => ctx.agentFor?.(url);
   const repoPath = `/repos/${encodeURIComponent(session.owner)}/${encodeURIComponent(session.repo)}`;
   const get = async (path: string) => {
@@ -89,7 +91,7 @@ export async function lookUp(lookup: Lookup, ctx: LookupContext): Promise<Found 
     if (!url) return undefined;
     const answer = await requestJson(url, {
       method: 'GET',
-      token: github.token,
+      token,
       timeoutMs,
       agent: agent(url),
     });
@@ -113,7 +115,7 @@ export async function lookUp(lookup: Lookup, ctx: LookupContext): Promise<Found 
       const body = { query: nodeQuery(lookup.type), variables: { id: lookup.id } };
       const answer = await requestJson(url, {
         method: 'POST',
-        token: github.token,
+        token,
         body,
         timeoutMs,
         agent: agent(url),
