@@ -10,7 +10,7 @@ import type { SessionStore } from './core/ports/sessions.js';
 import { Dispatcher, type DispatcherDeps } from './dispatch/dispatcher.js';
 import { acquireLock, lockHeldError, lockPath } from './dispatch/lock.js';
 import { dispatchWorkspaces } from './dispatch/workspaces.js';
-import { createIngressHandler, webhookSecret } from './github/ingress.js';
+import { webhookSecret } from './github/ingress.js';
 import { routeEvent, routingDigest } from './github/route.js';
 import { createSessionScrub } from './guard/session-scrub.js';
 import { startRetention } from './inbox/retention-timer.js';
@@ -21,8 +21,10 @@ import { loadSalt, payerOf } from './ledger/payer.js';
 import type { Logger, SecretScrubber } from './log/logger.js';
 import { type AppOptions, type Base, openBase } from './main-base.js';
 import type { ConsoleHandle } from './main-console.js';
+import { type DaemonGitHubSource, daemonGitHub } from './main-github-client.js';
 import { createGuard, type Guard, revokingStore } from './main-guard.js';
 import type { HostsHandle } from './main-hosts.js';
+import { listenForWebhooks } from './main-listen.js';
 import { createRunners } from './main-runners.js';
 import type { Stores } from './main-store.js';
 import { createUsageWatch, type UsageWatch, type UsageWatchStatus } from './main-watch.js';
@@ -31,8 +33,7 @@ import { SessionCarry } from './sessions/carry.js';
 import { type LostTurn, reconcile, recoverLostTurns, stopOrphanEngines } from './sessions/recovery.js';
 import { deliveryHold, endingTakeovers } from './sessions/takeover.js';
 import { TurnService } from './sessions/turn-service.js';
-import { serverLimits } from './web/limits.js';
-import { type HttpServer, listenError, reply, startHttpServer } from './web/server.js';
+import type { HttpServer } from './web/server.js';
 
 /**
  * Composition root: the only place concrete adapters (SQLite, the process runner, the log file)
@@ -61,6 +62,8 @@ export interface App {
   stores: Stores;
   /** What `startDaemon` was given to find installed binaries (the hosts' offer). */
   options: AppOptions;
+  /** The daemon's GitHub credential (App or token); undefined: none configured. */
+  github: DaemonGitHubSource | undefined;
   dispose(): void;
 }
 
@@ -70,7 +73,9 @@ export { registryPath } from './main-base.js';
 export async function createApp(options: AppOptions): Promise<App> {
   const base = await openBase(options);
   const { loaded, scrubber, logger, ledger, acts, budgets, sessions: registry } = base;
+  const github = daemonGitHub(loaded, options.env, logger);
   const guard = createGuard({
+    github,
     loaded,
     env: options.env,
     tokenStore: base.tokenStore,
@@ -123,6 +128,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     usageWatch: createUsageWatch(base, options),
     stores: base.stores,
     options,
+    github,
     dispose: base.dispose,
   };
 }
@@ -285,14 +291,16 @@ export async function startDaemon(app: App): Promise<Daemon> {
   const unwind = async () => {
     for (const step of undo.reverse()) await step();
   };
-  const dispatcher = createDispatcher(app);
+  // What the daemon says on GitHub (loaded by the daemon only): the inbox it observes, its turns.
+  const answers = await (await import('./main-github.js')).githubAnswers(app);
+  const dispatcher = createDispatcher(app, answers.dispatcher);
   let server: HttpServer;
   let consoleHandle: ConsoleHandle | undefined;
   let usage: UsageWatchStatus;
   let hosts: HostsHandle | undefined;
   try {
     await recoverBeforeDispatch(app);
-    server = await listenForWebhooks(app, dispatcher, secret);
+    server = await listenForWebhooks(app, dispatcher, secret, answers);
     const listening = server;
     undo.push(() => listening.close());
     app.telemetry.listenAt(server.url);
@@ -308,6 +316,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
     const started = consoleHandle;
     undo.push(() => started?.stop());
     await dispatcher.start();
+    void answers.recover();
     usage = app.usageWatch.start();
     undo.push(() => app.usageWatch.stop());
   } catch (error) {
@@ -336,6 +345,8 @@ export async function startDaemon(app: App): Promise<Daemon> {
       // The dispatcher first: turns finishing in the grace period still export their telemetry
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);
+      // After the dispatcher: a turn the stop interrupted is said to run again, on GitHub too.
+      await answers.stop(5000);
       await hosts?.stop();
       await consoleHandle?.stop();
       await server.close();
@@ -352,39 +363,4 @@ async function startHostsIfShared(app: App, dispatcher: Dispatcher): Promise<Hos
   if (!app.stores.keeper) return undefined;
   const { startHosts } = await import('./main-hosts.js');
   return startHosts(app, dispatcher, app.options.env, app.options.cwd);
-}
-
-/** The daemon's HTTP server: webhook ingress, the OpenTelemetry receiver, /healthz. */
-async function listenForWebhooks(app: App, dispatcher: Dispatcher, secret: string): Promise<HttpServer> {
-  const { config } = app.loaded;
-  try {
-    return await startHttpServer({
-      host: config.server.host,
-      port: config.server.port,
-      logger: app.logger,
-      limits: serverLimits(config.server),
-      routes: {
-        ...app.telemetry.routes(),
-        [config.webhook.path]: createIngressHandler({
-          secret,
-          maxBodyBytes: config.server.maxBodyBytes,
-          inbox: app.inbox,
-          logger: app.logger,
-          onAccepted: () => dispatcher.notifySoon(),
-          route: (event, payload) => routeEvent(event, payload, config),
-        }),
-        '/healthz': (_req, res) =>
-          reply(
-            res,
-            200,
-            JSON.stringify({ ok: true, running: dispatcher.runningCount(), pid: process.pid }),
-            {
-              'content-type': 'application/json',
-            },
-          ),
-      },
-    });
-  } catch (error) {
-    throw listenError(config.server, error);
-  }
 }

@@ -9,9 +9,8 @@
  * nothing, and calls `onFenced` (the root stops every process-runner turn). A heartbeat that
  * succeeds again ends it: it then holds what that heartbeat returned, nothing more.
  */
-import type { Abandoned, Fence, FenceRefusal, HostInfo, HostStore, Lease } from '../core/ports/hosts.js';
+import type { Abandoned, Fence, FenceRefusal, HostStore, Lease } from '../core/ports/hosts.js';
 import { type PlacementNeeds, placeWorkItem, shouldAcquire } from '../dispatch/placement-rules.js';
-import type { Logger } from '../log/logger.js';
 
 import type { KeeperSettings, KeeperWiring, LeaseCandidate, StrandedSettled } from './keeper-types.js';
 

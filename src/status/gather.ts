@@ -2,7 +2,7 @@ import type { ActRecord } from '../core/ports/acts.js';
 import type { DeliveryRecord, Inbox } from '../core/ports/inbox.js';
 import type { CostFigure } from '../core/ports/ledger.js';
 import type { SessionRecord, SessionStore, TurnRecord } from '../core/ports/sessions.js';
-import type { CostLine, StatusFacts, TodoItem } from './facts.js';
+import type { CostLine, StatusFacts, TodoItem } from '../core/status-facts.js';
 import { actLineOf, holdOf } from './release-rules.js';
 
 /**
@@ -57,7 +57,7 @@ export async function gatherFacts(
     case 'queued':
       return { ...common, ...(await waiting(src, d, session, last)) };
     case 'running': {
-      if (!last || last.status !== 'running') return { ...common, ...(await waiting(src, d, session, last)) };
+      if (last?.status !== 'running') return { ...common, ...(await waiting(src, d, session, last)) };
       const held = session ? holdOf({ ...session, hold: null, takeover: null }) : undefined;
       if (held) return { ...common, phase: 'held', ...held };
       return {

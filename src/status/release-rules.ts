@@ -1,14 +1,15 @@
 import type { SessionRecord } from '../core/ports/sessions.js';
-import type { ActLine } from './facts.js';
+import type { ActLine } from '../core/status-facts.js';
 
 /**
  * Why a session's deliveries wait, and what releases them, in words a person on GitHub can act on.
  * Pure. A take over and a TUI waiting for a person are holds too: they say who, and how it goes on.
  */
 export function holdOf(
-  session: Pick<SessionRecord, 'id' | 'hold' | 'takeover' | 'waiting'>,
+  session: Pick<SessionRecord, 'workItem' | 'hold' | 'takeover' | 'waiting'>,
 ): { reason: string; release: string } | undefined {
-  const id = session.id;
+  // The work item names the session in every command, and is what a person on GitHub knows.
+  const id = session.workItem;
   const resume = `\`the-loop sessions resume ${id}\` or the console's Resume button`;
   if (session.takeover)
     return {

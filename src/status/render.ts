@@ -12,7 +12,7 @@ import {
   STATUS_MARKER_PREFIX,
   type StatusFacts,
   type TodoItem,
-} from './facts.js';
+} from '../core/status-facts.js';
 import { formatCount, formatDuration, formatUsd } from './format.js';
 import {
   bound,
@@ -96,8 +96,10 @@ function queuedLine(facts: Extract<StatusFacts, { phase: 'queued' }>, w: Writer)
   else if (behind !== undefined) where = ` behind delivery ${w.code(safeId(behind.deliveryId, 12) || '?')}`;
   if (behind !== undefined && !behind.running) where += ' (not started yet)';
   const ahead = Math.max(0, Math.trunc(facts.position) || 0);
-  if (ahead > 0) return `${w.strong('Queued')}${where} (${formatCount(ahead)} ahead)`;
-  return where === '' ? `${w.strong('Queued')}: next to run` : `${w.strong('Queued')}${where}`;
+  // A run stopped by a shutdown or a crash: said, with that it runs again.
+  const again = facts.interrupted ? ` · ${w.text(facts.interrupted, TEXT_LIMITS.reason)}` : '';
+  if (ahead > 0) return `${w.strong('Queued')}${where} (${formatCount(ahead)} ahead)${again}`;
+  return `${where === '' ? `${w.strong('Queued')}: next to run` : `${w.strong('Queued')}${where}`}${again}`;
 }
 
 function finishedLine(f: Finished, w: Writer): string {
@@ -257,8 +259,9 @@ function checkState(facts: StatusFacts): Pick<RenderedStatus['check'], 'status' 
     case 'running':
       return { status: 'in_progress', conclusion: undefined };
     case 'held':
-      // Nothing runs until a person acts: GitHub's own word for that is action_required.
-      return { status: 'completed', conclusion: 'action_required' };
+      // Waiting for a person, the title says why. Not completed (action_required): a completed
+      // check run is not opened again when the hold is released and the turn runs.
+      return { status: 'queued', conclusion: undefined };
     case 'rejected':
       return { status: 'completed', conclusion: 'neutral' };
     case 'finished': {

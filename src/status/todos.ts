@@ -6,7 +6,7 @@
  * Pure; `TodoTracker` is the same rule fed one event at a time during a live turn.
  */
 import type { TurnEvent } from '../core/events.js';
-import type { TodoItem } from './facts.js';
+import type { TodoItem } from '../core/status-facts.js';
 
 /** Items kept of one list: a runaway list is cut here, the renderer shows fewer still. */
 export const TODO_KEEP = 200;

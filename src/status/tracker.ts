@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
 import type { TurnEvent } from '../core/events.js';
-import { GitHubCallError, type GitHubWrites, type RepoRef } from '../core/ports/github.js';
-import type { StatusPatch, StatusRow, StatusStore } from '../core/ports/github-status.js';
+import type { GitHubWrites } from '../core/ports/github.js';
+import type { StatusPatch, StatusStore } from '../core/ports/github-status.js';
 import type { AnswerTarget } from '../core/ports/inbox.js';
+import type { RenderedStatus, StatusFacts, TodoItem } from '../core/status-facts.js';
 import type { Logger } from '../log/logger.js';
-import type { RenderedStatus, StatusFacts, TodoItem } from './facts.js';
 import type { LiveFacts } from './gather.js';
-import { checkWrite, commitStatusOf, isFinal } from './write-rules.js';
+import { describe, repoOf, type SayDeps, sayCheck, sayComment, sayReaction, statusOf } from './say.js';
+import { isFinal } from './write-rules.js';
 
 /**
  * Tells GitHub about each delivery that runs a turn (issue 18): the eyes reaction, one tracking
@@ -61,16 +61,17 @@ interface Entry {
   commentRefused: boolean;
 }
 
-const PERMANENT = new Set([401, 403, 404, 410]);
 const MAX_BACKOFF_MS = 5 * 60_000;
 
 export class StatusTracker {
   private readonly entries = new Map<string, Entry>();
   private stopped = false;
   private readonly now: () => number;
+  private readonly say: SayDeps;
 
   constructor(private readonly deps: TrackerDeps) {
     this.now = deps.now ?? Date.now;
+    this.say = { github: deps.github, settings: deps.settings, logger: deps.logger, now: this.now };
   }
 
   /** A delivery was accepted: a turn to track, or a refusal to explain to a person with standing. */
@@ -233,7 +234,7 @@ export class StatusTracker {
 
   /** One refresh: react (once), the comment, the check. What it wrote is saved with the row. */
   private async refresh(id: string, e: Entry): Promise<'done' | 'running' | 'idle'> {
-    const { store, github, settings } = this.deps;
+    const { store, settings } = this.deps;
     const answer = await this.deps.answerOf(id);
     const row = await store.get(id);
     if (!answer || !row || row.final) return 'done';
@@ -245,140 +246,19 @@ export class StatusTracker {
     const repo = repoOf(answer);
     const patch: StatusPatch = {};
     if (!row.reacted) {
-      if (settings.reactions && answer.react) await this.react(id, repo, answer, patch);
+      if (settings.reactions && answer.react) await sayReaction(this.say, id, repo, answer, patch);
       patch.reacted = true;
     }
     const rendered = this.deps.render(facts);
     if (settings.comments && !e.commentRefused)
-      await this.writeComment(id, e, repo, answer, row, rendered, patch);
+      await sayComment(this.say, id, e, repo, answer, row, rendered, patch);
     if (settings.checks && answer.pull)
-      await this.writeCheck(id, e, repo, answer, row, facts, rendered, patch);
+      await sayCheck(this.say, id, e, repo, answer, row, facts, rendered, patch);
     const final = isFinal(facts.phase);
     patch.phase = facts.phase === 'rejected' ? 'finished' : facts.phase;
     if (final) patch.final = true;
     await store.update(id, patch);
     return final ? 'done' : facts.phase === 'running' ? 'running' : 'idle';
-  }
-
-  private async react(id: string, repo: RepoRef, answer: AnswerTarget, patch: StatusPatch): Promise<void> {
-    if (!answer.react) return;
-    try {
-      await this.deps.github.react(repo, answer.react, 'eyes');
-    } catch (error) {
-      // Never tried again: a deleted comment stays deleted, and a late reaction says nothing.
-      patch.lastError = `reaction: ${describe(error)}`;
-      this.deps.logger.warn('GitHub status: could not react to the trigger (deleted, or no permission?)', {
-        delivery: id,
-        status: statusOf(error),
-        error: describe(error),
-      });
-    }
-  }
-
-  private async writeComment(
-    id: string,
-    e: Entry,
-    repo: RepoRef,
-    answer: AnswerTarget,
-    row: StatusRow,
-    rendered: RenderedStatus,
-    patch: StatusPatch,
-  ): Promise<void> {
-    const digest = createHash('sha256').update(rendered.body).digest('hex');
-    if (row.commentId !== null && digest === row.digest) return;
-    const { github, logger } = this.deps;
-    try {
-      if (row.commentId === null) {
-        patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
-      } else {
-        try {
-          await github.updateComment(repo, row.commentId, rendered.body);
-        } catch (error) {
-          if (statusOf(error) !== 404) throw error;
-          logger.warn('GitHub status: the tracking comment was deleted; writing a new one', { delivery: id });
-          patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
-        }
-      }
-      patch.digest = digest;
-      e.lastWrite = this.now();
-    } catch (error) {
-      const status = statusOf(error);
-      patch.lastError = `comment: ${describe(error)}`;
-      if (status !== undefined && PERMANENT.has(status)) {
-        e.commentRefused = true;
-        logger.warn(
-          'GitHub status: GitHub refused the tracking comment; no more comments for this delivery',
-          {
-            delivery: id,
-            status,
-            error: describe(error),
-            hint:
-              status === 403 ? 'the App (or token) needs issues: write and pull requests: write' : undefined,
-          },
-        );
-        return;
-      }
-      // 422 (a body GitHub will not take) is this edit's alone: the next state tries again.
-      if (status === 422) {
-        logger.warn('GitHub status: GitHub refused an edit of the tracking comment', {
-          delivery: id,
-          error: describe(error),
-        });
-        return;
-      }
-      throw error;
-    }
-  }
-
-  private async writeCheck(
-    id: string,
-    e: Entry,
-    repo: RepoRef,
-    answer: AnswerTarget,
-    row: StatusRow,
-    facts: StatusFacts,
-    rendered: RenderedStatus,
-    patch: StatusPatch,
-  ): Promise<void> {
-    const { github, settings, logger } = this.deps;
-    const write = checkWrite(rendered, facts, e.checkDigest);
-    if (!write) return;
-    try {
-      const sha = row.checkSha ?? answer.headSha ?? (await github.headSha(repo, answer.number));
-      patch.checkSha = sha;
-      if (github.mode === 'app') {
-        const input = {
-          name: settings.checkName,
-          headSha: sha,
-          status: rendered.check.status,
-          conclusion: rendered.check.conclusion,
-          detailsUrl: facts.consoleUrl,
-          externalId: id,
-          title: rendered.check.title,
-          summary: rendered.check.summary,
-        };
-        if (row.checkRunId === null) patch.checkRunId = (await github.createCheckRun(repo, input)).id;
-        else await github.updateCheckRun(repo, row.checkRunId, input);
-      } else {
-        await github.createStatus(repo, sha, commitStatusOf(rendered, settings.checkName, facts.consoleUrl));
-      }
-      e.checkDigest = write.digest;
-      e.lastWrite = this.now();
-    } catch (error) {
-      const status = statusOf(error);
-      patch.lastError = `check: ${describe(error)}`;
-      if (status !== undefined && status < 500) {
-        e.checkDigest = write.digest;
-        logger.warn('GitHub status: GitHub refused the check', {
-          delivery: id,
-          status,
-          error: describe(error),
-          hint: status === 403 ? 'the App needs checks: write (a token: commit statuses: write)' : undefined,
-        });
-        return;
-      }
-      throw error;
-    }
   }
 
   /** A person with standing is told, once, why their trigger was refused. */
@@ -403,11 +283,3 @@ export class StatusTracker {
     }
   }
 }
-
-function repoOf(answer: AnswerTarget): RepoRef {
-  const [owner = '', repo = ''] = answer.repository.split('/');
-  return { owner, repo, installationId: answer.installationId };
-}
-
-const statusOf = (error: unknown) => (error instanceof GitHubCallError ? error.status : undefined);
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CommitStatusInput } from '../core/ports/github.js';
-import type { RenderedStatus, StatusFacts } from './facts.js';
+import type { RenderedStatus, StatusFacts } from '../core/status-facts.js';
 
 /** Which phases are the last thing said about a delivery. */
 export const isFinal = (phase: StatusFacts['phase']) => phase === 'finished' || phase === 'rejected';

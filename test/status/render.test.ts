@@ -4,7 +4,7 @@ import {
   STATUS_MARKER_PREFIX,
   type StatusFacts,
   type TodoItem,
-} from '../../src/status/facts.js';
+} from '../../src/core/status-facts.js';
 import { formatCount, formatDuration, formatUsd } from '../../src/status/format.js';
 import { inlineText, inlineWithCode, safeUrl } from '../../src/status/markdown-text.js';
 import { BODY_LIMIT, markerLine, renderStatus } from '../../src/status/render.js';
@@ -88,9 +88,10 @@ describe('renderStatus: each phase', () => {
     expect(firstLine(r.body)).toBe(
       "**Held**: over budget (tokens 1.2M of 1M). Released by: `the-loop sessions resume s-1 --raise tokens=2M` or the console's Resume button",
     );
+    // Not completed: the check goes on to in_progress when the hold is released.
     expect(r.check).toMatchObject({
-      status: 'completed',
-      conclusion: 'action_required',
+      status: 'queued',
+      conclusion: undefined,
       title: 'Held: over budget (tokens 1.2M of 1M)',
     });
   });
@@ -386,5 +387,28 @@ describe('markdown-text', () => {
     expect(safeUrl('https://loop.example/s/a b(c)')).toBe('https://loop.example/s/a%20b%28c%29');
     expect(safeUrl('javascript:alert(1)')).toBeUndefined();
     expect(safeUrl('not a url')).toBeUndefined();
+  });
+});
+
+describe('a queued delivery whose earlier run was stopped', () => {
+  it('says so, and that it runs again', () => {
+    const r = renderStatus(
+      {
+        workItem: 'github:o/r#1',
+        deliveryId: 'd-1',
+        consoleUrl: undefined,
+        sessionId: 's-1',
+        now: '2026-12-07T00:00:00Z',
+        phase: 'queued',
+        behind: undefined,
+        position: 0,
+        interrupted: 'turn 2 ended interrupted before it finished; it runs again',
+      },
+      { scrub: (t) => t, checkName: 'the-loop' },
+    );
+    expect(r.body.split('\n')[0]).toBe(
+      '**Queued**: next to run · turn 2 ended interrupted before it finished; it runs again',
+    );
+    expect(r.check.status).toBe('queued');
   });
 });

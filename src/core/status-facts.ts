@@ -102,4 +102,4 @@ export interface RenderedStatus {
 }
 
 /** The hidden marker every comment we write ends with: a comment carrying it is never a trigger. */
-export { STATUS_MARKER_PREFIX } from '../core/ports/github.js';
+export { STATUS_MARKER_PREFIX } from './ports/github.js';
