@@ -48,7 +48,7 @@ export function createOctokit(options: OctokitOptions): PacedOctokit {
       });
       return again;
     };
-  return new PacedOctokit({
+  const octokit = new PacedOctokit({
     baseUrl: options.baseUrl,
     userAgent: options.userAgent,
     log: { debug, info: debug, warn: debug, error: debug },
@@ -62,5 +62,33 @@ export function createOctokit(options: OctokitOptions): PacedOctokit {
       onSecondaryRateLimit: onLimit('secondary'),
     },
     retry: { doNotRetry: DO_NOT_RETRY, retryAfterBaseValue: base },
+  });
+  serializeWrites(octokit, options.pacing.writeGapMs);
+  return octokit;
+}
+
+/** Minting an installation token: a write by its method, but the writes themselves wait on it. */
+const AUTH_PATH = /^\/app\/installations\/[^/]+\/access_tokens$/;
+
+/**
+ * Writes one at a time, each sent at least `gapMs` after the one before it ended,
+ * around everything else (the throttle's gates, its rate-limit waits, retries): GitHub asks for
+ * serial writes about a second apart (its secondary rate limits). The throttle alone gates a write's
+ * turn, not its sending: a comment waiting on its own gap let the next edit go first, moments after
+ * the last write. Reads and token minting are not queued.
+ */
+function serializeWrites(octokit: PacedOctokit, gapMs: number): void {
+  // The gap is kept after a write ended, not after it was let through: a write held up on its way
+  // (its comment gap, a token being minted, a retry-after) must not let the next one follow at once.
+  const rest = () => new Promise<void>((resolve) => setTimeout(resolve, gapMs).unref());
+  let last: Promise<void> = Promise.resolve();
+  octokit.hook.wrap('request', (request, options) => {
+    const method = String(options.method ?? 'GET').toUpperCase();
+    const path = new URL(String(options.url), 'http://github.invalid').pathname;
+    if (method === 'GET' || method === 'HEAD' || AUTH_PATH.test(path)) return request(options);
+    const sent = last.then(() => request(options));
+    // The caller has its answer at once; the next write waits for the end of this one, and the gap.
+    last = sent.then(rest, rest);
+    return sent;
   });
 }
