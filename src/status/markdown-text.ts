@@ -17,8 +17,11 @@ const ZWJ = '\u200d';
 
 /** Characters CommonMark and GitHub act on inside a line; a backslash makes each literal. */
 const MARKDOWN_INLINE = /[\\`*_[\]|~]/g;
-/** What a command quoted in our own text may hold to be shown as code. */
-const COMMAND_CHARS = /^[\w .:=,/+@#%…-]+$/;
+/**
+ * What a command quoted in our own text may hold to be shown as code. A code span is literal on
+ * GitHub (no mention, no reference, no HTML), so what it holds is left as it is: a person copies it.
+ */
+const COMMAND_CHARS = /^[\w .:=,/+@#%<>…-]+$/;
 /** What would start a block at the start of a line: heading, quote, list, setext underline. */
 const LEADING_MARK = /^(\s*)([#>+=-])/;
 /** An ordered list item's start: its `.` or `)` is escaped. */
@@ -84,7 +87,7 @@ export function inlineWithCode(text: string, scrub: Scrub, max: number): string 
       const code = part.trim();
       // Only a command's characters make a code span; anything else (a marker, HTML) is escaped text.
       if (!COMMAND_CHARS.test(code)) return escapeMarkdown(code);
-      return `\`${defuse(code)}\``;
+      return `\`${code}\``;
     })
     .join('');
 }

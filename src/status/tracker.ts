@@ -49,6 +49,8 @@ export interface TrackerDeps {
 
 interface Entry {
   timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (ms): a change sooner than that re-arms it (a running tick is long). */
+  due: number;
   run: Promise<void> | undefined;
   again: boolean;
   lastWrite: number;
@@ -109,8 +111,12 @@ export class StatusTracker {
       e.again = true;
       return;
     }
-    if (e.timer) return;
     const wait = Math.max(0, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
+    if (e.timer) {
+      // Already due as soon as the interval allows: nothing to do. Armed for a running tick: sooner.
+      if (this.now() + wait >= e.due) return;
+      clearTimeout(e.timer);
+    }
     this.arm(deliveryId, e, wait);
   }
 
@@ -175,6 +181,7 @@ export class StatusTracker {
     if (!e) {
       e = {
         timer: undefined,
+        due: 0,
         run: undefined,
         again: false,
         lastWrite: 0,
@@ -189,6 +196,7 @@ export class StatusTracker {
   }
 
   private arm(id: string, e: Entry, waitMs: number): void {
+    e.due = this.now() + waitMs;
     e.timer = setTimeout(() => {
       e.timer = undefined;
       this.start(id, e);

@@ -8,10 +8,10 @@
  * leaves no "running" comment once the daemon is back.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { BOT_LOGIN, FakeGitHub } from '../fixtures/fake-github.js';
@@ -109,26 +109,29 @@ describe('the daemon answers on GitHub as an App', () => {
     });
     github.addInstallation(INSTALLATION, ['acme/widgets']);
     github.addPull('acme', 'widgets', 16, HEAD);
+    // Keyed by prompt (each once): whatever other requests Claude Code makes, each turn gets its step.
     mock = await startAnthropicMock({
-      script: [
+      byPrompt: [
         // #15, first comment: a checklist, then a slow answer (time for a second comment).
         {
-          kind: 'tool',
-          name: 'TodoWrite',
-          input: {
-            todos: [
-              { content: 'Find the crash', status: 'completed', activeForm: 'Finding the crash' },
-              { content: 'Fix the empty state', status: 'in_progress', activeForm: 'Fixing it' },
-            ],
+          contains: 'fix the empty state',
+          step: {
+            kind: 'tool',
+            name: 'TodoWrite',
+            input: {
+              todos: [
+                { content: 'Find the crash', status: 'completed', activeForm: 'Finding the crash' },
+                { content: 'Fix the empty state', status: 'in_progress', activeForm: 'Fixing it' },
+              ],
+            },
           },
         },
-        { kind: 'text', text: 'Fixed the empty state.', delayMs: 4000 },
-        // #15, second comment (queued behind the first).
-        { kind: 'text', text: 'Second done.' },
-        // #16, the pull request.
-        { kind: 'text', text: 'Reviewed.' },
-        // #17: the daemon dies while the model thinks; then, after the restart, the run again.
-        { kind: 'text', text: 'Never sent.', delayMs: 600_000 },
+        {
+          contains: 'fix the empty state',
+          step: { kind: 'text', text: 'Fixed the empty state.', delayMs: 4000 },
+        },
+        // #17: the daemon dies while the model thinks; the run again after the restart is answered.
+        { contains: 'take your time', step: { kind: 'text', text: 'Never sent.', delayMs: 600_000 } },
       ],
     });
     writeConfig();
@@ -252,6 +255,16 @@ describe('the daemon answers on GitHub as an App', () => {
   }, 60_000);
 
   it('a crash mid-turn (SIGKILL) leaves no comment saying running after the daemon restarts', async () => {
+    onTestFailed(() => {
+      console.log(readFileSync(join(root, 'data', 'the-loop.log'), 'utf8').slice(-12000));
+      console.log(
+        JSON.stringify(
+          tracking(17).map((c) => c.edits),
+          null,
+          1,
+        ).slice(-4000),
+      );
+    });
     const c = comment(17, '@the-loop take your time');
     const sent = await send('issue_comment', c.payload);
     await until('the comment to say running', async () =>
@@ -267,6 +280,9 @@ describe('the daemon answers on GitHub as an App', () => {
       return t && !/Running/.test(t.body) && !/Queued/.test(t.body) ? t : undefined;
     });
     expect(final.body).toMatch(/Finished|Failed|Interrupted/);
+    // It was running when the daemon died (turn 1), and what ended is the run again (turn 2).
+    expect(final.edits.some((b) => /Running\*\* turn 1/.test(b))).toBe(true);
+    expect(final.body).toMatch(/turn 2/);
     for (const t of [...tracking(15), ...tracking(16), ...tracking(17)])
       expect(t.body).not.toMatch(/\*\*Running/);
   }, 240_000);

@@ -378,9 +378,13 @@ describe('markdown-text', () => {
       'run `the-loop sessions resume s-1` or \\*click\\*',
     );
     expect(inlineWithCode('odd ` tick', identity, 200)).toBe('odd  tick');
+    // A code span is literal on GitHub (it pings no one, links nothing): kept as written, copyable.
     expect(inlineWithCode('`<!-- the-loop:status -->` and `@the-loop go`', identity, 200)).toBe(
-      '&lt;!-- the-loop:status --&gt; and `@\u200dthe-loop go`',
+      '&lt;!-- the-loop:status --&gt; and `@the-loop go`',
     );
+    expect(
+      inlineWithCode('`the-loop sessions resume github:acme/widgets#15 --raise <amount>`', identity, 200),
+    ).toBe('`the-loop sessions resume github:acme/widgets#15 --raise <amount>`');
   });
 
   it('accepts only http(s) links, encoded so they cannot end the link', () => {
