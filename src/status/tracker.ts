@@ -57,6 +57,8 @@ interface Entry {
   todos: TodoFollower | undefined;
   /** The check's last state written (status, conclusion, title): the summary alone is not re-sent. */
   checkDigest: string | undefined;
+  /** The phase last rendered: a turn's first event moves a comment still saying queued to running. */
+  phase: StatusFacts['phase'] | undefined;
   /** Failures in a row (GitHub unreachable, a store error): the next try backs off. */
   failures: number;
   /** The comment was refused for good (403/404/410): not tried again for this delivery. */
@@ -139,7 +141,10 @@ export class StatusTracker {
     const e = this.entries.get(deliveryId);
     if (!e) return;
     e.todos ??= this.deps.followTodos();
-    if (e.todos.push(event) || event.type === 'tool-result' || event.type === 'attention')
+    const todos = e.todos.push(event);
+    // The turn began after the last render (a claim is written before its turn starts): say running.
+    const started = e.phase !== 'running';
+    if (started || todos || event.type === 'tool-result' || event.type === 'attention')
       this.changed(deliveryId);
   }
 
@@ -187,6 +192,7 @@ export class StatusTracker {
         lastWrite: 0,
         todos: undefined,
         checkDigest: undefined,
+        phase: undefined,
         failures: 0,
         commentRefused: false,
       };
@@ -257,6 +263,7 @@ export class StatusTracker {
       if (settings.reactions && answer.react) await sayReaction(this.say, id, repo, answer, patch);
       patch.reacted = true;
     }
+    e.phase = facts.phase;
     const rendered = this.deps.render(facts);
     if (settings.comments && !e.commentRefused)
       await sayComment(this.say, id, e, repo, answer, row, rendered, patch);
