@@ -12,7 +12,7 @@
  *   and its environment holds only the capability token; the real key appears nowhere;
  * - under a permissive policy the same push and merges go through, recorded `succeeded`.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   existsSync,
@@ -26,7 +26,6 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseWorkItem, workItemSlug } from '../../src/core/work-item.js';
@@ -36,6 +35,7 @@ import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi, MockStep } from '../fixtures/mock-apis/types.js';
 import { type MockGitHubApi, startMockGitHubApi } from '../fixtures/mock-github-api.js';
 import { freePort, runCli } from '../helpers/cli.js';
+import { gitAsync } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
 
 const WI = 'github:acme/gw-demo#1';
@@ -44,9 +44,6 @@ const PLANTED_KEY = `-----BEGIN OPENSSH PRIVATE KEY----- planted-${randomUUID()}
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-/** git that talks to the upstream this process serves: asynchronous, or the server could not answer. */
-const gitAsync = async (cwd: string, ...args: string[]) =>
-  (await promisify(execFile)('git', args, { cwd, encoding: 'utf8' })).stdout.trim();
 
 interface Act {
   kind: string;

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { stringify } from 'yaml';
 import { prepareClaudeHome } from '../fixtures/engine-homes/claude.js';
 import { BOT_LOGIN, FakeGitHub } from '../fixtures/fake-github.js';
+import { type GitUpstream, startGitUpstream } from '../fixtures/git-upstream.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
 import { runCli } from '../helpers/cli.js';
@@ -25,6 +26,7 @@ import {
   sendDelivery,
   startDaemonProcess,
 } from '../helpers/daemon.js';
+import { git, gitAsync } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
 
 const SECRET = 'test-webhook-secret-github-status-0123';
@@ -35,12 +37,38 @@ const HEAD = 'c0ffee'.padEnd(40, '0');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const KEY_PEM = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+/** The installation token the fake mints first: the only credential the git upstream accepts. */
+const MINTED = `ghs_installation_${INSTALLATION}_first_token_0123456789`;
+
+/** A checkout of acme/widgets whose origin is github.com (the gateway sends it to `upstream`). */
+async function seedRepository(root: string, upstream: GitUpstream): Promise<string> {
+  upstream.createRepo('acme', 'widgets');
+  const work = join(root, 'widgets');
+  mkdirSync(work);
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'config', 'user.email', 'agent@example.test');
+  git(work, 'config', 'user.name', 'Agent');
+  writeFileSync(join(work, 'README.md'), 'widgets\n');
+  git(work, 'add', 'README.md');
+  git(work, 'commit', '-q', '-m', 'one');
+  await gitAsync(
+    work,
+    ...upstream.directGitConfig(),
+    'push',
+    '-q',
+    `${upstream.url}/acme/widgets.git`,
+    'main',
+  );
+  git(work, 'remote', 'add', 'origin', 'https://github.com/acme/widgets.git');
+  return work;
+}
 
 describe('the daemon answers on GitHub as an App', () => {
   let root: string;
   let repo: string;
   let mock: MockApi;
   let github: FakeGitHub;
+  let upstream: GitUpstream;
   let daemon: DaemonProcess;
   const env = () => ({
     THE_LOOP_CONFIG: join(root, 'config.yaml'),
@@ -82,7 +110,7 @@ describe('the daemon answers on GitHub as an App', () => {
       stringify({
         dataDir: 'data',
         webhook: { secret: SECRET },
-        gateway: { port: 0, github: { apiUrl: github.url } },
+        gateway: { port: 0, github: { url: upstream.url, apiUrl: github.url } },
         console: { port: 0, publicOrigin: 'https://loop.example.test' },
         usage: { watchClaude: false },
         defaults: { engine: 'claude', backstopSeconds: 180, killGraceSeconds: 2 },
@@ -101,12 +129,13 @@ describe('the daemon answers on GitHub as an App', () => {
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'the-loop-gh-status-'));
-    repo = join(root, 'widgets');
-    mkdirSync(repo);
     github = await FakeGitHub.start({
       appId: APP_ID,
       publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      tokenOf: (id, n) => (id === INSTALLATION && n === 1 ? MINTED : `ghs_other_${id}_${n}_abcdefghijklmnop`),
     });
+    upstream = await startGitUpstream({ token: MINTED });
+    repo = await seedRepository(root, upstream);
     github.addInstallation(INSTALLATION, ['acme/widgets']);
     github.addPull('acme', 'widgets', 16, HEAD);
     // Keyed by prompt (each once): whatever other requests Claude Code makes, each turn gets its step.
@@ -130,6 +159,12 @@ describe('the daemon answers on GitHub as an App', () => {
           contains: 'fix the empty state',
           step: { kind: 'text', text: 'Fixed the empty state.', delayMs: 4000 },
         },
+        // #16, the pull request: a push through the gateway, as the App.
+        {
+          contains: 'review this',
+          step: { kind: 'shell', command: 'git push origin HEAD:refs/heads/loop-16' },
+        },
+        { contains: 'review this', step: { kind: 'text', text: 'Pushed loop-16.' } },
         // #17: the daemon dies while the model thinks; the run again after the restart is answered.
         { contains: 'take your time', step: { kind: 'text', text: 'Never sent.', delayMs: 600_000 } },
       ],
@@ -142,6 +177,7 @@ describe('the daemon answers on GitHub as an App', () => {
     await daemon?.stop();
     await mock?.close();
     await github?.close();
+    await upstream?.close();
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -232,6 +268,17 @@ describe('the daemon answers on GitHub as an App', () => {
     });
     expect(run).toMatchObject({ head_sha: HEAD, conclusion: 'success' });
     expect(run.details_url).toMatch(/^https:\/\/loop\.example\.test\/sessions\//);
+    // The agent's push went through the gateway with the App's installation token, and the
+    // tracking comment lists it with the commit it left the branch at.
+    const pushed = upstream.refs('acme', 'widgets')['refs/heads/loop-16'];
+    expect(pushed).toMatch(/^[0-9a-f]{40}$/);
+    const receive = upstream.requests.filter((r) => r.path.includes('git-receive-pack'));
+    expect(receive.length).toBeGreaterThan(0);
+    for (const r of receive) expect(r.authorized).toBe(true);
+    const c = tracking(16).find((x) => x.body.includes(`delivery=${sent.id}`));
+    expect(c?.body).toMatch(/Finished/);
+    expect(c?.body).toContain('refs/heads/loop-16');
+    expect(c?.body).toContain((pushed ?? '').slice(0, 12));
     expect(github.reactions.some((r) => r.target.kind === 'issue' && r.target.number === 16)).toBe(true);
   }, 120_000);
 

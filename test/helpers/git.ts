@@ -1,6 +1,7 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 /** Run git (argv, no shell) in `cwd`; its trimmed stdout. */
 export const git = (cwd: string, ...args: string[]): string =>
@@ -31,3 +32,7 @@ export function repoWithRemote(root: string, name: string): { work: string; remo
 /** The commit a remote's branch points at. */
 export const remoteHead = (remote: string, branch = 'main'): string =>
   git(remote, 'ls-remote', remote, `refs/heads/${branch}`).split(/\s/)[0] ?? '';
+
+/** git that talks to an upstream this process serves: asynchronous, or the server could not answer. */
+export const gitAsync = async (cwd: string, ...args: string[]): Promise<string> =>
+  (await promisify(execFile)('git', args, { cwd, encoding: 'utf8' })).stdout.trim();
