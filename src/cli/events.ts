@@ -1,3 +1,4 @@
+import type { StatusRow, StatusStore } from '../core/ports/github-status.js';
 import type { DeliveryRecord, DeliveryStatus, Inbox } from '../core/ports/inbox.js';
 import type { SessionStore } from '../core/ports/sessions.js';
 import type { App } from '../main.js';
@@ -35,6 +36,8 @@ const describe = (d: DeliveryRecord, seqOf: ReadonlyMap<number, number>): string
 export interface EventsView {
   inbox: Pick<Inbox, 'list' | 'get' | 'body'>;
   store: Pick<SessionStore, 'turnsForDelivery'>;
+  /** What was said on GitHub about each delivery (absent: not shown). */
+  githubStatus?: Pick<StatusStore, 'get'> | undefined;
 }
 
 /** The session's turn number of each turn the rows became (a person counts a session's turns). */
@@ -100,10 +103,11 @@ export async function showEvent(
   const d = shown(found);
   const turns = await app.store.turnsForDelivery(id);
   const body = options.body ? await app.inbox.body(id) : undefined;
+  const github = (await app.githubStatus?.get(id)) ?? null;
   if (options.json) {
     // A pruned body (delivery.prunedAt) asked for with --body is null: gone, not empty.
     const withBody = body !== undefined ? { body: JSON.parse(body) } : options.body ? { body: null } : {};
-    io.out(`${toJson({ delivery: d, turns, ...withBody }, 2)}\n`);
+    io.out(`${toJson({ delivery: d, turns, github, ...withBody }, 2)}\n`);
     return EXIT.ok;
   }
   const lines = [
@@ -119,6 +123,7 @@ export async function showEvent(
     lines.push(
       `  turn       ${t.id}: session ${t.sessionId.slice(0, 8)} turn ${t.seq}, ${t.status} (${t.endReason ?? 'running'})`,
     );
+  if (github) lines.push(...githubLines(github));
   if (d.prunedAt)
     lines.push(`  body       pruned at ${d.prunedAt} (inbox.retainDays); its metadata and outcome are kept`);
   else if (d.status === 'failed') lines.push(`  → retry with \`the-loop events retry ${d.id}\``);
@@ -135,4 +140,17 @@ export async function retryEvent(app: App, io: Io, id: string, options: { json?:
       `${d.id} queued again at its original place; a running daemon picks it up within dispatch.pollSeconds.\n`,
     );
   return EXIT.ok;
+}
+
+/** What was said on GitHub: the comment, the check, the last state, and the last failure. */
+function githubLines(g: StatusRow): string[] {
+  const said = [
+    g.reacted ? 'reacted' : 'no reaction yet',
+    g.commentId === null ? 'no comment' : `comment ${g.commentId}`,
+    ...(g.checkRunId === null ? [] : [`check run ${g.checkRunId}`]),
+    g.phase ? `last said ${g.phase}${g.final ? '' : ' (more to say)'}` : 'nothing said yet',
+  ];
+  const lines = [`  github     ${said.join(', ')}`];
+  if (g.lastError) lines.push(`  github err ${oneLine(g.lastError, 500)}`);
+  return lines;
 }

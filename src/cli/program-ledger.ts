@@ -11,7 +11,7 @@ import { type ProgramContext, recoverForReaders } from './program-context.js';
 const eventsView = async (base: Base) => {
   const { openInbox } = await import('../main-base.js');
   await recoverForReaders(base);
-  return { inbox: openInbox(base), store: base.sessions };
+  return { inbox: openInbox(base), store: base.sessions, githubStatus: base.stores.githubStatus };
 };
 
 export function addEventsCommands(program: Command, { io, withApp, withBase }: ProgramContext): void {

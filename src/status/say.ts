@@ -52,6 +52,7 @@ export async function sayReaction(
 export async function sayComment(
   deps: SayDeps,
   id: string,
+  final: boolean,
   e: SayState,
   repo: RepoRef,
   answer: AnswerTarget,
@@ -89,8 +90,9 @@ export async function sayComment(
       });
       return;
     }
-    // 422 (a body GitHub will not take) is this edit's alone: the next state tries again.
-    if (status === 422) {
+    // 422 (a body GitHub will not take) is this edit's alone: the next state tries again. The last
+    // state has no next one: it is tried again later (the tracker backs off, then gives up).
+    if (status === 422 && !final) {
       logger.warn('GitHub status: GitHub refused an edit of the tracking comment', {
         delivery: id,
         error: describe(error),

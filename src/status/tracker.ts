@@ -66,6 +66,8 @@ interface Entry {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000;
+/** Failed refreshes in a row before a delivery is given up on (about 4 minutes of backoff). */
+const MAX_FAILURES = 8;
 
 export class StatusTracker {
   private readonly entries = new Map<string, Entry>();
@@ -216,14 +218,21 @@ export class StatusTracker {
         e.failures = 0;
         return next;
       })
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
         e.failures++;
-        this.deps.logger.warn('GitHub status: could not update; trying again later', {
-          delivery: id,
-          attempt: e.failures,
-          error: describe(error),
-        });
-        return 'retry' as const;
+        const giveUp = e.failures >= MAX_FAILURES;
+        this.deps.logger.warn(
+          giveUp
+            ? 'GitHub status: could not update; giving up on this delivery'
+            : 'GitHub status: could not update; trying again later',
+          { delivery: id, attempt: e.failures, error: describe(error) },
+        );
+        if (!giveUp) return 'retry' as const;
+        // Said in the row (`events show`), and not tried again by a restart either.
+        await this.deps.store
+          .update(id, { final: true, lastError: `gave up after ${e.failures} tries: ${describe(error)}` })
+          .catch(() => {});
+        return 'done' as const;
       })
       .then((next) => {
         e.run = undefined;
@@ -266,7 +275,7 @@ export class StatusTracker {
     e.phase = facts.phase;
     const rendered = this.deps.render(facts);
     if (settings.comments && !e.commentRefused)
-      await sayComment(this.say, id, e, repo, answer, row, rendered, patch);
+      await sayComment(this.say, id, isFinal(facts.phase), e, repo, answer, row, rendered, patch);
     if (settings.checks && answer.pull)
       await sayCheck(this.say, id, e, repo, answer, row, facts, rendered, patch);
     const final = isFinal(facts.phase);
