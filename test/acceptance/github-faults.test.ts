@@ -78,7 +78,11 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
       publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     });
     github.addInstallation(INSTALLATION, ['acme/widgets']);
-    const base = fakeEngineConfig(state) as { gateway: Record<string, unknown> };
+    const base = fakeEngineConfig(state, {
+      env: { FAKE_ENGINE_STATE: state, FAKE_ENGINE_HOLD_FILE: join(root, 'hold') },
+    }) as {
+      gateway: Record<string, unknown>;
+    };
     writeFileSync(
       join(root, 'config.yaml'),
       stringify({
@@ -87,7 +91,7 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
         dataDir: 'data',
         webhook: { secret: SECRET },
         repos: { 'acme/widgets': { path: repo } },
-        dispatch: { pollSeconds: 0.2 },
+        dispatch: { pollSeconds: 0.2, closeGraceSeconds: 1 },
         github: {
           app: { id: APP_ID, privateKey: 'env:THE_LOOP_APP_KEY' },
           status: { editIntervalSeconds: 0.1 },
@@ -142,8 +146,19 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
 
   it('5xx answers are retried, and an edit GitHub will not take (422) leaves the next state to land', async () => {
     onTestFailed(() => {
-      console.log(github.calls.slice(-30).map((c) => `${c.at} ${c.method} ${c.path} ${c.status}`).join('\n'));
-      console.log(log().split('\n').filter((l) => /GitHub|rate|retry/.test(l)).slice(-20).join('\n'));
+      console.log(
+        github.calls
+          .slice(-30)
+          .map((c) => `${c.at} ${c.method} ${c.path} ${c.status}`)
+          .join('\n'),
+      );
+      console.log(
+        log()
+          .split('\n')
+          .filter((l) => /GitHub|rate|retry/.test(l))
+          .slice(-20)
+          .join('\n'),
+      );
     });
     github.serverError({ method: 'PATCH', path: /\/issues\/comments\/\d+$/ }, 2);
     const id = await trigger(32);
@@ -191,4 +206,24 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
     expect(res.stderr).toMatch(/github\.app\.privateKey/);
     expect(res.stdout + res.stderr).not.toContain('not-a-key-canary-77Zq');
   }, 60_000);
+
+  it('a daemon shutdown mid-turn: its last edit says the delivery runs again, never running', async () => {
+    github.addInstallation(INSTALLATION, ['acme/widgets']);
+    const hold = join(root, 'hold');
+    writeFileSync(hold, '');
+    const id = await trigger(35);
+    await until('the comment to say running', async () =>
+      /Running/.test(trackingOf(35, id)?.body ?? '') ? true : undefined,
+    );
+    await daemon.stop();
+    const c = trackingOf(35, id);
+    expect(c?.body).not.toMatch(/Running/);
+    expect(c?.body).toMatch(/Queued.*runs again/);
+    rmSync(hold);
+    daemon = await startDaemonProcess({ cwd: root, env: env() });
+    expect(await settled(id)).toBe('done');
+    await until('the comment to finish', async () =>
+      /Finished/.test(trackingOf(35, id)?.body ?? '') ? true : undefined,
+    );
+  }, 90_000);
 });

@@ -7,7 +7,7 @@
  * held session's comment says what releases it; our own comment starts nothing; a SIGKILL mid-turn
  * leaves no "running" comment once the daemon is back.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ import { BOT_LOGIN, FakeGitHub } from '../fixtures/fake-github.js';
 import { type GitUpstream, startGitUpstream } from '../fixtures/git-upstream.js';
 import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi } from '../fixtures/mock-apis/types.js';
+import { canaryFormsIn, canaryLeaksUnder } from '../helpers/canary.js';
 import { runCli } from '../helpers/cli.js';
 import {
   type DaemonProcess,
@@ -38,7 +39,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const KEY_PEM = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 /** The installation token the fake mints first: the only credential the git upstream accepts. */
-const MINTED = `ghs_installation_${INSTALLATION}_first_token_0123456789`;
+const MINTED = `ghs_${randomBytes(18).toString('hex')}`;
 
 /** A checkout of acme/widgets whose origin is github.com (the gateway sends it to `upstream`). */
 async function seedRepository(root: string, upstream: GitUpstream): Promise<string> {
@@ -317,6 +318,10 @@ describe('the daemon answers on GitHub as an App', () => {
     await until('the comment to say running', async () =>
       /Running/.test(trackingOf(17, sent.id)?.body ?? '') ? true : undefined,
     );
+    // Mid-turn: the model has the request (and will not answer it).
+    await until('the model request', async () =>
+      mock.modelTurns().some((r) => JSON.stringify(r.body).includes('take your time')) ? true : undefined,
+    );
     daemon.child.kill('SIGKILL');
     await new Promise((r) => daemon.child.once('exit', r));
     daemon = await startDaemonProcess({ cwd: root, env: env() });
@@ -333,4 +338,22 @@ describe('the daemon answers on GitHub as an App', () => {
     for (const t of [...tracking(15), ...tracking(16), ...tracking(17)])
       expect(t.body).not.toMatch(/\*\*Running/);
   }, 240_000);
+
+  it("the App's key, its installation token and the API key appear nowhere: data dir, engine home, comments, checks, output", async () => {
+    // A line of the key's body: long enough to be the key, short enough to be found if it leaked.
+    const keyLine = KEY_PEM.split('\n')[5] ?? '';
+    expect(keyLine.length).toBeGreaterThan(40);
+    for (const secret of [MINTED, keyLine, API_KEY]) {
+      expect(canaryLeaksUnder(join(root, 'data'), secret), secret.slice(0, 12)).toEqual([]);
+      expect(canaryLeaksUnder(join(root, 'engine'), secret), secret.slice(0, 12)).toEqual([]);
+      expect(canaryLeaksUnder(repo, secret), secret.slice(0, 12)).toEqual([]);
+      const said = JSON.stringify([
+        github.comments('acme', 'widgets', 15),
+        github.checkRuns,
+        github.calls.map((c) => c.body),
+      ]);
+      expect(canaryFormsIn(said, secret)).toEqual([]);
+      expect(canaryFormsIn(daemon.output(), secret)).toEqual([]);
+    }
+  }, 60_000);
 });
