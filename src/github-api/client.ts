@@ -210,7 +210,7 @@ function appTokens(
   });
 }
 
-/** Who we are, asked once: the App's slug (`<slug>[bot]`) or the token's user. */
+/** Who we are, asked until GitHub answers once: the App's slug (`<slug>[bot]`) or the token's user. */
 function identityOnce(
   octokit: PacedOctokit,
   app: AppTokens | undefined,
@@ -230,10 +230,16 @@ function identityOnce(
     const { data } = await octokit.request('GET /user', { headers: { authorization: `token ${token}` } });
     return { login: options.botLogin ?? data.login, appId: undefined };
   };
+  let warned = false;
   return () => {
     asked ??= ask().catch((error: unknown) => {
-      const failure = toCallError(error, { method: 'GET', path: app ? '/app' : '/user' });
-      options.logger.warn('could not learn who we are on GitHub', { error: failure.message });
+      // Not kept: the next caller asks again (GitHub may be back); said once, not at every event.
+      asked = undefined;
+      if (!warned) {
+        warned = true;
+        const failure = toCallError(error, { method: 'GET', path: app ? '/app' : '/user' });
+        options.logger.warn('could not learn who we are on GitHub', { error: failure.message });
+      }
       return { login: options.botLogin, appId };
     });
     return asked;
