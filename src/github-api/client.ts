@@ -44,6 +44,8 @@ export interface GitHubClient extends GitHubWrites {
   tokenFor(repoFullName: string): Promise<string | undefined>;
   /** A payload named the installation that covers `owner/repo`: use it from now on. */
   noteInstallation(repoFullName: string, installationId: number): void;
+  /** GitHub refused the token tokenFor gave for `owner/repo` (the gateway saw a 401): forget it. */
+  tokenRefused(repoFullName: string): void;
 }
 
 type Params = Record<string, unknown>;
@@ -80,6 +82,13 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
       }
     },
     noteInstallation: (repoFullName, installationId) => app?.noteInstallation(repoFullName, installationId),
+    tokenRefused: (repoFullName) => {
+      const dropped = app?.dropFor(repoFullName);
+      if (dropped !== undefined)
+        logger.warn('GitHub refused an installation token: the next request gets another', {
+          installation: dropped,
+        });
+    },
   };
 }
 

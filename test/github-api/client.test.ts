@@ -128,6 +128,10 @@ describe('GitHub App auth', () => {
     const token = await c.tokenFor('acme/demo');
     expect(token).toBe(f.minted[0]?.token);
     expect(await c.tokenFor('acme/demo')).toBe(token);
+    // The gateway saw GitHub refuse it: the next request gets a fresh one.
+    c.tokenRefused('acme/demo');
+    expect(await c.tokenFor('acme/demo')).toBe(f.minted[1]?.token);
+    expect(f.minted).toHaveLength(2);
     expect(await c.tokenFor('acme/nowhere')).toBeUndefined();
     expect(logs.some((l) => l.includes('no GitHub App installation token'))).toBe(true);
   });
