@@ -46,6 +46,8 @@ export interface GitHubClient extends GitHubWrites {
   noteInstallation(repoFullName: string, installationId: number): void;
   /** GitHub refused the token tokenFor gave for `owner/repo` (the gateway saw a 401): forget it. */
   tokenRefused(repoFullName: string): void;
+  /** Stop the unref'd cleanup timers of its pacing limiters (the daemon is disposing the client). */
+  close(): void;
 }
 
 type Params = Record<string, unknown>;
@@ -57,7 +59,7 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
       hint: "Give the .pem file GitHub made for the App (its settings page, 'Private keys'), as env:NAME.",
     });
   }
-  const octokit = createOctokit(options);
+  const { octokit, close } = createOctokit(options);
   const { logger } = options;
   const app = options.auth.kind === 'app' ? appTokens(octokit, options.auth, options) : undefined;
   const staticToken = options.auth.kind === 'token' ? options.auth.token : undefined;
@@ -82,6 +84,7 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
       }
     },
     noteInstallation: (repoFullName, installationId) => app?.noteInstallation(repoFullName, installationId),
+    close,
     tokenRefused: (repoFullName) => {
       const dropped = app?.dropFor(repoFullName);
       if (dropped !== undefined)

@@ -15,12 +15,14 @@ const APP_ID = 4242;
 const REPO = { owner: 'acme', repo: 'demo' };
 let key: ReturnType<typeof testAppKey>;
 const fakes: FakeAppAuth[] = [];
+const clients: Array<{ close(): void }> = [];
 
 beforeAll(() => {
   key = testAppKey();
 });
 
 afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
   await Promise.all(fakes.splice(0).map((f) => f.close()));
 });
 
@@ -41,6 +43,7 @@ function client(f: FakeAppAuth, extra: Partial<GitHubClientOptions> = {}) {
     retryBaseMs: 5,
     ...extra,
   });
+  clients.push(c);
   return { client: c, logs: sink.lines };
 }
 
