@@ -6,7 +6,7 @@ import type { LoadedConfig } from './config/load.js';
 import type { BudgetStore } from './core/ports/budgets.js';
 import type { SessionStore } from './core/ports/sessions.js';
 import type { TokenStore } from './core/ports/tokens.js';
-import { createGatewayPorts } from './gateway/daemon-ports.js';
+import { createGatewayPorts, type DaemonPortsDeps } from './gateway/daemon-ports.js';
 import { createGitHandler } from './gateway/git/git-proxy.js';
 import { createGitHubApiHandler } from './gateway/github/api-proxy.js';
 import { GatewayService } from './gateway/listen.js';
@@ -64,7 +64,7 @@ export function createGuard(deps: {
   logger: Logger;
   policyFor: (workItem: string) => Policy;
   /** The daemon's GitHub client: the gateway sends its credential for each repository (the App's installation token). */
-  github?: { tokenFor(repoFullName: string): Promise<string | undefined> } | undefined;
+  github?: DaemonPortsDeps['github'];
 }): Guard {
   const { loaded } = deps;
   const tokens = new GatewayTokens(deps.tokenStore);

@@ -34,7 +34,13 @@ export interface DaemonPortsDeps {
    * App installation's token as the App. Without it, the configured token (github.token,
    * credentials.github, GH_TOKEN, GITHUB_TOKEN) for every repository.
    */
-  github?: { tokenFor(repoFullName: string): Promise<string | undefined> } | undefined;
+  github?:
+    | {
+        tokenFor(repoFullName: string): Promise<string | undefined>;
+        /** GitHub refused the credential tokenFor gave (401): forget it. */
+        tokenRefused?(repoFullName: string): void;
+      }
+    | undefined;
 }
 
 export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
@@ -69,6 +75,7 @@ export function createGatewayPorts(deps: DaemonPortsDeps): GatewayPorts {
       gitUrl: urls.gitUrl,
       apiUrl: urls.apiUrl,
       tokenFor: async (session) => (client ? client.tokenFor(`${session.owner}/${session.repo}`) : token),
+      tokenRefused: (session) => client?.tokenRefused?.(`${session.owner}/${session.repo}`),
     },
   };
 }

@@ -95,6 +95,11 @@ export interface GitHubUpstream {
    * keeps it). Never throws: a credential that cannot be had is logged where it failed.
    */
   tokenFor(session: GatewaySession): Promise<string | undefined>;
+  /**
+   * The upstream answered 401 to the credential `tokenFor` gave for this session: forget it (an
+   * installation token revoked before its expiry), so the next request carries a fresh one.
+   */
+  tokenRefused?(session: GatewaySession): void;
 }
 
 /**

@@ -87,6 +87,14 @@ export class AppTokens {
     return minting;
   }
 
+  /** The token of the installation known to cover `owner/repo` is refused: forget it; which one, if any. */
+  dropFor(repoFullName: string): number | undefined {
+    const key = repoFullName.toLowerCase();
+    const id = this.#noted.get(key) ?? this.#configured ?? this.#asked.get(key);
+    if (id !== undefined) this.drop(id);
+    return id;
+  }
+
   /** GitHub refused the token (401): forget it, so the next `token` mints another. */
   drop(installationId: number): void {
     this.#tokens.delete(installationId);

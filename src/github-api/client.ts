@@ -44,6 +44,10 @@ export interface GitHubClient extends GitHubWrites {
   tokenFor(repoFullName: string): Promise<string | undefined>;
   /** A payload named the installation that covers `owner/repo`: use it from now on. */
   noteInstallation(repoFullName: string, installationId: number): void;
+  /** GitHub refused the token tokenFor gave for `owner/repo` (the gateway saw a 401): forget it. */
+  tokenRefused(repoFullName: string): void;
+  /** Stop the unref'd cleanup timers of its pacing limiters (the daemon is disposing the client). */
+  close(): void;
 }
 
 type Params = Record<string, unknown>;
@@ -55,7 +59,7 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
       hint: "Give the .pem file GitHub made for the App (its settings page, 'Private keys'), as env:NAME.",
     });
   }
-  const octokit = createOctokit(options);
+  const { octokit, close } = createOctokit(options);
   const { logger } = options;
   const app = options.auth.kind === 'app' ? appTokens(octokit, options.auth, options) : undefined;
   const staticToken = options.auth.kind === 'token' ? options.auth.token : undefined;
@@ -80,6 +84,14 @@ export function createGitHubClient(options: GitHubClientOptions): GitHubClient {
       }
     },
     noteInstallation: (repoFullName, installationId) => app?.noteInstallation(repoFullName, installationId),
+    close,
+    tokenRefused: (repoFullName) => {
+      const dropped = app?.dropFor(repoFullName);
+      if (dropped !== undefined)
+        logger.warn('GitHub refused an installation token: the next request gets another', {
+          installation: dropped,
+        });
+    },
   };
 }
 
@@ -210,7 +222,7 @@ function appTokens(
   });
 }
 
-/** Who we are, asked once: the App's slug (`<slug>[bot]`) or the token's user. */
+/** Who we are, asked until GitHub answers once: the App's slug (`<slug>[bot]`) or the token's user. */
 function identityOnce(
   octokit: PacedOctokit,
   app: AppTokens | undefined,
@@ -230,10 +242,16 @@ function identityOnce(
     const { data } = await octokit.request('GET /user', { headers: { authorization: `token ${token}` } });
     return { login: options.botLogin ?? data.login, appId: undefined };
   };
+  let warned = false;
   return () => {
     asked ??= ask().catch((error: unknown) => {
-      const failure = toCallError(error, { method: 'GET', path: app ? '/app' : '/user' });
-      options.logger.warn('could not learn who we are on GitHub', { error: failure.message });
+      // Not kept: the next caller asks again (GitHub may be back); said once, not at every event.
+      asked = undefined;
+      if (!warned) {
+        warned = true;
+        const failure = toCallError(error, { method: 'GET', path: app ? '/app' : '/user' });
+        options.logger.warn('could not learn who we are on GitHub', { error: failure.message });
+      }
       return { login: options.botLogin, appId };
     });
     return asked;

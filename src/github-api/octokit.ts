@@ -30,7 +30,11 @@ const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i);
 const PacedOctokit = Octokit.plugin(throttling, retry);
 export type PacedOctokit = InstanceType<typeof PacedOctokit>;
 
-export function createOctokit(options: OctokitOptions): PacedOctokit {
+/** Bottleneck 2.19 keeps a Group's cleanup timer here (unref'd) and has no call that stops it. */
+type WithTimer = { interval?: ReturnType<typeof setInterval> };
+
+/** The Octokit, and `close`: stop our limiters' timers (the client is done). */
+export function createOctokit(options: OctokitOptions): { octokit: PacedOctokit; close(): void } {
   const { logger } = options;
   const base = options.retryBaseMs ?? 1000;
   // Octokit's own lines (deprecations, throttle notes) are ours at debug: they are not the daemon's
@@ -48,6 +52,8 @@ export function createOctokit(options: OctokitOptions): PacedOctokit {
       });
       return again;
     };
+  const write = new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.writeGapMs });
+  const notifications = new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.commentGapMs });
   const octokit = new PacedOctokit({
     baseUrl: options.baseUrl,
     userAgent: options.userAgent,
@@ -55,8 +61,8 @@ export function createOctokit(options: OctokitOptions): PacedOctokit {
     throttle: {
       // Our own limiters, keyed by an id of this client's: two clients never share a gap.
       id: `the-loop-${randomUUID()}`,
-      write: new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.writeGapMs }),
-      notifications: new Bottleneck.Group({ maxConcurrent: 1, minTime: options.pacing.commentGapMs }),
+      write,
+      notifications,
       retryAfterBaseValue: base,
       onRateLimit: onLimit('primary'),
       onSecondaryRateLimit: onLimit('secondary'),
@@ -64,7 +70,10 @@ export function createOctokit(options: OctokitOptions): PacedOctokit {
     retry: { doNotRetry: DO_NOT_RETRY, retryAfterBaseValue: base },
   });
   serializeWrites(octokit, options.pacing.writeGapMs);
-  return octokit;
+  const close = () => {
+    for (const group of [write, notifications]) clearInterval((group as unknown as WithTimer).interval);
+  };
+  return { octokit, close };
 }
 
 /** Minting an installation token: a write by its method, but the writes themselves wait on it. */

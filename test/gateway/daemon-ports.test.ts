@@ -13,7 +13,7 @@ import type { ActDetail, ActKind } from '../../src/acts/types.js';
 import { mergeEngine } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { BUILTIN_PRESETS } from '../../src/engines/presets.js';
-import { createGatewayPorts } from '../../src/gateway/daemon-ports.js';
+import { createGatewayPorts, type DaemonPortsDeps } from '../../src/gateway/daemon-ports.js';
 import { revokingStore } from '../../src/gateway/revoking-store.js';
 import { GatewayTokens } from '../../src/gateway/tokens.js';
 import type { GatewaySession } from '../../src/gateway/types.js';
@@ -41,7 +41,7 @@ afterEach(() => {
 async function world(
   config: Record<string, unknown> = {},
   env: Record<string, string> = {},
-  github?: { tokenFor(repo: string): Promise<string | undefined> },
+  github?: DaemonPortsDeps['github'],
 ) {
   const scrub = (t: string) => t.replaceAll('SECRET', '[secret]');
   const store = new SqliteSessionStore(db, { scrub });
@@ -263,15 +263,19 @@ describe('model routes and credentials', () => {
 
   it("sends the GitHub client's credential for the session's repository when there is a client", async () => {
     const asked: string[] = [];
+    const refused: string[] = [];
     const client = {
       tokenFor: async (repo: string) => {
         asked.push(repo);
         return `ghs_installation_token_for_${repo}`;
       },
+      tokenRefused: (repo: string) => refused.push(repo),
     };
     const app = await world({}, { GITHUB_TOKEN: 'ghp_x' }, client);
     expect(await app.ports.github.tokenFor(app.session)).toBe('ghs_installation_token_for_acme/demo');
     expect(asked).toEqual(['acme/demo']);
+    app.ports.github.tokenRefused?.(app.session);
+    expect(refused).toEqual(['acme/demo']);
   });
 });
 

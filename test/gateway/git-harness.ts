@@ -39,6 +39,8 @@ export interface HarnessOptions {
   upstreamToken: string | undefined;
   /** The credential per session, as the daemon's ports ask the GitHub client (overrides upstreamToken). */
   tokenFor?: (session: GatewaySession) => Promise<string | undefined>;
+  /** Told when the upstream refuses the credential (as the daemon's ports tell the client). */
+  tokenRefused?: (session: GatewaySession) => void;
   policy: Policy;
   owner?: string;
   repo?: string;
@@ -73,6 +75,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       gitUrl: options.gitUrl,
       apiUrl: 'http://127.0.0.1:9',
       tokenFor: options.tokenFor ?? (async () => options.upstreamToken),
+      ...(options.tokenRefused ? { tokenRefused: options.tokenRefused } : {}),
     },
   };
   const handler = options.handler ?? handleGit;

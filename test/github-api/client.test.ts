@@ -15,12 +15,14 @@ const APP_ID = 4242;
 const REPO = { owner: 'acme', repo: 'demo' };
 let key: ReturnType<typeof testAppKey>;
 const fakes: FakeAppAuth[] = [];
+const clients: Array<{ close(): void }> = [];
 
 beforeAll(() => {
   key = testAppKey();
 });
 
 afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
   await Promise.all(fakes.splice(0).map((f) => f.close()));
 });
 
@@ -41,6 +43,7 @@ function client(f: FakeAppAuth, extra: Partial<GitHubClientOptions> = {}) {
     retryBaseMs: 5,
     ...extra,
   });
+  clients.push(c);
   return { client: c, logs: sink.lines };
 }
 
@@ -128,22 +131,24 @@ describe('GitHub App auth', () => {
     const token = await c.tokenFor('acme/demo');
     expect(token).toBe(f.minted[0]?.token);
     expect(await c.tokenFor('acme/demo')).toBe(token);
+    // The gateway saw GitHub refuse it: the next request gets a fresh one.
+    c.tokenRefused('acme/demo');
+    expect(await c.tokenFor('acme/demo')).toBe(f.minted[1]?.token);
+    expect(f.minted).toHaveLength(2);
     expect(await c.tokenFor('acme/nowhere')).toBeUndefined();
     expect(logs.some((l) => l.includes('no GitHub App installation token'))).toBe(true);
   });
 
-  it('says who it was configured as when GitHub cannot tell (logged once)', async () => {
+  it('says who it was configured as when GitHub cannot tell (logged once), and asks again later', async () => {
     const f = await fake();
-    f.script(
-      'GET /app',
-      { status: 500, body: { message: 'boom' } },
-      { status: 500 },
-      { status: 500 },
-      { status: 500 },
-    );
-    const { client: c, logs } = client(f, { botLogin: 'loop-bot[bot]' });
-    expect(await c.identity()).toEqual({ login: 'loop-bot[bot]', appId: APP_ID });
-    expect(await c.identity()).toEqual({ login: 'loop-bot[bot]', appId: APP_ID });
+    const refusal = { status: 401, body: { message: 'Bad credentials' } };
+    f.script('GET /app', refusal, refusal);
+    const configured = client(f, { botLogin: 'loop-bot[bot]' });
+    expect(await configured.client.identity()).toEqual({ login: 'loop-bot[bot]', appId: APP_ID });
+    const { client: c, logs } = client(f);
+    expect(await c.identity()).toEqual({ login: undefined, appId: APP_ID });
+    expect(logs.filter((l) => l.includes('could not learn who we are'))).toHaveLength(1);
+    expect(await c.identity()).toEqual({ login: 'the-loop-test[bot]', appId: APP_ID });
     expect(logs.filter((l) => l.includes('could not learn who we are'))).toHaveLength(1);
   });
 
@@ -188,6 +193,26 @@ describe('GitHub calls', () => {
     await c.updateComment(REPO, 5, 'body');
     expect(writes(f)).toHaveLength(2);
     expect(logs.some((l) => l.includes('secondary rate limit') && l.includes('"retryAfter":1'))).toBe(true);
+  });
+
+  it('gives up after three rate-limit waits: a GitHubCallError 403', async () => {
+    const f = await fake();
+    f.installations.add(7);
+    f.repoInstallations.set('acme/demo', 7);
+    const limited = {
+      status: 403,
+      headers: { 'retry-after': '1' },
+      body: { message: 'You have exceeded a secondary rate limit.' },
+    };
+    f.script('PATCH /repos/acme/demo/issues/comments/5', limited, limited, limited, limited);
+    const { client: c } = client(f);
+    const failed = (await c.updateComment(REPO, 5, 'x').catch((e: unknown) => e)) as GitHubCallError;
+    expect(failed).toBeInstanceOf(GitHubCallError);
+    expect(failed.status).toBe(403);
+    expect(failed.message).toMatch(
+      /^GitHub answered 403 on PATCH \/repos\/acme\/demo\/issues\/comments\/5: You have exceeded/,
+    );
+    expect(writes(f)).toHaveLength(4);
   });
 
   it('retries a 5xx, then succeeds', async () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { githubToken } from '../github-token.js';
+import { githubToken, githubTokenRefused } from '../github-token.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct, WireOutcome } from '../types.js';
 import { type GitRoute, routeGit } from './git-route.js';
 import {
@@ -130,6 +130,7 @@ function passThrough(ex: Exchange): Promise<void> {
 function refuseCredential(ex: Exchange, ures: IncomingMessage): boolean {
   if (ures.statusCode !== 401 && ures.statusCode !== 407) return false;
   ures.resume();
+  if (ex.held && ures.statusCode === 401) githubTokenRefused(ex.ports, ex.session);
   const why = ex.held
     ? "refused the gateway's GitHub credential"
     : 'needs a credential the gateway does not hold';

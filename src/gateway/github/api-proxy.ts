@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { busyHeaders, readBodyWithin } from '../../web/read-body.js';
-import { githubToken } from '../github-token.js';
+import { githubToken, githubTokenRefused } from '../github-token.js';
 import type { GatewayHandler, GatewayPorts, GatewaySession, WireAct } from '../types.js';
 import { upstreamAgents } from '../upstream-agents.js';
 import {
@@ -107,6 +107,17 @@ function settle(judged: Judged[], relayed: Relayed, graphql: boolean): Settled[]
   return judged.map((j) => graphqlOutcome(j.act, relayed.status, text));
 }
 
+/** GitHub answered 401 to the gateway's credential: the ports drop it, and the next request gets a fresh one. */
+function noteRefusal(
+  ports: GatewayPorts,
+  session: GatewaySession,
+  token: string | undefined,
+  relayed: Relayed,
+): void {
+  if (token !== undefined && relayed.kind === 'response' && relayed.status === 401)
+    githubTokenRefused(ports, session);
+}
+
 function answerFailure(res: ServerResponse, relayed: Relayed): void {
   if (relayed.kind === 'response' || relayed.sentHeaders) return;
   if (relayed.kind === 'timeout') send(res, 504, '[the-loop gateway] the GitHub API did not answer in time');
@@ -172,7 +183,9 @@ export function createGitHubApiHandler(options: GitHubApiOptions = {}): GitHubAp
         upstreamHeaders(req.headers, ctx.token, token, { identity, length: body.length }),
     };
     if (p.acts.length === 0) {
-      answerFailure(res, await relay({ ...exchange, headers: exchange.headers(false), keep: 0 }));
+      const relayed = await relay({ ...exchange, headers: exchange.headers(false), keep: 0 });
+      noteRefusal(ports, session, token, relayed);
+      answerFailure(res, relayed);
       return;
     }
     await judgeAndRelay(p, exchange, { ports, session, lookups });
@@ -205,6 +218,7 @@ async function judgeAndRelay(
     return send(exchange.res, 403, `[the-loop policy] ${reasons.join('; ')}`);
   }
   const relayed = await relay({ ...exchange, headers: exchange.headers(true), keep: KEEP_BYTES });
+  noteRefusal(ports, session, x.lookups.token, relayed);
   answerFailure(exchange.res, relayed);
   const outcomes = settle(judged, relayed, p.graphql);
   await record(

@@ -23,28 +23,31 @@ import { type Harness, runGit, startHarness, TEST_TOKEN } from '../git-harness.j
 
 const APP_ID = 31337;
 const INSTALLATION = 7;
-// The first token the fake GitHub mints: the only credential the git upstream accepts.
-const MINTED = fakeInstallationToken(INSTALLATION, 1);
 
 let root: string;
-let upstream: GitUpstream;
+let upstream: GitUpstream | undefined;
 let api: FakeAppAuth;
 let harness: Harness | undefined;
 
-beforeEach(async () => {
+beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'the-loop-git-app-'));
-  upstream = await startGitUpstream({ token: MINTED });
 });
 
 afterEach(async () => {
   await harness?.close();
   harness = undefined;
   await api?.close();
-  await upstream.close();
+  await upstream?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
-it("pushes with the App installation's token, minted once, never the capability token", async () => {
+/**
+ * A git upstream that takes only `accepted`, the App's client against the fake API, a gateway that
+ * asks it per session, and a work repository one commit ahead on a branch.
+ */
+async function setup(accepted: string) {
+  const up = await startGitUpstream({ token: accepted });
+  upstream = up;
   const key = testAppKey();
   api = await startFakeAppAuth({ appId: APP_ID, publicKey: key.publicKey });
   api.installations.add(INSTALLATION);
@@ -56,12 +59,13 @@ it("pushes with the App installation's token, minted once, never the capability 
     logger: createLogger({ level: 'error', sinks: [memorySink()] }),
     userAgent: 'the-loop-test',
   });
-  const bare = upstream.createRepo('acme', 'demo');
+  const bare = up.createRepo('acme', 'demo');
   const h = await startHarness({
-    gitUrl: upstream.url,
+    gitUrl: up.url,
     upstreamToken: undefined,
     // What the daemon's ports do with the client (src/gateway/daemon-ports.ts).
     tokenFor: (session) => client.tokenFor(`${session.owner}/${session.repo}`),
+    tokenRefused: (session) => client.tokenRefused(`${session.owner}/${session.repo}`),
     policy: resolvePolicy(undefined, undefined, 'main'),
     home: root,
   });
@@ -78,23 +82,45 @@ it("pushes with the App installation's token, minted once, never the capability 
   writeFileSync(join(work, 'README.md'), 'one\ntwo\n');
   git(work, 'commit', '-q', '-am', 'two');
   git(work, 'remote', 'add', 'origin', h.remote('acme', 'demo'));
+  return { up, client, h, work, push: () => runGit(work, h.gitEnv, 'push', 'origin', 'the-loop/issue-1') };
+}
 
-  const pushed = await runGit(work, h.gitEnv, 'push', 'origin', 'the-loop/issue-1');
+const basic = (token: string) => `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
+
+it("pushes with the App installation's token, minted once, never the capability token", async () => {
+  const minted = fakeInstallationToken(INSTALLATION, 1);
+  const { up, h, work, push } = await setup(minted);
+
+  const pushed = await push();
   expect(pushed.stderr).not.toMatch(/refused|denied|error/i);
   expect(pushed.code).toBe(0);
   await h.settled();
-  expect(upstream.refs('acme', 'demo')['refs/heads/the-loop/issue-1']).toBe(git(work, 'rev-parse', 'HEAD'));
+  expect(up.refs('acme', 'demo')['refs/heads/the-loop/issue-1']).toBe(git(work, 'rev-parse', 'HEAD'));
 
-  const basic = `Basic ${Buffer.from(`x-access-token:${MINTED}`).toString('base64')}`;
-  expect(upstream.requests.length).toBeGreaterThanOrEqual(2);
-  for (const request of upstream.requests) {
+  expect(up.requests.length).toBeGreaterThanOrEqual(2);
+  for (const request of up.requests) {
     expect(request.authorized).toBe(true);
-    expect(request.headers.authorization).toBe(basic);
+    expect(request.headers.authorization).toBe(basic(minted));
     expect(JSON.stringify(request.headers)).not.toContain(TEST_TOKEN);
   }
   // Minted once for the push's requests, with a JWT the fake verified against the App's public key.
-  expect(api.minted).toEqual([{ installationId: INSTALLATION, token: MINTED }]);
+  expect(api.minted).toEqual([{ installationId: INSTALLATION, token: minted }]);
   expect(api.badJwts).toEqual([]);
   expect(h.errors).toEqual([]);
-  expect(h.logs.join('\n')).not.toContain(MINTED);
+  expect(h.logs.join('\n')).not.toContain(minted);
+});
+
+it('drops an installation token the upstream refuses: the next push carries a fresh one', async () => {
+  // The upstream takes only the second token minted: the first is "revoked" before its expiry.
+  const { up, client, h, push } = await setup(fakeInstallationToken(INSTALLATION, 2));
+  expect(await client.tokenFor('acme/demo')).toBe(fakeInstallationToken(INSTALLATION, 1));
+
+  const refused = await push();
+  expect(refused.code).not.toBe(0);
+  expect(refused.stderr).toContain("refused the gateway's GitHub credential");
+  const pushed = await push();
+  expect(pushed.code).toBe(0);
+  await h.settled();
+  expect(api.minted.map((m) => m.token)).toEqual([1, 2].map((n) => fakeInstallationToken(INSTALLATION, n)));
+  expect(up.requests.at(-1)?.headers.authorization).toBe(basic(fakeInstallationToken(INSTALLATION, 2)));
 });
