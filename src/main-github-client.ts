@@ -1,6 +1,6 @@
 import type { LoadedConfig } from './config/load.js';
-import { githubCredential, githubUrls } from './gateway/credentials.js';
-import type { GitHubClient, GitHubClientOptions } from './github-api/client.js';
+import type { GitHubClient } from './github-api/client.js';
+import { githubClientSettings } from './github-api/settings.js';
 import type { Logger } from './log/logger.js';
 
 /**
@@ -12,7 +12,11 @@ import type { Logger } from './log/logger.js';
 export interface DaemonGitHubSource {
   mode: 'app' | 'token';
   tokenFor(repoFullName: string): Promise<string | undefined>;
+  /** The upstream refused the credential (401): an installation token is minted again next time. */
+  tokenRefused(repoFullName: string): void;
   client(): Promise<GitHubClient>;
+  /** Stops the client's timers (the daemon's dispose). */
+  close(): void;
 }
 
 /** undefined: no App and no token anywhere (the gateway sends no credential; nothing is said on GitHub). */
@@ -20,32 +24,19 @@ export function daemonGitHub(
   loaded: LoadedConfig,
   env: Readonly<Record<string, string | undefined>>,
   logger: Logger,
+  /** Each installation token the gateway is handed is masked from then on, like every credential. */
+  addSecret: (value: string) => void,
 ): DaemonGitHubSource | undefined {
-  const { github, gateway, credentials } = loaded.config;
-  const token = github.token ?? githubCredential(env, credentials)?.value;
-  const auth: GitHubClientOptions['auth'] | undefined = github.app
-    ? {
-        kind: 'app',
-        appId: github.app.id,
-        privateKey: github.app.privateKey,
-        installationId: github.app.installationId,
-      }
-    : token
-      ? { kind: 'token', token }
-      : undefined;
-  if (!auth) return undefined;
+  const settings = githubClientSettings(loaded.config, env);
+  if (!settings) return undefined;
+  const { auth } = settings;
   let made: Promise<GitHubClient> | undefined;
+  let loadedClient: GitHubClient | undefined;
   const client = () => {
-    made ??= import('./github-api/client.js').then(({ createGitHubClient }) =>
-      createGitHubClient({
-        baseUrl: github.baseUrl ?? githubUrls(gateway.github).apiUrl,
-        auth,
-        pacing: github.pacing,
-        logger,
-        userAgent: 'the-loop',
-        botLogin: github.botLogin,
-      }),
-    );
+    made ??= import('./github-api/client.js').then(({ createGitHubClient }) => {
+      loadedClient = createGitHubClient({ ...settings, logger, userAgent: 'the-loop' });
+      return loadedClient;
+    });
     return made;
   };
   return {
@@ -53,13 +44,17 @@ export function daemonGitHub(
     tokenFor: async (repo) => {
       if (auth.kind === 'token') return auth.token;
       try {
-        return await (await client()).tokenFor(repo);
+        const token = await (await client()).tokenFor(repo);
+        if (token) addSecret(token);
+        return token;
       } catch (error) {
         // The gateway then sends no credential: the upstream's 401 reaches the agent, the log says why.
         logger.warn('GitHub: no installation token for a repository', { repo, error });
         return undefined;
       }
     },
+    tokenRefused: (repo) => loadedClient?.tokenRefused(repo),
     client,
+    close: () => loadedClient?.close(),
   };
 }

@@ -73,7 +73,7 @@ export { registryPath } from './main-base.js';
 export async function createApp(options: AppOptions): Promise<App> {
   const base = await openBase(options);
   const { loaded, scrubber, logger, ledger, acts, budgets, sessions: registry } = base;
-  const github = daemonGitHub(loaded, options.env, logger);
+  const github = daemonGitHub(loaded, options.env, logger, (value) => scrubber.add(value));
   const guard = createGuard({
     github,
     loaded,
@@ -129,7 +129,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     stores: base.stores,
     options,
     github,
-    dispose: base.dispose,
+    dispose: () => {
+      github?.close();
+      base.dispose();
+    },
   };
 }
 
