@@ -2,7 +2,7 @@ import type { TurnEvent } from './core/events.js';
 import type { GitHubWrites } from './core/ports/github.js';
 import type { Inbox, RoutedDelivery } from './core/ports/inbox.js';
 import type { DispatcherDeps } from './dispatch/dispatcher-deps.js';
-import type { OwnIdentity } from './github/route.js';
+import { type OwnIdentity, routeEvent } from './github/route.js';
 import type { App } from './main.js';
 import { gatherFacts } from './status/gather.js';
 import { observedInbox } from './status/observe.js';
@@ -35,19 +35,23 @@ type DaemonGitHub = GitHubWrites & { noteInstallation(repository: string, instal
 export async function githubAnswers(app: App): Promise<GitHubAnswers> {
   const { config } = app.loaded;
   const self: OwnIdentity = { login: config.github.botLogin, appId: config.github.app?.id };
-  const github = app.github ? await app.github.client() : undefined;
+  const routeLegacy = (event: string, payload: unknown) =>
+    routeEvent(event, payload, config, undefined, self);
+  // Only a credential given for it speaks on GitHub: a GH_TOKEN in the daemon's environment is
+  // often a person's own, and answering as them would also make their own triggers "ours".
+  const explicit = config.github.app !== undefined || config.github.token !== undefined;
+  const github = app.github && explicit ? await app.github.client() : undefined;
   if (!github) {
-    app.logger.info('GitHub status is off: no github.app or GitHub token configured (docs/github.md)');
-    return { inbox: app.inbox, dispatcher: {}, self, recover: async () => {}, stop: async () => {} };
+    app.logger.info('GitHub status is off: no github.app or github.token configured (docs/github.md)');
+    return {
+      inbox: app.inbox,
+      dispatcher: { routeLegacy },
+      self,
+      recover: async () => {},
+      stop: async () => {},
+    };
   }
-  github
-    .identity()
-    .then((id) => {
-      self.login ??= id.login;
-      self.appId ??= id.appId;
-      app.logger.info('answering on GitHub as', { login: self.login, appId: self.appId, mode: github.mode });
-    })
-    .catch((error: unknown) => app.logger.warn('could not learn who we are on GitHub', { error }));
+  const learning = learnIdentity(app, github, self);
   const tracker = createTracker(app, github);
   const inbox = observedInbox(app.inbox, {
     arrived: (id, routed) => {
@@ -64,6 +68,7 @@ export async function githubAnswers(app: App): Promise<GitHubAnswers> {
     };
   const dispatcher: Partial<DispatcherDeps> = {
     inbox,
+    routeLegacy,
     runTurn: (request) =>
       app.turns.runTurn({ ...request, onEvent: follow(request.deliveryId, request.onEvent) }),
     adoptTurn: (turn, request) =>
@@ -73,12 +78,68 @@ export async function githubAnswers(app: App): Promise<GitHubAnswers> {
     inbox,
     dispatcher,
     self,
-    recover: async () => {
-      const n = await tracker.recover();
-      if (n > 0) app.logger.info('GitHub status: finishing what an earlier daemon left', { deliveries: n });
+    recover: () => recoverSoon(app, tracker),
+    stop: async (graceMs) => {
+      learning.stop();
+      await tracker.stop(graceMs);
     },
-    stop: (graceMs) => tracker.stop(graceMs),
   };
+}
+
+/**
+ * Who we are, asked of GitHub until it answers (every 30 s): until then only our marker and the
+ * configured App id and bot login say what is ours. In token mode the token's user is "us": the
+ * log says so, for a person who gave their own token.
+ */
+function learnIdentity(app: App, github: GitHubWrites, self: OwnIdentity): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const ask = () => {
+    github
+      .identity()
+      .then((id) => {
+        if (stopped) return;
+        if (id.login === undefined && id.appId === undefined) throw new Error('GitHub did not say');
+        self.login ??= id.login;
+        self.appId ??= id.appId;
+        app.logger.info('answering on GitHub as', {
+          login: self.login,
+          appId: self.appId,
+          mode: github.mode,
+        });
+        if (github.mode === 'token')
+          app.logger.warn(
+            'events by this login are our own and never start work: give the-loop its own bot account',
+            {
+              login: self.login,
+            },
+          );
+      })
+      .catch((error: unknown) => {
+        if (stopped) return;
+        app.logger.warn('could not learn who we are on GitHub; asking again in 30 s', { error });
+        timer = setTimeout(ask, 30_000);
+        timer.unref();
+      });
+  };
+  ask();
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** recover() after a start; a store failure is logged and tried again (never an unhandled rejection). */
+async function recoverSoon(app: App, tracker: StatusTracker, attempt = 1): Promise<void> {
+  try {
+    const n = await tracker.recover();
+    if (n > 0) app.logger.info('GitHub status: finishing what an earlier daemon left', { deliveries: n });
+  } catch (error) {
+    app.logger.warn('GitHub status: could not read what is left to say; trying again', { error, attempt });
+    if (attempt < 5) setTimeout(() => void recoverSoon(app, tracker, attempt + 1), 10_000 * attempt).unref();
+  }
 }
 
 function noteInstallation(github: DaemonGitHub, routed: RoutedDelivery): void {
@@ -119,7 +180,8 @@ function createTracker(app: App, github: GitHubWrites): StatusTracker {
       checks: status.checks,
       replyToRejections: status.replyToRejections,
       editIntervalMs: status.editIntervalSeconds * 1000,
-      tickMs: Math.max(60_000, status.editIntervalSeconds * 1000),
+      // Elapsed time alone is worth an edit every five minutes (GitHub's hourly write budget).
+      tickMs: Math.max(300_000, status.editIntervalSeconds * 1000),
       checkName: status.checkName,
     },
     logger: app.logger,

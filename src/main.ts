@@ -349,7 +349,7 @@ export async function startDaemon(app: App): Promise<Daemon> {
       // here (a webhook arriving meanwhile is stored, and runs after the next start).
       await dispatcher.stop(graceMs);
       // After the dispatcher: a turn the stop interrupted is said to run again, on GitHub too.
-      await answers.stop(5000);
+      await answers.stop(graceMs);
       await hosts?.stop();
       await consoleHandle?.stop();
       await server.close();

@@ -50,7 +50,9 @@ const statusSchema = z
     replyToRejections: z
       .boolean()
       .default(true)
-      .describe('Answer a mention from someone without the standing to start work, saying why.'),
+      .describe(
+        'Tell a person with standing (owner, member, collaborator) why their trigger was refused; outsiders and bots are never answered.',
+      ),
     editIntervalSeconds: z
       .number()
       .min(0.05)
@@ -84,6 +86,15 @@ const pacingSchema = z
       .max(60_000)
       .default(3000)
       .describe('Least time between two writes that notify people (comments): GitHub limits these harder.'),
+    writesPerHour: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(450)
+      .describe(
+        'Most writes in any hour: GitHub allows about 500 content-creating requests an hour; past this, writes wait (edits of one comment are merged meanwhile).',
+      ),
   })
   .strict();
 

@@ -5,6 +5,19 @@ interface RequestErrorLike {
   status: number;
   message: string;
   request?: { method?: string; url?: string };
+  response?: { headers?: Record<string, string | undefined> };
+}
+
+/** GitHub's signs of a rate limit (primary or secondary) on a 403 or 429. */
+function rateLimited(error: RequestErrorLike): boolean {
+  if (error.status === 429) return true;
+  if (error.status !== 403) return false;
+  const headers = error.response?.headers ?? {};
+  return (
+    headers['retry-after'] !== undefined ||
+    headers['x-ratelimit-remaining'] === '0' ||
+    /rate limit/i.test(error.message)
+  );
 }
 
 function isRequestError(error: unknown): error is RequestErrorLike {
@@ -43,7 +56,13 @@ export function toCallError(error: unknown, fallback: { method: string; path: st
     const method = (error.request?.method ?? fallback.method).toUpperCase();
     const path = error.request?.url ? requestPath(error.request.url) : fallback.path;
     const said = withoutSecrets(error.message.split('\n')[0] ?? '').slice(0, 300);
-    return new GitHubCallError(`GitHub answered ${error.status} on ${method} ${path}: ${said}`, error.status);
+    return new GitHubCallError(
+      `GitHub answered ${error.status} on ${method} ${path}: ${said}`,
+      error.status,
+      {
+        rateLimited: rateLimited(error),
+      },
+    );
   }
   const why = withoutSecrets(error instanceof Error ? error.message : String(error)).slice(0, 300);
   return new GitHubCallError(

@@ -28,7 +28,7 @@ export interface GitHubClientOptions {
   /** REST API base, e.g. `https://api.github.com` (no trailing slash). */
   baseUrl: string;
   auth: GitHubAuth;
-  pacing: { writeGapMs: number; commentGapMs: number };
+  pacing: { writeGapMs: number; commentGapMs: number; writesPerHour?: number | undefined };
   logger: Logger;
   /** The clock the installation tokens' expiry is read against (ms). Default Date.now. */
   now?: (() => number) | undefined;

@@ -16,7 +16,7 @@ export interface OctokitOptions {
   baseUrl: string;
   userAgent: string;
   logger: Logger;
-  pacing: { writeGapMs: number; commentGapMs: number };
+  pacing: { writeGapMs: number; commentGapMs: number; writesPerHour?: number | undefined };
   /** The unit of `retry-after` and of the 5xx backoff, in ms (GitHub's: seconds). Tests make it small. */
   retryBaseMs?: number | undefined;
 }
@@ -69,7 +69,7 @@ export function createOctokit(options: OctokitOptions): { octokit: PacedOctokit;
     },
     retry: { doNotRetry: DO_NOT_RETRY, retryAfterBaseValue: base },
   });
-  serializeWrites(octokit, options.pacing.writeGapMs);
+  serializeWrites(octokit, options.pacing.writeGapMs, options.pacing.writesPerHour ?? 450, logger);
   const close = () => {
     for (const group of [write, notifications]) clearInterval((group as unknown as WithTimer).interval);
   };
@@ -86,18 +86,55 @@ const AUTH_PATH = /^\/app\/installations\/[^/]+\/access_tokens$/;
  * turn, not its sending: a comment waiting on its own gap let the next edit go first, moments after
  * the last write. Reads and token minting are not queued.
  */
-function serializeWrites(octokit: PacedOctokit, gapMs: number): void {
+function serializeWrites(octokit: PacedOctokit, gapMs: number, perHour: number, logger: Logger): void {
   // The gap is kept after a write ended, not after it was let through: a write held up on its way
   // (its comment gap, a token being minted, a retry-after) must not let the next one follow at once.
   const rest = () => new Promise<void>((resolve) => setTimeout(resolve, gapMs).unref());
+  const hour = hourlyBudget(perHour, logger);
   let last: Promise<void> = Promise.resolve();
   octokit.hook.wrap('request', (request, options) => {
+    // A GitHub that takes the connection and never answers must not hold the writes for minutes.
+    options.request = {
+      ...options.request,
+      signal: options.request?.signal ?? AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    };
     const method = String(options.method ?? 'GET').toUpperCase();
     const path = new URL(String(options.url), 'http://github.invalid').pathname;
     if (method === 'GET' || method === 'HEAD' || AUTH_PATH.test(path)) return request(options);
-    const sent = last.then(() => request(options));
+    const sent = last.then(async () => {
+      await hour();
+      return request(options);
+    });
     // The caller has its answer at once; the next write waits for the end of this one, and the gap.
     last = sent.then(rest, rest);
     return sent;
   });
+}
+
+/** A request GitHub has not answered in this long is given up (and retried by the tracker). */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * At most `perHour` writes in any hour (GitHub: about 500 content-creating requests an hour):
+ * resolves when the next write may go, saying once per stretch that writes wait.
+ */
+function hourlyBudget(perHour: number, logger: Logger): () => Promise<void> {
+  const sent: number[] = [];
+  let said = false;
+  return async () => {
+    for (;;) {
+      const now = Date.now();
+      while (sent.length > 0 && (sent[0] ?? 0) <= now - 3_600_000) sent.shift();
+      if (sent.length < perHour) {
+        sent.push(now);
+        said = false;
+        return;
+      }
+      const wait = (sent[0] ?? now) + 3_600_000 - now;
+      if (!said)
+        logger.warn('GitHub: the hourly write budget is spent; writes wait', { perHour, waitMs: wait });
+      said = true;
+      await new Promise<void>((resolve) => setTimeout(resolve, wait).unref());
+    }
+  };
 }

@@ -26,7 +26,11 @@ export function githubClientSettings(
   return {
     baseUrl: github.baseUrl ?? githubUrls(config.gateway.github).apiUrl,
     auth,
-    pacing: { writeGapMs: github.pacing.writeGapMs, commentGapMs: github.pacing.commentGapMs },
+    pacing: {
+      writeGapMs: github.pacing.writeGapMs,
+      commentGapMs: github.pacing.commentGapMs,
+      writesPerHour: github.pacing.writesPerHour,
+    },
     botLogin: github.botLogin,
   };
 }

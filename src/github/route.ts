@@ -128,10 +128,14 @@ function ownReason(candidate: Candidate, sender: GitHubUser, self: OwnIdentity):
     return `our own ${candidate.event} (${sanitizeLine(self.login ?? '', 100)})`;
   if (self.appId !== undefined && candidate.viaApp === self.appId)
     return `our own ${candidate.event} (performed via our GitHub App ${self.appId})`;
-  if (candidate.body.includes(STATUS_MARKER_PREFIX))
+  // Only in the actor's own words (a comment, a review): an issue's body, written by its author,
+  // must not make a maintainer's label or assignment on it "ours".
+  if (candidate.template === 'comment' && candidate.body.includes(STATUS_MARKER_PREFIX))
     return `our own ${candidate.event} (it carries the-loop's status marker)`;
   return undefined;
 }
+
+const STANDING = new Set(['OWNER', 'MEMBER', 'COLLABORATOR']);
 
 /** Where the delivery is answered on GitHub: its item, what to react to, the installation, the head. */
 function answerOf(parsed: RoutedPayload, candidate: Candidate): AnswerTarget {
@@ -154,7 +158,9 @@ function standing(candidate: Candidate, config: RoutingConfig, found: Repo): boo
   if (isBot(candidate.actor)) return false;
   const allowed = (found.repo.authorization?.authorAssociations ??
     config.routing.authorization.authorAssociations) as string[];
-  return candidate.association === null || allowed.includes(candidate.association);
+  // Never beyond owners, members and collaborators, whatever a config allows to trigger.
+  const a = candidate.association;
+  return a === null || (STANDING.has(a) && allowed.includes(a));
 }
 
 /**

@@ -44,9 +44,20 @@ export function bound(text: string, max: number): string {
   return `${cut}…`;
 }
 
-/** Mentions and references defused with a zero-width joiner: the text reads the same, pings no one. */
+/**
+ * Mentions, references and autolinks defused with a zero-width joiner: the text reads the same,
+ * pings no one and links nowhere.
+ */
 export function defuse(text: string): string {
-  return text.replace(/@/g, `@${ZWJ}`).replace(/#(?=\d)/g, `#${ZWJ}`);
+  return (
+    text
+      .replace(/@/g, `@${ZWJ}`)
+      .replace(/#(?=\d)/g, `#${ZWJ}`)
+      // GitHub links bare URLs and `www.` by itself (and a link to an issue mentions it there):
+      // broken with a joiner, outside text stays readable and links nowhere.
+      .replace(/:\/\//g, `:/${ZWJ}/`)
+      .replace(/\bwww\./gi, (w) => `${w.slice(0, 3)}${ZWJ}.`)
+  );
 }
 
 /** Plain one-line text (a check title, a commit status description): scrubbed, clean, defused, bounded. */

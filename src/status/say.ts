@@ -14,6 +14,11 @@ import { checkWrite, commitStatusOf } from './write-rules.js';
  */
 export interface SayDeps {
   github: GitHubWrites;
+  /**
+   * Saves what a create returned at once (the comment's, the check run's id): a failure later in the
+   * same refresh must not leave it unsaved, or the next try would create a second one.
+   */
+  keep(deliveryId: string, patch: StatusPatch): Promise<void>;
   settings: { checkName: string };
   logger: Logger;
   now: () => number;
@@ -27,6 +32,14 @@ export interface SayState {
 }
 
 const PERMANENT = new Set([401, 403, 404, 410]);
+
+/** A refusal that asking again will not change (a rate limit kept up is not one: it passes). */
+const refusedForGood = (error: unknown): boolean => {
+  const status = statusOf(error);
+  return status !== undefined && PERMANENT.has(status) && !isRateLimited(error);
+};
+
+const isRateLimited = (error: unknown) => error instanceof GitHubCallError && error.rateLimited;
 
 export async function sayReaction(
   deps: SayDeps,
@@ -64,15 +77,19 @@ export async function sayComment(
   if (row.commentId !== null && digest === row.digest) return;
   const { github, logger } = deps;
   try {
-    if (row.commentId === null) {
+    const create = async () => {
       patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
-    } else {
+      await deps.keep(id, { commentId: patch.commentId });
+    };
+    if (row.commentId === null) await create();
+    else {
       try {
         await github.updateComment(repo, row.commentId, rendered.body);
       } catch (error) {
-        if (statusOf(error) !== 404) throw error;
+        // A 404 of the comment itself (not of a token that could not be minted: that is no edit).
+        if (statusOf(error) !== 404 || !/\/issues\/comments\//.test(describe(error))) throw error;
         logger.warn('GitHub status: the tracking comment was deleted; writing a new one', { delivery: id });
-        patch.commentId = (await github.createComment(repo, answer.number, rendered.body)).id;
+        await create();
       }
     }
     patch.digest = digest;
@@ -80,7 +97,7 @@ export async function sayComment(
   } catch (error) {
     const status = statusOf(error);
     patch.lastError = `comment: ${describe(error)}`;
-    if (status !== undefined && PERMANENT.has(status)) {
+    if (refusedForGood(error)) {
       e.commentRefused = true;
       logger.warn('GitHub status: GitHub refused the tracking comment; no more comments for this delivery', {
         delivery: id,
@@ -131,8 +148,10 @@ export async function sayCheck(
         title: rendered.check.title,
         summary: rendered.check.summary,
       };
-      if (row.checkRunId === null) patch.checkRunId = (await github.createCheckRun(repo, input)).id;
-      else await github.updateCheckRun(repo, row.checkRunId, input);
+      if (row.checkRunId === null) {
+        patch.checkRunId = (await github.createCheckRun(repo, input)).id;
+        await deps.keep(id, { checkRunId: patch.checkRunId, checkSha: sha });
+      } else await github.updateCheckRun(repo, row.checkRunId, input);
     } else {
       await github.createStatus(repo, sha, commitStatusOf(rendered, settings.checkName, facts.consoleUrl));
     }
@@ -141,7 +160,7 @@ export async function sayCheck(
   } catch (error) {
     const status = statusOf(error);
     patch.lastError = `check: ${describe(error)}`;
-    if (status !== undefined && status < 500) {
+    if (status !== undefined && status < 500 && !isRateLimited(error)) {
       e.checkDigest = write.digest;
       logger.warn('GitHub status: GitHub refused the check', {
         delivery: id,

@@ -51,6 +51,8 @@ interface Entry {
   timer: NodeJS.Timeout | undefined;
   /** When the armed timer fires (ms): a change sooner than that re-arms it (a running tick is long). */
   due: number;
+  /** The armed timer is a running turn's tick, not news. */
+  ticking: boolean;
   run: Promise<void> | undefined;
   again: boolean;
   lastWrite: number;
@@ -66,18 +68,24 @@ interface Entry {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000;
-/** Failed refreshes in a row before a delivery is given up on (about 4 minutes of backoff). */
-const MAX_FAILURES = 8;
 
 export class StatusTracker {
   private readonly entries = new Map<string, Entry>();
   private stopped = false;
+  /** Stopping: edits are made at once (no interval), until stop() ends. */
+  private stopping = false;
   private readonly now: () => number;
   private readonly say: SayDeps;
 
   constructor(private readonly deps: TrackerDeps) {
     this.now = deps.now ?? Date.now;
-    this.say = { github: deps.github, settings: deps.settings, logger: deps.logger, now: this.now };
+    this.say = {
+      github: deps.github,
+      settings: deps.settings,
+      logger: deps.logger,
+      now: this.now,
+      keep: (id, patch) => deps.store.update(id, patch),
+    };
   }
 
   /** A delivery was accepted: a turn to track, or a refusal to explain to a person with standing. */
@@ -90,9 +98,10 @@ export class StatusTracker {
       answer?: AnswerTarget | undefined;
     },
   ): void {
-    if (this.stopped || !routed.answer || !routed.workItem) return;
+    if (!routed.answer || !routed.workItem) return;
     if (routed.action === 'start' || routed.action === 'deliver') {
       const workItem = routed.workItem;
+      // Tracked even while stopping: the next daemon's recover() finds the row and says it all.
       void this.deps.store
         .track(deliveryId, workItem)
         .then(() => this.changed(deliveryId))
@@ -102,7 +111,7 @@ export class StatusTracker {
             error,
           }),
         );
-    } else if (routed.action === 'reject' && this.deps.settings.replyToRejections) {
+    } else if (routed.action === 'reject' && this.deps.settings.replyToRejections && !this.stopped) {
       void this.replyRefused(deliveryId, routed.answer, routed.reason ?? 'refused');
     }
   }
@@ -115,7 +124,9 @@ export class StatusTracker {
       e.again = true;
       return;
     }
-    const wait = Math.max(0, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
+    const wait = this.stopping
+      ? 0
+      : Math.max(0, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
     if (e.timer) {
       // Already due as soon as the interval allows: nothing to do. Armed for a running tick: sooner.
       if (this.now() + wait >= e.due) return;
@@ -162,22 +173,31 @@ export class StatusTracker {
    * state), within `graceMs`; then nothing more is written.
    */
   async stop(graceMs = 10_000): Promise<void> {
-    for (const [id, e] of this.entries) {
-      if (!e.timer) continue;
-      clearTimeout(e.timer);
-      e.timer = undefined;
-      this.start(id, e);
+    const deadline = this.now() + graceMs;
+    this.stopping = true;
+    // Until nothing is left to say or the grace is spent: what waits is written now, and what an
+    // edit in flight learned meanwhile (`again`) is written right after it.
+    for (;;) {
+      for (const [id, e] of this.entries) {
+        // A running turn's tick has no news (a TUI left running in tmux): not worth the grace.
+        if (!e.timer || e.run || e.ticking) continue;
+        clearTimeout(e.timer);
+        e.timer = undefined;
+        this.start(id, e);
+      }
+      const runs = [...this.entries.values()].map((e) => e.run).filter((r) => r !== undefined);
+      const left = deadline - this.now();
+      if (runs.length === 0 || left <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled(runs),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, left);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
     }
-    const runs = [...this.entries.values()].map((e) => e.run).filter((r) => r !== undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(runs),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-        timer.unref();
-      }),
-    ]);
-    clearTimeout(timer);
     this.stopped = true;
     for (const e of this.entries.values()) clearTimeout(e.timer);
     this.entries.clear();
@@ -189,6 +209,7 @@ export class StatusTracker {
       e = {
         timer: undefined,
         due: 0,
+        ticking: false,
         run: undefined,
         again: false,
         lastWrite: 0,
@@ -203,8 +224,9 @@ export class StatusTracker {
     return e;
   }
 
-  private arm(id: string, e: Entry, waitMs: number): void {
+  private arm(id: string, e: Entry, waitMs: number, ticking = false): void {
     e.due = this.now() + waitMs;
+    e.ticking = ticking;
     e.timer = setTimeout(() => {
       e.timer = undefined;
       this.start(id, e);
@@ -218,21 +240,16 @@ export class StatusTracker {
         e.failures = 0;
         return next;
       })
-      .catch(async (error: unknown) => {
+      .catch((error: unknown) => {
         e.failures++;
-        const giveUp = e.failures >= MAX_FAILURES;
-        this.deps.logger.warn(
-          giveUp
-            ? 'GitHub status: could not update; giving up on this delivery'
-            : 'GitHub status: could not update; trying again later',
-          { delivery: id, attempt: e.failures, error: describe(error) },
-        );
-        if (!giveUp) return 'retry' as const;
-        // Said in the row (`events show`), and not tried again by a restart either.
-        await this.deps.store
-          .update(id, { final: true, lastError: `gave up after ${e.failures} tries: ${describe(error)}` })
-          .catch(() => {});
-        return 'done' as const;
+        // Never given up (a give-up would leave "running" for good); said at 1, 2, 4, 8… failures.
+        if ((e.failures & (e.failures - 1)) === 0)
+          this.deps.logger.warn('GitHub status: could not update; trying again later', {
+            delivery: id,
+            attempt: e.failures,
+            error: describe(error),
+          });
+        return 'retry' as const;
       })
       .then((next) => {
         e.run = undefined;
@@ -245,26 +262,37 @@ export class StatusTracker {
         if (e.again || next === 'retry') {
           e.again = false;
           const backoff = next === 'retry' ? Math.min(MAX_BACKOFF_MS, 1000 * 2 ** e.failures) : 0;
-          const wait = Math.max(backoff, e.lastWrite + this.deps.settings.editIntervalMs - this.now());
+          const interval = this.stopping ? 0 : e.lastWrite + this.deps.settings.editIntervalMs - this.now();
+          const wait = Math.max(backoff, interval);
           this.arm(id, e, wait);
           return;
         }
         // Running: its elapsed time and checklist are refreshed now and then with no other news.
         if (next === 'running')
-          this.arm(id, e, Math.max(this.deps.settings.tickMs, this.deps.settings.editIntervalMs));
+          this.arm(id, e, Math.max(this.deps.settings.tickMs, this.deps.settings.editIntervalMs), true);
       });
   }
 
   /** One refresh: react (once), the comment, the check. What it wrote is saved with the row. */
   private async refresh(id: string, e: Entry): Promise<'done' | 'running' | 'idle'> {
     const { store, settings } = this.deps;
-    const answer = await this.deps.answerOf(id);
     const row = await store.get(id);
-    if (!answer || !row || row.final) return 'done';
-    const facts = await this.deps.gather(id, { todos: e.todos?.items });
-    if (!facts) {
-      await store.update(id, { final: true, lastError: 'the delivery is gone (pruned?)' });
+    if (!row) return 'done';
+    const answer = await this.deps.answerOf(id);
+    const facts = answer ? await this.deps.gather(id, { todos: e.todos?.items }) : undefined;
+    if (!answer || !facts) {
+      // Its plan or its record is gone (retention): nothing more can be said; not asked again.
+      if (!row.final)
+        await store.update(id, { final: true, lastError: 'the delivery or its plan is gone (retention?)' });
       return 'done';
+    }
+    if (row.final) {
+      if (isFinal(facts.phase)) return 'done';
+      // Run again (`events retry`): a new life for the same comment, and a new check run.
+      Object.assign(row, { final: false, digest: null, checkRunId: null, checkSha: null });
+      e.checkDigest = undefined;
+      e.commentRefused = false;
+      await store.update(id, { final: false, digest: null, checkRunId: null, checkSha: null });
     }
     const repo = repoOf(answer);
     const patch: StatusPatch = {};

@@ -50,7 +50,7 @@ describe('github config', () => {
         editIntervalSeconds: 10,
         checkName: 'the-loop',
       },
-      pacing: { writeGapMs: 1000, commentGapMs: 3000 },
+      pacing: { writeGapMs: 1000, commentGapMs: 3000, writesPerHour: 450 },
     });
   });
 

@@ -26,7 +26,7 @@ describe('githubClientSettings', () => {
     expect(fromEnv).toEqual({
       baseUrl: 'https://api.github.com',
       auth: { kind: 'token', token: 'ghp_fromTheEnvironment' },
-      pacing: { writeGapMs: 1000, commentGapMs: 3000 },
+      pacing: { writeGapMs: 1000, commentGapMs: 3000, writesPerHour: 450 },
       botLogin: undefined,
     });
   });
@@ -40,7 +40,7 @@ describe('githubClientSettings', () => {
     expect(githubClientSettings(config, { GH_TOKEN: 'ghp_ignored00' })).toEqual({
       baseUrl: 'https://ghe.example.com/api/v3',
       auth: { kind: 'app', appId: 5, privateKey, installationId: undefined },
-      pacing: { writeGapMs: 200, commentGapMs: 3000 },
+      pacing: { writeGapMs: 200, commentGapMs: 3000, writesPerHour: 450 },
       botLogin: 'loop[bot]',
     });
     expect(

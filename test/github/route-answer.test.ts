@@ -132,4 +132,30 @@ describe('who is told why a trigger was refused', () => {
     expect(rb.action).toBe('reject');
     expect(rb.action === 'reject' && rb.answer).toBeUndefined();
   });
+
+  it('a config letting CONTRIBUTORs trigger does not make them people the bot answers', () => {
+    const wide: RoutingConfig = configSchema.parse({
+      repos: { 'acme/widgets': { path: '/tmp/x' } },
+      routing: {
+        authorization: { users: ['alice'], authorAssociations: ['OWNER', 'MEMBER', 'CONTRIBUTOR'] },
+      },
+    });
+    const p = fixture('issue_comment.created.json');
+    p.comment.author_association = 'CONTRIBUTOR';
+    const r = route('issue_comment', p, wide);
+    expect(r.action).toBe('reject');
+    expect(r.action === 'reject' && r.answer).toBeUndefined();
+  });
+});
+
+describe('our marker counts only in the actor’s own words', () => {
+  it("an issue body carrying it does not make a maintainer's trigger label ours", () => {
+    const labels: RoutingConfig = configSchema.parse({
+      repos: { 'acme/widgets': { path: '/tmp/x' } },
+      routing: { triggers: { labels: ['the-loop'] } },
+    });
+    const p = fixture('issues.labeled.json');
+    p.issue.body = `please <!-- the-loop:status delivery=x -->`;
+    expect(route('issues', p, labels).action).toBe('start');
+  });
 });

@@ -416,3 +416,15 @@ describe('a queued delivery whose earlier run was stopped', () => {
     expect(r.check.status).toBe('queued');
   });
 });
+
+describe('outside text links nowhere', () => {
+  it('bare URLs, www. and issue URLs are broken with a joiner (GitHub autolinks them otherwise)', () => {
+    const text = inlineText(
+      'phish https://evil.example/login and www.evil.example and https://github.com/o/r/issues/1',
+      (t) => t,
+      500,
+    );
+    expect(text).not.toMatch(/https:\/\/|www\./);
+    expect(text.replaceAll('\u200d', '')).toContain('https://evil.example/login');
+  });
+});

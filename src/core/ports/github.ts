@@ -84,9 +84,16 @@ export interface GitHubWrites {
  */
 export class GitHubCallError extends Error {
   readonly status: number | undefined;
-  constructor(message: string, status: number | undefined, options?: { cause?: unknown }) {
+  /** A rate limit GitHub kept up after the client's waits (403/429): temporary, not a refusal. */
+  readonly rateLimited: boolean;
+  constructor(
+    message: string,
+    status: number | undefined,
+    options?: { cause?: unknown; rateLimited?: boolean },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GitHubCallError';
     this.status = status;
+    this.rateLimited = options?.rateLimited ?? false;
   }
 }
