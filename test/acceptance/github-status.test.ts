@@ -158,6 +158,10 @@ describe('the daemon answers on GitHub as an App', () => {
         },
         {
           contains: 'fix the empty state',
+          step: { kind: 'shell', command: 'git push origin HEAD:refs/heads/loop-15' },
+        },
+        {
+          contains: 'fix the empty state',
           step: { kind: 'text', text: 'Fixed the empty state.', delayMs: 4000 },
         },
         // #16, the pull request: a push through the gateway, as the App.
@@ -234,6 +238,10 @@ describe('the daemon answers on GitHub as an App', () => {
     expect(c.body).toMatch(/result/);
     expect(c.body).toMatch(/Fix the empty state/);
     expect(c.body).toMatch(/list-price|engine-reported/);
+    // Its acts: the push through the gateway, with the commit it left the branch at.
+    const pushed = upstream.refs('acme', 'widgets')['refs/heads/loop-15'] ?? 'none';
+    expect(c.body).toContain('refs/heads/loop-15');
+    expect(c.body).toContain(pushed.slice(0, 12));
     expect(c.body).not.toMatch(/\$0(?![.,]\d*[1-9])/);
     expect(c.body).toContain('https://loop.example.test/sessions/');
     expect(c.body).not.toContain(API_KEY);
