@@ -173,4 +173,20 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
     expect(ours[0]?.body).toMatch(/Finished/);
     expect(app.github.callsTo('POST', /\/issues\/40\/comments$/)).toHaveLength(1);
   }, 90_000);
+
+  it('a failed delivery run again (events retry) reopens its comment: one comment, the new run said', async () => {
+    const { id } = await app.trigger(41, { body: '@the-loop mode:crash please' });
+    expect(await app.settled(id)).toBe('failed');
+    await app.until('the comment to say failed', async () =>
+      /Failed/.test(app.trackingOf(41, id)?.body ?? '') ? true : undefined,
+    );
+    const retried = await app.cli(['events', 'retry', id]);
+    expect(retried.code, retried.stderr).toBe(0);
+    await app.until('the second run to be said', async () =>
+      /turn 2/.test(app.trackingOf(41, id)?.body ?? '') && (await app.settled(id)) ? true : undefined,
+    );
+    const ours = app.github.comments('acme', 'widgets', 41).filter((c) => c.body.includes(`delivery=${id}`));
+    expect(ours).toHaveLength(1);
+    expect(ours[0]?.body).toMatch(/Failed\*\* turn 2/);
+  }, 90_000);
 });

@@ -23,7 +23,7 @@ export interface AppDaemon {
   /** A comment by a member on issue #n, sent signed; `seed: false` leaves it off the fake (deleted). */
   trigger(
     n: number,
-    options?: { seed?: boolean; id?: number; pull?: boolean },
+    options?: { seed?: boolean; id?: number; pull?: boolean; body?: string },
   ): Promise<{ id: string; comment: number }>;
   /** Our tracking comment of a delivery on issue #n. */
   trackingOf(n: number, deliveryId: string): ReturnType<FakeGitHub['comments']>[number] | undefined;
@@ -98,6 +98,7 @@ export async function startAppDaemon(options: {
       nextComment += 100_000;
       payload.issue.number = n;
       payload.comment.id = comment;
+      if (o.body !== undefined) payload.comment.body = o.body;
       payload.installation = { id: INSTALLATION };
       // A comment on a pull request (its payload names no head: the daemon asks GitHub for it).
       if (o.pull)
