@@ -179,8 +179,9 @@ export class StatusTracker {
     // edit in flight learned meanwhile (`again`) is written right after it.
     for (;;) {
       for (const [id, e] of this.entries) {
-        // A running turn's tick has no news (a TUI left running in tmux): not worth the grace.
-        if (!e.timer || e.run || e.ticking) continue;
+        // A running turn's tick has no news (a TUI left running in tmux), and one that just failed
+        // waits out its backoff (GitHub is failing): neither is worth the grace.
+        if (!e.timer || e.run || e.ticking || e.failures > 0) continue;
         clearTimeout(e.timer);
         e.timer = undefined;
         this.start(id, e);

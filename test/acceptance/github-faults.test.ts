@@ -182,8 +182,9 @@ describe('GitHub failing: a log line and a visible state, never a lost turn', ()
     );
     const retried = await app.cli(['events', 'retry', id]);
     expect(retried.code, retried.stderr).toBe(0);
+    expect(await app.settled(id)).toBe('failed');
     await app.until('the second run to be said', async () =>
-      /turn 2/.test(app.trackingOf(41, id)?.body ?? '') && (await app.settled(id)) ? true : undefined,
+      /Failed\*\* turn 2/.test(app.trackingOf(41, id)?.body ?? '') ? true : undefined,
     );
     const ours = app.github.comments('acme', 'widgets', 41).filter((c) => c.body.includes(`delivery=${id}`));
     expect(ours).toHaveLength(1);
