@@ -7,7 +7,8 @@ import { z } from 'zod';
  */
 
 const LOOPBACK = /^(127(?:\.\d{1,3}){3}|::1|localhost)$/;
-const httpUrl = z
+/** An http(s) URL without query or fragment, its trailing slashes dropped. */
+export const httpUrl = z
   .string()
   .max(2048)
   .regex(/^https?:\/\/[^\s/?#]+(?:\/[^\s?#]*)?$/, 'an http(s) URL without query or fragment')

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { httpUrl } from './gateway-schema.js';
 import { isRsaPrivateKey } from './github-secrets.js';
 
 /**
@@ -6,12 +7,6 @@ import { isRsaPrivateKey } from './github-secrets.js';
  * token), what it says (reactions, tracking comments, check runs or commit statuses) and how fast.
  * The App's key and the token are secrets (write them env:NAME); they are masked everywhere.
  */
-
-const httpUrl = z
-  .string()
-  .max(2048)
-  .regex(/^https?:\/\/[^\s/?#]+(?:\/[^\s?#]*)?$/, 'an http(s) URL without query or fragment')
-  .transform((u) => u.replace(/\/+$/, ''));
 
 const appSchema = z
   .object({
