@@ -1,14 +1,9 @@
 import type { Usage } from '../core/events.js';
 import type { TurnGuard, TurnRecord } from '../core/ports/sessions.js';
-import { stripControls } from '../core/text.js';
+import { formatInt, stripControls } from '../core/text.js';
 import { totalTokens } from '../ledger/usage.js';
 
-/**
- * `1,234,567`: what `toLocaleString('en-US')` writes for an integer, without its cost — the first
- * call of any Intl formatter loads ICU data (~20–100 ms), more than the rest of a command's output.
- */
-export const formatInt = (n: number): string =>
-  Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ',') : n.toLocaleString('en-US');
+export { formatInt } from '../core/text.js';
 
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;

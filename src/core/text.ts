@@ -65,3 +65,11 @@ export function sanitizeUntrusted(text: string, limit = UNTRUSTED_LIMIT): string
 /** One line of untrusted text (titles, logins): no newlines at all. */
 export const sanitizeLine = (text: string, limit = 300): string =>
   sanitizeUntrusted(text, limit).replace(/[\n\t]+/g, ' ');
+
+/**
+ * `1,234,567`: what `toLocaleString('en-US')` writes for an integer, without its cost — the first
+ * call of any Intl formatter loads ICU data (~20–100 ms), more than the rest of a command's output.
+ * Fixed, never the host's locale: the CLI and the comments the daemon writes on GitHub read the same.
+ */
+export const formatInt = (n: number): string =>
+  Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ',') : n.toLocaleString('en-US');

@@ -1,3 +1,5 @@
+import { formatInt } from '../core/text.js';
+
 /**
  * Figures as a tracking comment shows them: durations, token counts, dollars. Fixed formats, never
  * the host's locale (a comment reads the same whichever machine wrote it). Pure.
@@ -19,21 +21,19 @@ export function formatDuration(ms: number): string {
   return min === 0 ? `${h} h` : `${h} h ${min} min`;
 }
 
-/** An integer with `,` between thousands: 1234567 → "1,234,567". */
+/** A count with `,` between thousands (1234567 → "1,234,567"), as the CLI writes it; rounded. */
 export function formatCount(n: number): string {
-  if (!Number.isFinite(n)) return 'unknown';
-  const digits = String(Math.round(Math.abs(n)));
-  const grouped = digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return n < 0 ? `-${grouped}` : grouped;
+  return Number.isFinite(n) ? formatInt(Math.round(n)) : 'unknown';
 }
 
 /**
  * Dollars with enough digits that a nonzero figure never reads as zero: "$12.34", "$0.0123",
- * "<$0.0001". Undefined for a figure that is not one (negative, NaN): the caller says "unknown".
+ * "<$0.0001"; a priced zero is "~0¢", as the CLI says it: `$0` reads as "nothing measured", and the
+ * product never writes it. Undefined for a figure that is not one (negative, NaN): "unknown".
  */
 export function formatUsd(usd: number): string | undefined {
   if (!Number.isFinite(usd) || usd < 0) return undefined;
-  if (usd === 0) return '$0.00';
+  if (usd === 0) return '~0¢';
   if (usd < 0.0001) return '<$0.0001';
   if (usd < 1) return `$${usd.toFixed(4)}`;
   const cents = Math.round(usd * 100);

@@ -227,6 +227,9 @@ describe('renderStatus: cost', () => {
     expect(cost(0.00012)).toContain('estimated $0.0001');
     expect(cost(1234.567)).toContain('1,234,567 tokens · estimated $1,234.57');
     expect(cost(0.5, 2)).toContain('estimated $0.5000 (list-price), leaving out 2 rows without a price');
+    // A priced zero says so without `$0`.
+    expect(cost(0)).toContain('estimated ~0¢ (list-price)');
+    expect(cost(0)).not.toMatch(/\$0/);
   });
 
   it('formats figures without the locale', () => {
@@ -239,8 +242,9 @@ describe('renderStatus: cost', () => {
       'under 1 s',
     ]);
     expect([0, 999, 1000, 1_234_567].map(formatCount)).toEqual(['0', '999', '1,000', '1,234,567']);
+    // A priced zero is "~0¢" (the CLI's word): `$0` is never written, it reads as "not measured".
     expect([0, 0.00001, 0.0123, 1.999, -1, Number.NaN].map(formatUsd)).toEqual([
-      '$0.00',
+      '~0¢',
       '<$0.0001',
       '$0.0123',
       '$2.00',
