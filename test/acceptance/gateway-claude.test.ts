@@ -35,7 +35,7 @@ import { startAnthropicMock } from '../fixtures/mock-apis/anthropic.js';
 import type { MockApi, MockStep } from '../fixtures/mock-apis/types.js';
 import { type MockGitHubApi, startMockGitHubApi } from '../fixtures/mock-github-api.js';
 import { freePort, runCli } from '../helpers/cli.js';
-import { gitAsync } from '../helpers/git.js';
+import { gitAsync, githubCheckout } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
 
 const WI = 'github:acme/gw-demo#1';
@@ -73,18 +73,8 @@ interface Run {
 
 /** A work repository on main, one commit ahead of its GitHub origin (served by `upstream`). */
 async function seedRepository(root: string, upstream: GitUpstream): Promise<string> {
-  upstream.createRepo('acme', 'gw-demo');
-  const work = join(root, 'work');
-  mkdirSync(work);
-  git(work, 'init', '-q', '-b', 'main');
-  git(work, 'config', 'user.email', 'agent@example.test');
-  git(work, 'config', 'user.name', 'Agent');
-  writeFileSync(join(work, 'README.md'), 'one\n');
-  git(work, 'add', 'README.md');
-  git(work, 'commit', '-q', '-m', 'one');
+  const work = await githubCheckout(upstream, join(root, 'work'), 'acme', 'gw-demo');
   const direct = upstream.directGitConfig();
-  await gitAsync(work, ...direct, 'push', '-q', `${upstream.url}/acme/gw-demo.git`, 'main');
-  git(work, 'remote', 'add', 'origin', 'https://github.com/acme/gw-demo.git');
   await gitAsync(
     work,
     ...direct,

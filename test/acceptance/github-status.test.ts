@@ -8,7 +8,7 @@
  * leaves no "running" comment once the daemon is back.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -27,7 +27,7 @@ import {
   sendDelivery,
   startDaemonProcess,
 } from '../helpers/daemon.js';
-import { git, gitAsync } from '../helpers/git.js';
+import { githubCheckout } from '../helpers/git.js';
 import { realBinary } from './helpers.js';
 
 const SECRET = 'test-webhook-secret-github-status-0123';
@@ -40,29 +40,6 @@ const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 20
 const KEY_PEM = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 /** The installation token the fake mints first: the only credential the git upstream accepts. */
 const MINTED = `ghs_${randomBytes(18).toString('hex')}`;
-
-/** A checkout of acme/widgets whose origin is github.com (the gateway sends it to `upstream`). */
-async function seedRepository(root: string, upstream: GitUpstream): Promise<string> {
-  upstream.createRepo('acme', 'widgets');
-  const work = join(root, 'widgets');
-  mkdirSync(work);
-  git(work, 'init', '-q', '-b', 'main');
-  git(work, 'config', 'user.email', 'agent@example.test');
-  git(work, 'config', 'user.name', 'Agent');
-  writeFileSync(join(work, 'README.md'), 'widgets\n');
-  git(work, 'add', 'README.md');
-  git(work, 'commit', '-q', '-m', 'one');
-  await gitAsync(
-    work,
-    ...upstream.directGitConfig(),
-    'push',
-    '-q',
-    `${upstream.url}/acme/widgets.git`,
-    'main',
-  );
-  git(work, 'remote', 'add', 'origin', 'https://github.com/acme/widgets.git');
-  return work;
-}
 
 describe('the daemon answers on GitHub as an App', () => {
   let root: string;
@@ -136,7 +113,7 @@ describe('the daemon answers on GitHub as an App', () => {
       tokenOf: (id, n) => (id === INSTALLATION && n === 1 ? MINTED : `ghs_other_${id}_${n}_abcdefghijklmnop`),
     });
     upstream = await startGitUpstream({ token: MINTED });
-    repo = await seedRepository(root, upstream);
+    repo = await githubCheckout(upstream, join(root, 'widgets'), 'acme', 'widgets');
     github.addInstallation(INSTALLATION, ['acme/widgets']);
     github.addPull('acme', 'widgets', 16, HEAD);
     // Keyed by prompt (each once): whatever other requests Claude Code makes, each turn gets its step.
